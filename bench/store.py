@@ -1,0 +1,285 @@
+"""The results directory (schema_version 1): writing it atomically and loading it back.
+
+Layout (see results/README.md, DESIGN.md "Results contract"):
+    results/<experiment>/manifest.json
+    results/<experiment>/boots/<arm>__b<boot>__a<attempt>.parquet   one row per boot attempt
+    results/<experiment>/probes/<arm>__b<boot>__a<attempt>.parquet  one row per measured probe
+    results/<experiment>/logs/<boot_id>.log
+A boot's probe file is written before its boot row; the boot row is the commit marker, so a
+crash between the two leaves an orphan probe file that loading ignores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from bench.errors import SpecabError
+
+SCHEMA_VERSION = 1
+_META_KEY = b"specab.schema_version"
+
+PROBE_SCHEMA = pa.schema(
+    [
+        ("experiment", pa.string()),
+        ("arm", pa.string()),
+        ("boot", pa.int64()),
+        ("boot_id", pa.string()),
+        ("probe_set", pa.string()),
+        ("probe_id", pa.string()),
+        ("num_drafts", pa.int64()),
+        ("num_draft_tokens", pa.int64()),
+        ("num_accepted_tokens", pa.int64()),
+        ("accepted_per_pos", pa.list_(pa.int64())),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("output_sha256", pa.string()),
+        ("source", pa.string()),
+        ("latency_s", pa.float64()),
+    ]
+)
+
+_TS = pa.timestamp("us", tz="UTC")
+BOOT_SCHEMA = pa.schema(
+    [
+        ("experiment", pa.string()),
+        ("arm", pa.string()),
+        ("boot", pa.int64()),
+        ("attempt", pa.int64()),
+        ("boot_id", pa.string()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("order", pa.int64()),
+        ("block", pa.int64()),
+        ("host", pa.string()),
+        ("gpu", pa.string()),
+        ("started_at", _TS),
+        ("ready_at", _TS),
+        ("finished_at", _TS),
+        ("boot_seconds", pa.float64()),
+        ("probe_seconds", pa.float64()),
+        ("num_speculative_tokens", pa.int64()),
+        ("vllm_version", pa.string()),
+        ("log_path", pa.string()),
+        ("num_drafts", pa.int64()),
+        ("num_draft_tokens", pa.int64()),
+        ("num_accepted_tokens", pa.int64()),
+        ("accepted_per_pos", pa.list_(pa.int64())),
+        # Additive columns beyond the DESIGN.md minimum (documented in results/README.md).
+        ("engine_seed", pa.int64()),
+        ("compile_cache", pa.string()),
+    ]
+)
+
+BOOT_STATUSES = ("ok", "failed")
+
+
+def boot_file_stem(arm: str, boot: int, attempt: int) -> str:
+    return f"{arm}__b{boot:03d}__a{attempt}"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write via a temp file in the same directory and rename, so readers never see half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, obj: Any) -> None:
+    atomic_write_bytes(
+        path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode()
+    )
+
+
+def _table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, schema: pa.Schema) -> pa.Table:
+    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=schema.names)
+    for name in schema.names:  # optional additive columns may be absent in a caller's rows
+        if name not in df.columns:
+            df[name] = None
+    table = pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
+    meta = dict(table.schema.metadata or {})
+    meta[_META_KEY] = str(SCHEMA_VERSION).encode()
+    return table.replace_schema_metadata(meta)
+
+
+def write_parquet_atomic(table: pa.Table, path: Path) -> None:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    atomic_write_bytes(path, sink.getvalue().to_pybytes())
+
+
+class ResultsWriter:
+    """Writes one experiment's results directory; one file per boot attempt, atomically."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @classmethod
+    def create(
+        cls, root: Path, manifest: Mapping[str, Any], *, resume: bool = False
+    ) -> ResultsWriter:
+        """Create the directory and manifest; on resume the spec hash must match."""
+        root = Path(root)
+        existing = root / "manifest.json"
+        if existing.exists():
+            if not resume:
+                raise SpecabError(
+                    "results directory already exists",
+                    file=root,
+                    fix="pass --resume to continue it, or --results-dir/--name for a new one",
+                )
+            old = load_manifest(root)
+            if old.get("spec_sha256") != manifest.get("spec_sha256"):
+                raise SpecabError(
+                    "experiment file changed since this directory was started (spec hash differs)",
+                    file=existing,
+                    field="spec_sha256",
+                    fix="restore the original experiment file, or write to a new results directory",
+                )
+        else:
+            if resume and root.exists() and any(root.iterdir()):
+                raise SpecabError(
+                    "not a specab results directory (no manifest.json)",
+                    file=root,
+                    fix="choose an empty or new directory",
+                )
+            root.mkdir(parents=True, exist_ok=True)
+            body = dict(manifest)
+            body["schema_version"] = SCHEMA_VERSION
+            atomic_write_json(existing, body)
+        for sub in ("boots", "probes", "logs"):
+            (root / sub).mkdir(exist_ok=True)
+        return cls(root)
+
+    def log_path(self, boot_id: str) -> Path:
+        return self.root / "logs" / f"{boot_id}.log"
+
+    def write_boot(
+        self,
+        boot_row: Mapping[str, Any],
+        probe_rows: Iterable[Mapping[str, Any]] | pd.DataFrame = (),
+    ) -> None:
+        """Persist one boot attempt: probes first, then the boot row (the commit marker)."""
+        if boot_row["status"] not in BOOT_STATUSES:
+            raise ValueError(f"status must be one of {BOOT_STATUSES}")
+        stem = boot_file_stem(str(boot_row["arm"]), int(boot_row["boot"]), int(boot_row["attempt"]))
+        probes = _table(probe_rows, PROBE_SCHEMA)
+        if boot_row["status"] == "ok":
+            if probes.num_rows == 0:
+                raise ValueError("an ok boot needs its probe rows")
+            write_parquet_atomic(probes, self.root / "probes" / f"{stem}.parquet")
+        write_parquet_atomic(
+            _table([boot_row], BOOT_SCHEMA), self.root / "boots" / f"{stem}.parquet"
+        )
+
+
+@dataclass(frozen=True)
+class Results:
+    """A loaded results directory. `probes` holds only probes of boots with status ok."""
+
+    root: Path
+    manifest: dict[str, Any]
+    boots: pd.DataFrame
+    probes: pd.DataFrame
+
+    @property
+    def experiment(self) -> str:
+        return str(self.manifest.get("experiment", self.root.name))
+
+    def ok_boots(self) -> pd.DataFrame:
+        return self.boots[self.boots["status"] == "ok"].reset_index(drop=True)
+
+    def arms(self) -> list[str]:
+        """Arms in manifest order (then any extra arm found on disk)."""
+        listed = [a["name"] for a in self.manifest.get("arms", []) if "name" in a]
+        seen = list(dict.fromkeys(self.boots["arm"].tolist())) if len(self.boots) else []
+        return listed + [a for a in seen if a not in listed]
+
+
+def _check_version(found: Any, file: Path) -> None:
+    if found != SCHEMA_VERSION:
+        raise SpecabError(
+            f"schema_version {found!r} is not supported (this specab reads {SCHEMA_VERSION})",
+            file=file,
+            field="schema_version",
+            fix="use the specab release that wrote it, or upgrade specab",
+        )
+
+
+def load_manifest(root: Path) -> dict[str, Any]:
+    path = Path(root) / "manifest.json"
+    if not path.is_file():
+        raise SpecabError(
+            "no manifest.json here",
+            file=root,
+            fix="pass a results directory written by specab (results/<experiment>)",
+        )
+    try:
+        manifest = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise SpecabError(
+            f"not valid JSON ({exc.msg}, line {exc.lineno})",
+            file=path,
+            fix="restore the file from the run that wrote it",
+        ) from None
+    if not isinstance(manifest, dict):
+        raise SpecabError("not a JSON object", file=path, fix="restore the file")
+    _check_version(manifest.get("schema_version"), path)
+    return manifest
+
+
+def _read_dir(sub: Path, schema: pa.Schema) -> pd.DataFrame:
+    files = sorted(sub.glob("*.parquet")) if sub.is_dir() else []
+    frames = []
+    for f in files:
+        try:
+            table = pq.read_table(f)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise SpecabError(
+                f"unreadable Parquet file ({exc})", file=f, fix="delete it and rerun with --resume"
+            ) from None
+        meta = table.schema.metadata or {}
+        version = meta.get(_META_KEY)
+        _check_version(int(version) if version and version.isdigit() else version, f)
+        frames.append(table.to_pandas())
+    if not frames:
+        return schema.empty_table().to_pandas()
+    return pd.concat(frames, ignore_index=True)
+
+
+def load_results(root: str | Path) -> Results:
+    """Load manifest, every boot attempt and the probes of ok boots."""
+    root = Path(root)
+    if not root.is_dir():
+        raise SpecabError(
+            "results directory not found",
+            file=root,
+            fix="pass results/<experiment> as written by `specab run-ab` or `specab boot`",
+        )
+    manifest = load_manifest(root)
+    boots = _read_dir(root / "boots", BOOT_SCHEMA)
+    probes = _read_dir(root / "probes", PROBE_SCHEMA)
+    ok_ids = set(boots.loc[boots["status"] == "ok", "boot_id"]) if len(boots) else set()
+    probes = probes[probes["boot_id"].isin(ok_ids)].reset_index(drop=True)
+    if len(boots):
+        boots = boots.sort_values(["order", "arm", "boot", "attempt"], kind="stable").reset_index(
+            drop=True
+        )
+    return Results(root=root, manifest=manifest, boots=boots, probes=probes)
