@@ -22,7 +22,8 @@ NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a TOML string is never silently coerced to a number ("3" is an error)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Margins(_Model):
@@ -92,6 +93,9 @@ class ProbesSection(_Model):
         "auto", description="Where per-probe acceptance comes from."
     )
     request_timeout_s: float = Field(300.0, gt=0, description="Timeout for one probe request.")
+    ignore_eos: bool = Field(
+        False, description="Generate max_tokens even past EOS (fixed workload per probe)."
+    )
 
 
 class ResourcesSection(_Model):
@@ -173,7 +177,20 @@ _FIXES = {
     "less_than_equal": "use a smaller value",
     "string_pattern_mismatch": "use letters, digits, '.', '_' or '-' only",
     "too_short": "give at least one entry",
+    "dict_type": "write a TOML table, e.g. { key = value }",
+    "list_type": 'write a list, e.g. ["a", "b"]',
+    "string_type": "write a quoted string",
+    "int_type": "write a whole number",
+    "int_parsing": "write a whole number",
+    "int_from_float": "write a whole number",
+    "float_type": "write a number",
+    "float_parsing": "write a number",
+    "bool_type": "write true or false",
+    "bool_parsing": "write true or false",
+    "literal_error": "use one of the values listed",
 }
+# Members of the flag-value union (ArgValue); pydantic reports one error per member.
+_UNION_TAGS = {"str", "int", "float", "bool", "none"}
 
 
 def _loc(loc: tuple[int | str, ...], data: Any) -> str:
@@ -200,17 +217,27 @@ def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
     try:
         return Experiment.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = _loc(tuple(err["loc"]), data) or "(top level)"
+        # Unknown fields first: a misspelt table explains the "missing" one it replaced.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        err = errors[0]
+        raw_loc = tuple(err["loc"])
+        union = bool(raw_loc) and str(raw_loc[-1]) in _UNION_TAGS
+        if union:
+            raw_loc = raw_loc[:-1]
+            errors = [e for e in errors if tuple(e["loc"])[:-1] != raw_loc] + [err]
+        loc = _loc(raw_loc, data) or (
+            "experiment.baseline"
+            if err["msg"].startswith("Value error, baseline")
+            else "(top level)"
+        )
         msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
         fix = _FIXES.get(err["type"], "correct the value")
+        if union:
+            msg = "a flag value must be a string, number or boolean"
+            fix = 'write e.g. 1024, "auto" or true (false removes the flag)'
         if err["type"] == "value_error":
             msg, _, fix = msg.partition("; ") if "; " in msg else (msg, "", fix)
-        extra = (
-            f" ({len(exc.errors()) - 1} more problem(s) after this one)"
-            if len(exc.errors()) > 1
-            else ""
-        )
+        extra = f" ({len(errors) - 1} more problem(s) after this one)" if len(errors) > 1 else ""
         raise SpecabError(msg + extra, file=file, field=loc, fix=fix) from None
 
 

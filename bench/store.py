@@ -81,6 +81,8 @@ BOOT_SCHEMA = pa.schema(
 )
 
 BOOT_STATUSES = ("ok", "failed")
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 def boot_file_stem(arm: str, boot: int, attempt: int) -> str:
@@ -96,6 +98,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be shared
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,40 @@
+"""`specab demo-models DIR [--train]`: build the demo's tokenizer, target and draft."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from bench.errors import SpecabError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo-models")
+    def demo_models(
+        out_dir: Annotated[
+            Path, typer.Argument(help="Directory to write tokenizer/, target/, draft/.")
+        ],
+        train: Annotated[
+            bool,
+            typer.Option(
+                "--train",
+                help="Run the fixed training recipe (minutes on CPU) instead of random weights.",
+            ),
+        ] = False,
+    ) -> None:
+        """Build the tiny demo models (Hugging Face dirs vLLM loads offline)."""
+        from bench.demo_models import build_demo_models
+
+        if out_dir.exists() and not out_dir.is_dir():
+            raise SpecabError(
+                "exists and is not a directory", file=out_dir, fix="pass a directory path"
+            )
+        t0 = time.monotonic()
+        models = build_demo_models(out_dir, train=train)
+        typer.echo(f"target    {models.target}")
+        typer.echo(f"draft     {models.draft}")
+        typer.echo(f"tokenizer {models.tokenizer}")
+        typer.echo(f"built in {time.monotonic() - t0:.1f} s")

@@ -1,0 +1,48 @@
+"""`specab report DIR`: write DIR/report/ (report.md, report.html, figures) from stored results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    def report(
+        results_dir: Annotated[
+            Path, typer.Argument(help="Results directory (results/<experiment>).")
+        ],
+        out: Annotated[
+            Path | None,
+            typer.Option("--out", help="Write the report here instead of DIR/report/."),
+        ] = None,
+        baseline: Annotated[
+            str | None, typer.Option("--baseline", help="Baseline arm (default: manifest).")
+        ] = None,
+        alpha: Annotated[
+            float | None, typer.Option("--alpha", help="Significance level (default: manifest).")
+        ] = None,
+        margin_pos0: Annotated[
+            float | None,
+            typer.Option("--margin-pos0", help="Margin for acceptance at position 0."),
+        ] = None,
+        margin_length: Annotated[
+            float | None,
+            typer.Option("--margin-length", help="Margin for mean accepted length (tokens)."),
+        ] = None,
+    ) -> None:
+        """Render the verdicts, provenance and figures of a results directory."""
+        from bench.report import render_report
+
+        page = render_report(
+            results_dir,
+            out,
+            baseline=baseline,
+            alpha=alpha,
+            margin_pos0=margin_pos0,
+            margin_length=margin_length,
+        )
+        typer.echo(f"report {page}")
+        typer.echo(f"markdown {page.with_name('report.md')}")

@@ -1,0 +1,92 @@
+"""`specab validate FILE`, `specab schema`, `specab materialize FILE --arm NAME --out DIR`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+console = Console(highlight=False, soft_wrap=True)
+
+
+def validate(
+    file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
+) -> None:
+    """Check an experiment file and print, per arm, what a boot would run. Boots nothing."""
+    from bench.materialize import command_line, inspect_experiment
+
+    spec, views = inspect_experiment(file)
+    exp = spec.experiment
+    n = len(views)
+    console.print(f"[bold]{exp.name}[/bold]: {file} is valid")
+    console.print(
+        f"{n} arm(s) x {exp.boots_per_arm} boot(s) = {n * exp.boots_per_arm} boots; "
+        f"baseline: {spec.baseline}; probe sets: {', '.join(spec.probes.sets)}"
+    )
+    for v in views:
+        a, plan = v.arm, v.plan
+        console.print(
+            f"\n[bold]arm {a.name}[/bold]  definition sha256 {a.definition_sha256()[:16]}"
+        )
+        console.print(f"  command: {command_line(plan)}", markup=False)
+        env = " ".join(f"{k}={val}" for k, val in sorted(v.env_set.items())) or "(none)"
+        console.print(f"  env set by the file: {env}", markup=False)
+        if a.name != spec.baseline:
+            diff = (
+                ", ".join(f"{k}: {b!r} -> {x!r}" for k, (b, x) in v.env_vs_baseline.items())
+                or "(same)"
+            )
+            console.print(f"  env vs baseline: {diff}", markup=False)
+        for p in a.patches:
+            console.print(f"  patch: {p.stem} ({p})", markup=False)
+        for which, cfg in (("target", a.target_config), ("draft", a.draft_config)):
+            if cfg is not None:
+                console.print(
+                    f"  {which}_config overlay: {json.dumps(cfg, sort_keys=True)}", markup=False
+                )
+        console.print(f"  python: {a.python}", markup=False)
+    hashes: dict[str, list[str]] = {}
+    for v in views:
+        hashes.setdefault(v.arm.definition_sha256(), []).append(v.arm.name)
+    for names in hashes.values():
+        if len(names) > 1:
+            console.print(
+                f"\nnote: arms {', '.join(names)} run exactly the same thing (an A/A control?)",
+                markup=False,
+            )
+
+
+def schema() -> None:
+    """Print the JSON schema of the experiment file (for editors)."""
+    from bench.spec import json_schema
+
+    typer.echo(json.dumps(json_schema(), indent=2))
+
+
+def materialize(
+    file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
+    arm: Annotated[str, typer.Option("--arm", help="Arm to materialize.")],
+    out: Annotated[Path, typer.Option("--out", help="New or empty output directory.")],
+    engine_seed: Annotated[
+        int | None, typer.Option("--engine-seed", help="Engine --seed, as a boot would pass.")
+    ] = None,
+) -> None:
+    """Write exactly what one boot of ARM would run: command.sh, server.env, plan.json,
+    overlay and patch directories."""
+    from bench.materialize import materialize_arm
+
+    plan = materialize_arm(file, arm, out, engine_seed=engine_seed)
+    console.print(f"wrote {out}/command.sh ({len(plan.argv)} argv items)", markup=False)
+    for which, path in plan.overlays.items():
+        console.print(f"  {which} overlay: {path}", markup=False)
+    if plan.patch_dir:
+        console.print(f"  patch dir: {plan.patch_dir}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)
+    app.command("schema")(schema)
+    app.command("materialize")(materialize)

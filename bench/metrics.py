@@ -1,0 +1,249 @@
+"""Speculative-decoding counters: from `/metrics` (Prometheus text) and from responses.
+
+Semantics are vLLM's: `num_drafts` = verify steps that carried draft tokens,
+`accepted_per_pos[k]` = drafts whose first k+1 draft tokens were all accepted, so the list
+is non-increasing and sums to `num_accepted_tokens`. Mean accepted length = 1 + A / D.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from bench.errors import BootFailed
+
+PREFIX = "vllm:spec_decode_"
+_SCALARS = {
+    "num_drafts": f"{PREFIX}num_drafts",
+    "num_draft_tokens": f"{PREFIX}num_draft_tokens",
+    "num_accepted_tokens": f"{PREFIX}num_accepted_tokens",
+}
+_PER_POS = f"{PREFIX}num_accepted_tokens_per_pos"
+
+
+@dataclass(frozen=True)
+class SpecCounts:
+    """Counts of one probe, one boot, or a cumulative /metrics snapshot."""
+
+    num_drafts: int
+    num_draft_tokens: int
+    num_accepted_tokens: int
+    accepted_per_pos: tuple[int, ...]
+
+    @classmethod
+    def zero(cls, k: int) -> SpecCounts:
+        return cls(0, 0, 0, (0,) * k)
+
+    def __add__(self, other: SpecCounts) -> SpecCounts:
+        k = max(len(self.accepted_per_pos), len(other.accepted_per_pos))
+        a, b = _pad(self.accepted_per_pos, k), _pad(other.accepted_per_pos, k)
+        return SpecCounts(
+            self.num_drafts + other.num_drafts,
+            self.num_draft_tokens + other.num_draft_tokens,
+            self.num_accepted_tokens + other.num_accepted_tokens,
+            tuple(x + y for x, y in zip(a, b, strict=True)),
+        )
+
+    def minus(self, before: SpecCounts) -> SpecCounts:
+        """self - before; a counter that went down means the server restarted its counters."""
+        k = max(len(self.accepted_per_pos), len(before.accepted_per_pos))
+        pairs = [
+            ("num_drafts", self.num_drafts, before.num_drafts),
+            ("num_draft_tokens", self.num_draft_tokens, before.num_draft_tokens),
+            ("num_accepted_tokens", self.num_accepted_tokens, before.num_accepted_tokens),
+        ] + [
+            (f"accepted_per_pos[{i}]", x, y)
+            for i, (x, y) in enumerate(
+                zip(_pad(self.accepted_per_pos, k), _pad(before.accepted_per_pos, k), strict=True)
+            )
+        ]
+        for name, now, then in pairs:
+            if now < then:
+                raise BootFailed(f"counter reset: {PREFIX}{name} went from {then} to {now}")
+        diffs = [now - then for _, now, then in pairs]
+        return SpecCounts(diffs[0], diffs[1], diffs[2], tuple(diffs[3:]))
+
+    def as_row(self) -> dict[str, Any]:
+        """The count columns of PROBE_SCHEMA / BOOT_SCHEMA."""
+        return {
+            "num_drafts": self.num_drafts,
+            "num_draft_tokens": self.num_draft_tokens,
+            "num_accepted_tokens": self.num_accepted_tokens,
+            "accepted_per_pos": list(self.accepted_per_pos),
+        }
+
+    @property
+    def acceptance_pos0(self) -> float:
+        return self.accepted_per_pos[0] / self.num_drafts if self.num_drafts else float("nan")
+
+    @property
+    def mean_accepted_length(self) -> float:
+        return 1 + self.num_accepted_tokens / self.num_drafts if self.num_drafts else float("nan")
+
+
+def _pad(xs: tuple[int, ...], k: int) -> tuple[int, ...]:
+    return xs + (0,) * (k - len(xs))
+
+
+def parse_metrics_text(text: str, num_spec_tokens: int) -> SpecCounts:
+    """Sum the spec-decode counters over all label sets (engine, model_name, ...).
+
+    Missing families (no speculative decoding configured) read as zero.
+    """
+    sums = dict.fromkeys(_SCALARS.values(), 0.0)
+    per_pos = [0.0] * num_spec_tokens
+    for family in text_string_to_metric_families(_spec_lines(text)):
+        if not family.name.startswith(PREFIX):
+            continue
+        for s in family.samples:
+            if not s.name.endswith("_total"):  # skip _created timestamps
+                continue
+            if family.name in sums:
+                sums[family.name] += s.value
+            elif family.name == _PER_POS:
+                pos = int(s.labels["position"])
+                if pos >= num_spec_tokens:
+                    raise BootFailed(
+                        f"/metrics reports position {pos} but num_speculative_tokens is "
+                        f"{num_spec_tokens}"
+                    )
+                per_pos[pos] += s.value
+    return SpecCounts(
+        int(sums[_SCALARS["num_drafts"]]),
+        int(sums[_SCALARS["num_draft_tokens"]]),
+        int(sums[_SCALARS["num_accepted_tokens"]]),
+        tuple(int(v) for v in per_pos),
+    )
+
+
+def _spec_lines(text: str) -> str:
+    """Only the spec-decode families (samples, HELP, TYPE): parsing the whole ~50 KB page
+    costs ~100 ms, which would dominate a short probe's scrape."""
+    keep = ("vllm:spec_decode_", "# HELP vllm:spec_decode_", "# TYPE vllm:spec_decode_")
+    return "".join(ln for ln in text.splitlines(keepends=True) if ln.startswith(keep))
+
+
+def positions_in_metrics(text: str) -> int:
+    """num_speculative_tokens as the server reports it: the number of `position` labels of
+    the per-position counter (vLLM exports every position from start-up, at zero)."""
+    positions = {
+        s.labels["position"]
+        for family in text_string_to_metric_families(_spec_lines(text))
+        if family.name == _PER_POS
+        for s in family.samples
+        if "position" in s.labels
+    }
+    return len(positions)
+
+
+def scrape(client: httpx.Client, num_spec_tokens: int) -> SpecCounts:
+    """GET /metrics on a running server (client has base_url set)."""
+    try:
+        resp = client.get("/metrics")
+        resp.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise BootFailed(f"cannot scrape /metrics: {exc!r}") from None
+    return parse_metrics_text(resp.text, num_spec_tokens)
+
+
+def counts_from_response(obj: Mapping[str, Any], num_spec_tokens: int) -> SpecCounts:
+    """Counts from a response's `metrics.speculative_decoding` object (vLLM >= 0.32).
+
+    Uses the per-step arrays (`detailed`) when present, else the acceptance histogram,
+    and checks that both agree with the summary fields.
+    """
+    k = int(obj["num_spec_tokens"])
+    if k != num_spec_tokens:
+        raise BootFailed(f"response reports num_spec_tokens={k}, expected {num_spec_tokens}")
+    hist = [int(x) for x in obj["acceptance_histogram"]]
+    steps = obj.get("per_step_accepted")
+    if steps is not None:
+        step_hist = [0] * (k + 1)
+        for j in steps:
+            step_hist[int(j)] += 1
+        drafted = sum(int(x) for x in obj.get("per_step_drafted") or [])
+        if step_hist != hist or drafted != int(obj["num_draft_tokens"]):
+            raise BootFailed("per-request metrics: per-step arrays disagree with the summary")
+    counts = SpecCounts(
+        num_drafts=sum(hist),
+        num_draft_tokens=int(obj["num_draft_tokens"]),
+        num_accepted_tokens=sum(j * c for j, c in enumerate(hist)),
+        accepted_per_pos=tuple(sum(hist[p + 1 :]) for p in range(k)),
+    )
+    if counts.num_drafts != int(obj["num_spec_steps"]) or counts.num_accepted_tokens != int(
+        obj["num_accepted_draft_tokens"]
+    ):
+        raise BootFailed("per-request metrics: histogram disagrees with the summary counts")
+    return counts
+
+
+def check_counts(c: SpecCounts, what: str) -> None:
+    """Invariants every count set must satisfy; BootFailed naming `what` otherwise."""
+    pos = c.accepted_per_pos
+    problems = []
+    if c.num_accepted_tokens > c.num_draft_tokens:
+        problems.append("accepted > draft tokens")
+    if any(a < b for a, b in itertools.pairwise(pos)):
+        problems.append(f"accepted_per_pos not non-increasing {list(pos)}")
+    if sum(pos) != c.num_accepted_tokens:
+        problems.append("sum(accepted_per_pos) != accepted tokens")
+    if pos and pos[0] > c.num_drafts:
+        problems.append("accepted_per_pos[0] > drafts")
+    if problems:
+        raise BootFailed(f"invalid counts for {what}: " + "; ".join(problems))
+
+
+_DETECT = (
+    "import importlib.util, site\n"
+    "site.venv(None)\n"  # under -S nothing has applied pyvenv.cfg yet
+    "extra = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []\n"
+    "for d in site.getsitepackages() + extra:\n"
+    "    site.addsitedir(d)\n"
+    "s = importlib.util.find_spec('vllm')\n"
+    "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')\n"
+)
+
+
+@functools.cache
+def vllm_package_dir(python: str, pythonpath: str = "") -> Path | None:
+    """Where `python` would import vllm from, without importing it and without running any
+    sitecustomize (`-S`: a patch runtime must not fire, or append to its report, here)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    try:
+        out = subprocess.run(
+            [python, "-S", "-c", _DETECT],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd="/",
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+    return Path(line) if out.returncode == 0 and line else None
+
+
+def supports_per_request_metrics(python: str, pythonpath: str = "") -> bool:
+    """True if that interpreter's vLLM accepts `--per-request-spec-decode-metrics detailed`
+    (found by reading its argument parser source; cached per interpreter)."""
+    pkg = vllm_package_dir(python, pythonpath)
+    if pkg is None:
+        return False
+    try:
+        args_src = (pkg / "engine" / "arg_utils.py").read_text(encoding="utf-8")
+        obs_src = (pkg / "config" / "observability.py").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "--per-request-spec-decode-metrics" in args_src and '"detailed"' in obs_src

@@ -1,0 +1,85 @@
+"""Launch order and per-boot engine seeds: pure functions of the experiment seed.
+
+Blocks of one boot per arm, shuffled within each block, so slow drift over the run (thermal
+state, a noisy neighbour, a node that joins late) is spread evenly over the arms instead of
+masquerading as an arm effect. Everything here is deterministic, so `--resume` re-derives the
+same plan and the same seeds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+_SEED_SPACE = 2**31 - 1  # vLLM's --seed is a C int on some backends
+
+
+@dataclass(frozen=True)
+class PlannedBoot:
+    """One boot of the plan: arm, its 0-based index within the arm, and its block."""
+
+    arm: str
+    boot: int
+    block: int
+    position: int  # index in the planned dispatch order (0-based)
+
+
+def _block_rng(seed: int, block: int) -> random.Random:
+    # A string seed is hashed with SHA-512 by `random`, stable across Python versions.
+    return random.Random(f"specab-order:{seed}:{block}")
+
+
+def plan_order(arms: Sequence[str], boots_per_arm: int, seed: int) -> list[PlannedBoot]:
+    """Blocks b = 0..B-1, each holding one boot b of every arm, shuffled within the block."""
+    if len(set(arms)) != len(arms):
+        raise ValueError("arm names must be unique")
+    out: list[PlannedBoot] = []
+    for block in range(boots_per_arm):
+        names = list(arms)
+        _block_rng(seed, block).shuffle(names)
+        for name in names:
+            out.append(PlannedBoot(arm=name, boot=block, block=block, position=len(out)))
+    return out
+
+
+def missing_boots(plan: Sequence[PlannedBoot], ok: Mapping[str, set[int]]) -> list[PlannedBoot]:
+    """The planned boots that have no `ok` row yet, in plan order (what `--resume` runs)."""
+    return [p for p in plan if p.boot not in ok.get(p.arm, set())]
+
+
+def engine_seed(seed: int, arm: str, boot: int, *, common_random_numbers: bool = False) -> int:
+    """The engine `--seed` of one boot, derived from (experiment seed, arm, boot).
+
+    With `common_random_numbers`, every arm's boot b gets the same engine seed, so arms in
+    one block share their random streams (a variance-reduction device; it only helps when the
+    arms consume random numbers identically, and on bit-stable CPU boots it makes the arms'
+    boot-to-boot noise identical rather than independent). Default off: independent seeds.
+    """
+    key = (
+        f"specab-engine:{seed}:{boot}"
+        if common_random_numbers
+        else f"specab-engine:{seed}:{arm}:{boot}"
+    )
+    digest = hashlib.sha256(key.encode()).digest()
+    return int.from_bytes(digest[:8], "big") % _SEED_SPACE
+
+
+def balance_node(
+    arm: str,
+    free: Mapping[str, int],
+    per_node_arm: Mapping[tuple[str, str], int],
+    per_node_total: Mapping[str, int],
+) -> str | None:
+    """Pick the node for the next boot of `arm` among nodes with a free slot.
+
+    Fewest boots of this arm so far first (so every arm sees every node about equally often),
+    then fewest boots overall, then node name for determinism. None when no slot is free.
+    """
+    candidates = [n for n, k in free.items() if k > 0]
+    if not candidates:
+        return None
+    return min(
+        candidates, key=lambda n: (per_node_arm.get((n, arm), 0), per_node_total.get(n, 0), n)
+    )

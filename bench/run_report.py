@@ -1,0 +1,110 @@
+"""What `specab run-ab` prints when it ends: per-node counts, the verdict table, the report.
+
+The verdict comes from `bench.stats.analyze` (boot-level statistics). If that module is not
+available, per-arm pooled numbers are printed instead and labelled as *not a verdict*:
+pooled ratios carry no between-boot uncertainty and must not be read as a comparison.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from bench.errors import SpecabError
+from bench.store import Results, load_results
+
+
+def pooled_table(results: Results) -> pd.DataFrame:
+    """Per arm, over ok boots: Σ accepted@pos0 / Σ drafts and 1 + Σ accepted / Σ drafts."""
+    ok = results.ok_boots()
+    rows = []
+    for arm in results.arms():
+        b = ok[ok["arm"] == arm]
+        drafts = int(b["num_drafts"].sum()) if len(b) else 0
+        acc = int(b["num_accepted_tokens"].sum()) if len(b) else 0
+        pos0 = (
+            sum(int(x[0]) for x in b["accepted_per_pos"] if x is not None and len(x))
+            if len(b)
+            else 0
+        )
+        rows.append(
+            {
+                "arm": arm,
+                "ok boots": len(b),
+                "drafts": drafts,
+                "acceptance_pos0 (pooled)": pos0 / drafts if drafts else float("nan"),
+                "mean_accepted_length (pooled)": 1 + acc / drafts if drafts else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
+    table = Table(title=title, title_justify="left")
+    for col in df.columns:
+        table.add_column(str(col))
+    for _, r in df.iterrows():
+        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.tolist()])
+    console.print(table)
+
+
+def verdict(results: Results) -> pd.DataFrame | None:
+    """The verdict table from bench.stats, or None when the statistics module is absent."""
+    try:
+        stats = importlib.import_module("bench.stats")
+        from bench.report_tables import verdict_table
+    except ImportError:
+        return None
+    analysis: dict[str, Any] = stats.analyze(results.probes, results.boots, results.manifest)
+    return verdict_table(analysis)
+
+
+def print_end(
+    root: Path, console: Console, *, per_node: dict[str, dict[str, int]], report: bool
+) -> Path | None:
+    """Print the end-of-run tables; render the report if asked. Returns the report path."""
+    results = load_results(root)
+    if len(per_node) > 1:
+        arms = results.arms()
+        df = pd.DataFrame(
+            [
+                {"node": n, **{a: int(c.get(a, 0)) for a in arms}}
+                for n, c in sorted(per_node.items())
+            ]
+        )
+        _print_df(console, df, "ok boots per node (this run)")
+    if results.ok_boots().empty:
+        console.print("no ok boots yet: nothing to analyze")
+        return None
+    try:
+        table = verdict(results)
+    except SpecabError as exc:
+        console.print(f"no verdict: {exc.one_line()}", markup=False)
+        table = None
+    if table is not None and not table.empty:
+        cols = [c for c in table.columns if c not in ("why", "method", "margin")]
+        _print_df(console, table[cols], "verdict (boot-level statistics)")
+        if "why" in table.columns:
+            for arm, metric, why in zip(table["arm"], table["metric"], table["why"], strict=True):
+                if why:
+                    console.print(f"  {arm} {metric}: {why}", markup=False, highlight=False)
+    else:
+        _print_df(
+            console,
+            pooled_table(results),
+            "per-arm pooled numbers — NOT A VERDICT (no between-boot uncertainty)",
+        )
+    if not report:
+        return None
+    try:
+        from bench.report import render_report
+    except ImportError:
+        return None
+    page = render_report(root)
+    console.print(f"report {page}", markup=False, highlight=False)
+    return page

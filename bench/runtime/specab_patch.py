@@ -1,0 +1,183 @@
+"""specab patch-author API. Copied next to the generated `sitecustomize.py` of every arm
+that has patches; stdlib only, because it runs inside whatever interpreter serves the arm.
+
+A patch is a plain Python file listed in an experiment's `patches`. Its name is its file
+stem. It runs at interpreter start in every server process (API server, engine core,
+workers; spawned children run it again, forked children inherit it) and typically does::
+
+    from specab_patch import report_applied, when_imported
+
+    def _patch(mod):
+        mod.some_function = fixed_function
+        report_applied("my_patch", "replaced some_function")
+
+    when_imported("vllm.some.module", _patch)
+
+The boot fails, naming the patch, unless the engine-core process reported the patch
+applied; an exception in a patch or a hook is recorded and fails the boot the same way.
+"""
+
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import threading
+import traceback
+
+__all__ = ["current_patch", "report_applied", "when_imported"]
+
+_lock = threading.RLock()
+_hooks = {}  # module name -> [(patch name, fn)]
+_applied = []  # (patch name, detail) reported in this process
+_current = []  # stack of patch names whose code is running
+_finding = set()
+
+
+def current_patch():
+    """Name of the patch whose code (module body or hook) is running, or None."""
+    return _current[-1] if _current else None
+
+
+def _process_name():
+    mp = sys.modules.get("multiprocessing")
+    try:
+        return mp.current_process().name if mp else "MainProcess"
+    except Exception:
+        return "?"
+
+
+def _write(record):
+    path = os.environ.get("SPECAB_PATCH_REPORT")
+    record.update(pid=os.getpid(), process=_process_name(), argv0=sys.argv[0] if sys.argv else "")
+    if not path:
+        return
+    data = (json.dumps(record, default=str) + "\n").encode()
+    # One write on an O_APPEND descriptor: lines from concurrent processes never interleave.
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+    except OSError as exc:  # never break the server's imports; the check then fails the boot
+        sys.stderr.write(f"specab: cannot write patch report {path}: {exc}\n")
+
+
+def report_applied(name, detail=""):
+    """Record that patch `name` (its file stem) took effect in this process."""
+    with _lock:
+        _applied.append((str(name), str(detail)))
+    _write({"patch": str(name), "event": "applied", "detail": str(detail)})
+
+
+def _run(patch, fn, *args):
+    _current.append(patch)
+    try:
+        fn(*args)
+    except BaseException as exc:  # recorded and failing the boot, never killing the import
+        where = getattr(fn, "__qualname__", repr(fn))
+        msg = f"{type(exc).__name__}: {exc}"
+        _write({"patch": patch, "event": "error", "error": msg, "where": where})
+        sys.stderr.write(f"specab: patch {patch!r} failed in {where}: {msg}\n")
+        traceback.print_exc()
+    finally:
+        _current.pop()
+
+
+def _fire(name, module):
+    with _lock:
+        hooks = _hooks.pop(name, [])
+    for patch, fn in hooks:
+        _run(patch, fn, module)
+
+
+def when_imported(module_name, fn):
+    """Call fn(module) right after `module_name` is first imported (at once if it already is).
+
+    The hook runs before any other module can import names from the target module, so
+    replacing a function there also replaces it for `from target import function` users.
+    """
+    patch = current_patch() or "?"
+    mod = sys.modules.get(module_name)
+    spec = getattr(mod, "__spec__", None)
+    if mod is not None and not getattr(spec, "_initializing", False):
+        _run(patch, fn, mod)
+        return
+    with _lock:
+        _hooks.setdefault(module_name, []).append((patch, fn))
+    _write({"patch": patch, "event": "waiting", "module": module_name})
+
+
+class _PostImportFinder(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: asks the other finders, then makes the loader fire our hooks."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in _hooks or fullname in _finding:
+            return None
+        _finding.add(fullname)
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            _finding.discard(fullname)
+        loader = getattr(spec, "loader", None)
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        original = loader.exec_module
+
+        def exec_module(module):
+            original(module)
+            _fire(fullname, module)
+
+        if isinstance(loader, type):  # class-level loaders are shared: wrap, don't mutate
+            spec.loader = _Wrapped(loader, exec_module)
+        else:
+            loader.exec_module = exec_module  # per-module loader instance (file loaders)
+        return spec
+
+
+class _Wrapped:
+    def __init__(self, inner, exec_module):
+        self._inner = inner
+        self.exec_module = exec_module
+
+    def create_module(self, spec):
+        return self._inner.create_module(spec)
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+
+def _after_fork_in_child():
+    # A forked child inherits patched modules; say so from its own pid.
+    for patch, detail in list(_applied):
+        _write({"patch": patch, "event": "applied", "detail": detail, "inherited": True})
+
+
+def run_patches(patch_dir):
+    """Run every patch listed in patch_dir/specab_patches.json (called by sitecustomize)."""
+    with open(os.path.join(patch_dir, "specab_patches.json"), encoding="utf-8") as f:
+        entries = json.load(f)["patches"]
+    for entry in entries:
+        name = entry["name"]
+        path = os.path.join(patch_dir, entry["file"])
+
+        def _load(name=name, path=path):
+            spec = importlib.util.spec_from_file_location(f"specab_patches.{name}", path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+            _write({"patch": name, "event": "loaded"})
+
+        _run(name, _load)
+
+
+if not any(isinstance(f, _PostImportFinder) for f in sys.meta_path):
+    sys.meta_path.insert(0, _PostImportFinder())
+    os.register_at_fork(after_in_child=_after_fork_in_child)

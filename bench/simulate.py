@@ -1,0 +1,379 @@
+"""Simulated results from the STATISTICS.md generative model, in the exact store schemas.
+
+For arm a, boot b, prompt p, draft position k the conditional acceptance is
+    q = logistic(mu_k + delta_a + beta_ab + gamma_p + (delta gamma)_ap + eps_bp)
+with beta ~ N(0, sigma_boot^2) nested in arm, gamma ~ N(0, sigma_prompt^2) shared by every
+arm and boot, eps ~ N(0, sigma_res^2) per boot x prompt. Output length L_p is lognormal
+around 256 tokens; D = max(1, round(L_p / (1 + sum_k prod_{j<=k} q_j))); A_0 ~ Bin(D, q_0),
+A_k ~ Bin(A_{k-1}, q_k) (cumulative, as vLLM counts them).
+
+The truth is known, so tests use it to calibrate `bench.stats`: `simulate_boot_totals` is the
+vectorized path (many replicates at once, boot totals only); `simulate_frames` /
+`simulate_results` produce probe and boot rows / a whole results directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from bench.store import ResultsWriter
+
+DEFAULT_MU = (1.65, 1.33, 1.33, 1.33)
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """Parameters of the generative model (defaults give pos0 ~0.78, mean length ~3.19)."""
+
+    mu: tuple[float, ...] = DEFAULT_MU
+    sigma_boot: float = 0.03
+    sigma_prompt: float = 0.8
+    sigma_res: float = 0.15
+    sigma_interaction: float = 0.0  # arm x prompt interaction (delta gamma)_ap
+    length_median: float = 256.0
+    length_sigma: float = 0.5
+    boot_seconds: float = 30.0  # cost of one boot, for `specab plan`
+    seconds_per_token: float = 0.01  # probe latency per completion token
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def positions(self) -> int:
+        return len(self.mu)
+
+
+def mu_for(positions: int) -> tuple[float, ...]:
+    """The default mu extended (or cut) to `positions` draft positions."""
+    return tuple(DEFAULT_MU[min(k, len(DEFAULT_MU) - 1)] for k in range(positions))
+
+
+@dataclass(frozen=True)
+class PromptSet:
+    """A fixed probe set: prompt effects gamma (P,), output lengths (P,), arm x prompt
+    interaction (arms, P)."""
+
+    gamma: NDArray[np.float64]
+    length: NDArray[np.float64]
+    interaction: NDArray[np.float64]
+
+
+def draw_prompt_set(
+    rng: np.random.Generator, arms: int, prompts: int, params: SimParams = SimParams()
+) -> PromptSet:
+    return PromptSet(
+        gamma=rng.normal(0.0, params.sigma_prompt, prompts),
+        length=params.length_median * np.exp(rng.normal(0.0, params.length_sigma, prompts)),
+        interaction=rng.normal(0.0, params.sigma_interaction, (arms, prompts)),
+    )
+
+
+def _logistic(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    out: NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free
+    return out
+
+
+def simulate_counts(
+    rng: np.random.Generator,
+    deltas: NDArray[np.float64] | list[float],
+    boots: int,
+    prompts: int,
+    params: SimParams = SimParams(),
+    replicates: int = 1,
+    prompt_set: PromptSet | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Per-cell counts for `replicates` independent experiments.
+
+    Returns (D, A, L): D drafts with shape (R, arms, boots, prompts), A cumulative accepted
+    counts per position with shape (R, arms, boots, prompts, K), L output lengths (R, prompts).
+    With `prompt_set` every replicate reuses the same prompts (gamma, lengths, interaction),
+    which is the estimand of the primary interval ("on this probe set").
+    """
+    d = np.asarray(deltas, dtype=np.float64)
+    n_arms, k = d.size, params.positions
+    shape = (replicates, n_arms, boots, prompts)
+    if prompt_set is None:
+        gamma = rng.normal(0.0, params.sigma_prompt, (replicates, 1, 1, prompts))
+        inter = rng.normal(0.0, params.sigma_interaction, (replicates, n_arms, 1, prompts))
+        length = params.length_median * np.exp(
+            rng.normal(0.0, params.length_sigma, (replicates, prompts))
+        )
+    else:
+        gamma = np.broadcast_to(prompt_set.gamma[None, None, None, :], (replicates, 1, 1, prompts))
+        inter = np.broadcast_to(
+            prompt_set.interaction[None, :, None, :], (replicates, n_arms, 1, prompts)
+        )
+        length = np.broadcast_to(prompt_set.length[None, :], (replicates, prompts))
+    beta = rng.normal(0.0, params.sigma_boot, (replicates, n_arms, boots, 1))
+    eps = rng.normal(0.0, params.sigma_res, shape)
+    lin = d[None, :, None, None] + beta + gamma + inter + eps
+    mu = np.asarray(params.mu, dtype=np.float64)
+    q = _logistic(lin[..., None] + mu)  # (R, A, B, P, K)
+    expected_per_draft = 1.0 + np.cumprod(q, axis=-1).sum(axis=-1)
+    drafts = np.maximum(1, np.rint(length[:, None, None, :] / expected_per_draft)).astype(np.int64)
+    acc = np.empty((*shape, k), dtype=np.int64)
+    prev = drafts
+    for j in range(k):
+        prev = rng.binomial(prev, q[..., j])
+        acc[..., j] = prev
+    return drafts, acc, length
+
+
+def simulate_boot_totals(
+    rng: np.random.Generator,
+    deltas: NDArray[np.float64] | list[float],
+    boots: int,
+    prompts: int,
+    params: SimParams = SimParams(),
+    replicates: int = 1,
+    chunk: int = 200,
+    prompt_set: PromptSet | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Boot totals only, for calibration: D (R, arms, boots), A (R, arms, boots, K).
+
+    Replicates are generated in chunks so memory stays bounded.
+    """
+    d_parts, a_parts = [], []
+    for start in range(0, replicates, chunk):
+        n = min(chunk, replicates - start)
+        drafts, acc, _ = simulate_counts(rng, deltas, boots, prompts, params, n, prompt_set)
+        d_parts.append(drafts.sum(axis=3))
+        a_parts.append(acc.sum(axis=3))
+    return np.concatenate(d_parts), np.concatenate(a_parts)
+
+
+def _boot_counts(boots: int | Mapping[str, int], arms: list[str]) -> dict[str, int]:
+    if isinstance(boots, int):
+        return dict.fromkeys(arms, boots)
+    return {a: int(boots[a]) for a in arms}
+
+
+def simulate_frames(
+    arms: Mapping[str, float],
+    *,
+    boots: int | Mapping[str, int] = 5,
+    prompts: int = 100,
+    seed: int = 0,
+    params: SimParams = SimParams(),
+    experiment: str = "sim",
+    probe_set: str = "sim",
+    failed_boots: int | Mapping[str, int] = 0,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(probes, boots) DataFrames in the PROBE_SCHEMA / BOOT_SCHEMA column layout.
+
+    `arms` maps arm name -> delta (logit shift). Boots are interleaved in blocks (one per
+    arm) as the orchestrator runs them; `failed_boots` adds failed attempts (no probes).
+    """
+    rng = np.random.default_rng(seed)
+    names = list(arms)
+    per_arm = _boot_counts(boots, names)
+    b_max = max(per_arm.values())
+    drafts, acc, length = simulate_counts(
+        rng, [arms[a] for a in names], b_max, prompts, params, replicates=1
+    )
+    drafts, acc = drafts[0], acc[0]
+    k = params.positions
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    probe_ids = [f"p{p:04d}" for p in range(prompts)]
+    prompt_tokens = rng.integers(20, 200, prompts)
+    fails = _boot_counts(failed_boots, names) if failed_boots else dict.fromkeys(names, 0)
+    probe_frames, boot_rows = [], []
+    acc_parts: list[NDArray[np.int64]] = []
+    order = 0
+    for b in range(b_max):
+        for ai, arm in enumerate(names):
+            if b >= per_arm[arm]:
+                continue
+            for attempt in range(fails[arm] if b == 0 else 0):
+                boot_rows.append(
+                    _boot_row(experiment, arm, b, attempt, order, b, k, t0, None, params, rng)
+                )
+                order += 1
+            attempt = fails[arm] if b == 0 else 0
+            boot_id = f"{arm}-b{b:03d}-a{attempt}"
+            d, a = drafts[ai, b], acc[ai, b]
+            acc_parts.append(a)
+            completion = np.minimum(d + a.sum(axis=1), np.rint(length[0] * 1.05)).astype(np.int64)
+            latency = completion * params.seconds_per_token * rng.lognormal(0.0, 0.1, prompts)
+            probe_frames.append(
+                pd.DataFrame(
+                    {
+                        "experiment": experiment,
+                        "arm": arm,
+                        "boot": b,
+                        "boot_id": boot_id,
+                        "probe_set": probe_set,
+                        "probe_id": probe_ids,
+                        "num_drafts": d,
+                        "num_draft_tokens": d * k,
+                        "num_accepted_tokens": a.sum(axis=1),
+                        "accepted_per_pos": None,  # filled once below (fast .tolist())
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion,
+                        "output_sha256": f"sim-{arm}-{b}-",
+                        "source": "per_request",
+                        "latency_s": latency,
+                    }
+                )
+            )
+            totals = (int(d.sum()), a.sum(axis=0), float(latency.sum()))
+            boot_rows.append(
+                _boot_row(experiment, arm, b, attempt, order, b, k, t0, totals, params, rng)
+            )
+            order += 1
+    probes = pd.concat(probe_frames, ignore_index=True)
+    probes["accepted_per_pos"] = np.concatenate(acc_parts).tolist()
+    probes["output_sha256"] = probes["output_sha256"] + probes["probe_id"]
+    return probes, pd.DataFrame(boot_rows)
+
+
+def _boot_row(
+    experiment: str,
+    arm: str,
+    boot: int,
+    attempt: int,
+    order: int,
+    block: int,
+    k: int,
+    t0: datetime,
+    totals: tuple[int, NDArray[np.int64], float] | None,
+    params: SimParams,
+    rng: np.random.Generator,
+) -> dict[str, Any]:
+    start = t0 + timedelta(minutes=2 * order)
+    boot_s = float(params.boot_seconds * rng.lognormal(0.0, 0.1))
+    ok = totals is not None
+    probe_s = totals[2] if totals is not None else 0.0
+    return {
+        "experiment": experiment,
+        "arm": arm,
+        "boot": boot,
+        "attempt": attempt,
+        "boot_id": f"{arm}-b{boot:03d}-a{attempt}",
+        "status": "ok" if ok else "failed",
+        "error": None if ok else "simulated failure: server exited during startup",
+        "order": order,
+        "block": block,
+        "host": "sim-host",
+        "gpu": "sim-gpu",
+        "started_at": start,
+        "ready_at": start + timedelta(seconds=boot_s) if ok else None,
+        "finished_at": start + timedelta(seconds=boot_s + probe_s),
+        "boot_seconds": boot_s if ok else None,
+        "probe_seconds": probe_s if ok else None,
+        "num_speculative_tokens": k,
+        "vllm_version": "sim",
+        "log_path": f"logs/{arm}-b{boot:03d}-a{attempt}.log",
+        "num_drafts": totals[0] if totals is not None else None,
+        "num_draft_tokens": totals[0] * k if totals is not None else None,
+        "num_accepted_tokens": int(totals[1].sum()) if totals is not None else None,
+        "accepted_per_pos": [int(x) for x in totals[1]] if totals is not None else None,
+        "engine_seed": order,
+        "compile_cache": None,
+    }
+
+
+def simulated_manifest(
+    arms: Mapping[str, float],
+    *,
+    experiment: str = "sim",
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    margins: Mapping[str, float] | None = None,
+    boots: int | Mapping[str, int] = 5,
+    prompts: int = 100,
+    probe_set: str = "sim",
+    seed: int = 0,
+    looks: list[int] | None = None,
+) -> dict[str, Any]:
+    """A manifest with the keys stats reads: arms, baseline, alpha, margins, probe sets."""
+    names = list(arms)
+    m = {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02, **dict(margins or {})}
+    base = baseline or names[0]
+    boots_per_arm = boots if isinstance(boots, int) else max(boots.values())
+    exp_section = {
+        "name": experiment,
+        "boots_per_arm": boots_per_arm,
+        "seed": seed,
+        "baseline": base,
+        "alpha": alpha,
+        "margins": m,
+        "looks": looks,
+    }
+    return {
+        "schema_version": 1,
+        "experiment": experiment,
+        "created_at": datetime.now(UTC).isoformat(),
+        "specab_version": "sim",
+        "simulated": {"deltas": dict(arms), "seed": seed},
+        "spec": {"experiment": exp_section},
+        "spec_sha256": f"sim-{seed}",
+        "arms": [{"name": a, "definition_sha256": f"sim-{a}"} for a in names],
+        "baseline": base,
+        "alpha": alpha,
+        "margins": m,
+        "looks": looks,
+        "probe_sets": [{"name": probe_set, "sha256": "sim", "count": prompts}],
+    }
+
+
+def simulate_results(
+    out_dir: str | Path,
+    arms: Mapping[str, float] | None = None,
+    *,
+    boots: int | Mapping[str, int] = 5,
+    prompts: int = 100,
+    seed: int = 0,
+    sigma_boot: float = 0.03,
+    sigma_prompt: float = 0.8,
+    sigma_res: float = 0.15,
+    sigma_interaction: float = 0.0,
+    positions: int = 4,
+    experiment: str = "sim",
+    baseline: str | None = None,
+    alpha: float = 0.05,
+    margins: Mapping[str, float] | None = None,
+    failed_boots: int | Mapping[str, int] = 0,
+    looks: list[int] | None = None,
+) -> Path:
+    """Write a whole results directory through `ResultsWriter`; returns its path."""
+    arms = dict(arms) if arms is not None else {"a": 0.0, "b": 0.1}
+    params = SimParams(
+        mu=mu_for(positions),
+        sigma_boot=sigma_boot,
+        sigma_prompt=sigma_prompt,
+        sigma_res=sigma_res,
+        sigma_interaction=sigma_interaction,
+    )
+    probes, boot_rows = simulate_frames(
+        arms,
+        boots=boots,
+        prompts=prompts,
+        seed=seed,
+        params=params,
+        experiment=experiment,
+        failed_boots=failed_boots,
+    )
+    manifest = simulated_manifest(
+        arms,
+        experiment=experiment,
+        baseline=baseline,
+        alpha=alpha,
+        margins=margins,
+        boots=boots,
+        prompts=prompts,
+        seed=seed,
+        looks=looks,
+    )
+    writer = ResultsWriter.create(Path(out_dir), manifest)
+    by_boot = dict(tuple(probes.groupby("boot_id", sort=False)))
+    for row in boot_rows.to_dict("records"):
+        rows = by_boot.get(row["boot_id"]) if row["status"] == "ok" else None
+        writer.write_boot({str(k): v for k, v in row.items()}, rows if rows is not None else ())
+    return Path(out_dir)

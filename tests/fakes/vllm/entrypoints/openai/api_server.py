@@ -1,0 +1,185 @@
+"""Fake vLLM OpenAI server for fault injection (stdlib only). See tests/fakes/README.md."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+FAULTS = ("none", "crash_at_boot", "hang_before_health", "die_mid_probe", "counter_reset")
+PREFIX = "vllm:spec_decode_"
+
+
+def _boot_index(state: Path | None, arm_key: str) -> int:
+    """0-based index of this boot among boots with the same key (append-only file)."""
+    if state is None:
+        return 0
+    state.mkdir(parents=True, exist_ok=True)
+    path = state / f"boots-{arm_key}"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{os.getpid()}\n".encode())
+    finally:
+        os.close(fd)
+    lines = path.read_text().split()
+    return lines.index(str(os.getpid()))
+
+
+class Counters:
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        self.drafts = 0
+        self.draft_tokens = 0
+        self.accepted = 0
+        self.per_pos = [0] * self.k
+
+    def text(self, model: str) -> str:
+        lab = f'{{engine="0",model_name="{model}"}}'
+        out = []
+        with self.lock:
+            for name, v in (
+                ("num_drafts", self.drafts),
+                ("num_draft_tokens", self.draft_tokens),
+                ("num_accepted_tokens", self.accepted),
+            ):
+                out += [f"# TYPE {PREFIX}{name}_total counter", f"{PREFIX}{name}_total{lab} {v}.0"]
+            out.append(f"# TYPE {PREFIX}num_accepted_tokens_per_pos_total counter")
+            for p, v in enumerate(self.per_pos):
+                lab_p = f'{{engine="0",model_name="{model}",position="{p}"}}'
+                out.append(f"{PREFIX}num_accepted_tokens_per_pos_total{lab_p} {v}.0")
+        return "\n".join(out) + "\n"
+
+
+def _u01(*parts: object) -> float:
+    h = hashlib.sha256(":".join(map(str, parts)).encode()).digest()
+    return int.from_bytes(h[:8], "big") / 2**64
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--speculative-config", default="{}")
+    ap.add_argument("--served-model-name", default=None)
+    args, _unknown = ap.parse_known_args()
+    fault = os.environ.get("SPECAB_FAKE_FAULT", "none")
+    if fault not in FAULTS:
+        sys.exit(f"fake server: unknown SPECAB_FAKE_FAULT {fault!r}")
+    state_env = os.environ.get("SPECAB_FAKE_STATE")
+    state = Path(state_env) if state_env else None
+    times = os.environ.get("SPECAB_FAKE_FAULT_TIMES")
+    index = _boot_index(state, os.environ.get("SPECAB_FAKE_KEY", fault))
+    if times is not None and index >= int(times):
+        fault = "none"
+    # A child in our process group, like vLLM's EngineCore: it must die with the boot.
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"],
+        stdin=subprocess.DEVNULL,
+    )
+    if state is not None:
+        (state / f"pids-{os.getpid()}").write_text(f"{os.getpid()} {child.pid}\n")
+    print(f"fake vllm server pid={os.getpid()} child={child.pid} fault={fault}", flush=True)
+    if fault == "crash_at_boot":
+        print("ERROR fake server: injected crash at boot", flush=True)
+        child.kill()
+        sys.exit(3)
+    k = int(json.loads(args.speculative_config).get("num_speculative_tokens", 3))
+    model = args.served_model_name or args.model
+    counters = Counters(k)
+    accept = float(os.environ.get("SPECAB_FAKE_ACCEPT", "0.7"))
+    probe_s = float(os.environ.get("SPECAB_FAKE_PROBE_S", "0"))
+    ready_at = time.monotonic() + float(os.environ.get("SPECAB_FAKE_BOOT_S", "0.3"))
+    completions = [0]
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *a: Any) -> None:
+            pass
+
+        def _send(self, code: int, body: str, ctype: str = "application/json") -> None:
+            data = body.encode()
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            healthy = time.monotonic() >= ready_at and fault != "hang_before_health"
+            if self.path == "/health":
+                self._send(200 if healthy else 503, "")
+            elif self.path == "/metrics":
+                self._send(200, counters.text(model), "text/plain; version=0.0.4")
+            elif self.path == "/version":
+                self._send(200, json.dumps({"version": "0.0.0+specab-fake"}))
+            elif self.path == "/v1/models":
+                self._send(200, json.dumps({"object": "list", "data": [{"id": model}]}))
+            else:
+                self._send(404, "{}")
+
+        def do_POST(self) -> None:
+            n = int(self.headers.get("Content-Length", "0"))
+            body = json.loads(self.rfile.read(n) or b"{}")
+            if self.path != "/v1/completions":
+                self._send(404, "{}")
+                return
+            completions[0] += 1
+            if fault == "die_mid_probe" and completions[0] == 2:
+                print("ERROR fake server: injected death mid-probe", flush=True)
+                os._exit(4)
+            if fault == "counter_reset" and completions[0] == 3:
+                with counters.lock:
+                    counters.reset()
+            if probe_s:
+                time.sleep(probe_s)
+            prompt = str(body.get("prompt", ""))
+            want = int(body.get("max_tokens", 16))
+            made, step = 0, 0
+            with counters.lock:
+                while made < want:
+                    j = 0
+                    while j < k and _u01(args.seed, prompt, step, j) < accept:
+                        j += 1
+                    counters.drafts += 1
+                    counters.draft_tokens += k
+                    counters.accepted += j
+                    for p in range(j):
+                        counters.per_pos[p] += 1
+                    made += j + 1
+                    step += 1
+            text = hashlib.sha256(f"{prompt}:{want}".encode()).hexdigest()[: max(1, want)]
+            resp = {
+                "id": f"cmpl-{completions[0]}",
+                "object": "text_completion",
+                "model": model,
+                "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+                "usage": {
+                    "prompt_tokens": len(prompt.split()),
+                    "completion_tokens": made,
+                    "total_tokens": len(prompt.split()) + made,
+                },
+            }
+            self._send(200, json.dumps(resp))
+
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
+    try:
+        server.serve_forever(poll_interval=0.1)
+    finally:
+        child.kill()
+
+
+if __name__ == "__main__":
+    main()

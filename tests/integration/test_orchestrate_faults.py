@@ -1,0 +1,352 @@
+"""Fault paths of `specab run-ab` on real Ray, with the fake server injecting the faults.
+
+Every fault ends as a recorded failed attempt (error, log) and a retry; persistent faults
+stop the experiment or lose the boot with a clear message; killed orchestrators and
+force-cancelled tasks leave no server process behind, and `--resume` completes exactly B ok
+boots per arm.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.cli import run
+from bench.store import load_results
+
+pytestmark = [pytest.mark.timeout(600)]
+
+FAULTS = ("crash_at_boot", "hang_before_health", "die_mid_probe", "counter_reset")
+EXPECTED_ERROR = {
+    "crash_at_boot": "exited with code 3",
+    "hang_before_health": "not healthy after",
+    "die_mid_probe": "request failed",
+    "counter_reset": "counter reset",
+}
+
+
+def _alive(pid: int) -> bool:
+    """Exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def _fake_pids(state: Path) -> list[int]:
+    pids: list[int] = []
+    for f in state.glob("pids-*"):
+        pids += [int(x) for x in f.read_text().split()]
+    return pids
+
+
+def _wait_dead(pids: list[int], timeout_s: float = 20.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while (left := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def _kill_leftovers(pids: list[int]) -> None:
+    for p in pids:  # only processes this test's fake servers started
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(p, signal.SIGKILL)
+
+
+def _ok_per_arm(root: Path) -> dict[str, list[int]]:
+    res = load_results(root)
+    ok = res.ok_boots()
+    return {a: sorted(ok.loc[ok["arm"] == a, "boot"].tolist()) for a in res.arms()}
+
+
+@pytest.mark.ray
+def test_each_fault_is_recorded_and_retried(
+    tmp_path: Path, fake_experiment: Callable[..., Path]
+) -> None:
+    arms = {f: {"SPECAB_FAKE_FAULT": f, "SPECAB_FAKE_FAULT_TIMES": "1"} for f in FAULTS}
+    spec = fake_experiment(
+        tmp_path,
+        arms,
+        boots_per_arm=2,
+        server={"ready_timeout_s": 4.0},
+        experiment={"max_attempts": 2, "max_failures_per_arm": 1},
+    )
+    root = tmp_path / "results"
+    rc = run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"])
+    assert rc == 0
+    res = load_results(root)
+    boots = res.boots
+    assert _ok_per_arm(root) == {f: [0, 1] for f in FAULTS}
+    for fault in FAULTS:
+        mine = boots[boots["arm"] == fault]
+        failed = mine[mine["status"] == "failed"]
+        assert len(failed) == 1, fault  # the first boot of each arm failed once...
+        row = failed.iloc[0]
+        assert EXPECTED_ERROR[fault] in row["error"], (fault, row["error"])
+        assert (root / row["log_path"]).is_file()
+        retry = mine[(mine["boot"] == row["boot"]) & (mine["status"] == "ok")]
+        assert retry["attempt"].tolist() == [row["attempt"] + 1]  # ...and its retry succeeded
+    # order is a permutation of launch numbers; blocks hold one boot of each arm
+    assert sorted(boots["order"]) == list(range(len(boots)))
+    ok = res.ok_boots()
+    assert (ok.groupby("block")["arm"].nunique() == len(FAULTS)).all()
+    assert ok["engine_seed"].notna().all() and ok["engine_seed"].nunique() == len(ok)
+    assert set(ok["compile_cache"]) <= {"cold", "warm"}
+    assert not [p for p in _fake_pids(tmp_path / "fake-state") if _alive(p)]
+
+
+@pytest.mark.ray
+def test_arm_past_failure_limit_stops_the_run(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A patch hooking a module the server never imports: "patch not applied".
+    patch = tmp_path / "never_applies.py"
+    patch.write_text(
+        "from specab_patch import report_applied, when_imported\n"
+        "when_imported('vllm.no_such_module', lambda m: report_applied('never_applies'))\n"
+    )
+    spec = fake_experiment(
+        tmp_path,
+        {"base": {}, "patched": {}},
+        boots_per_arm=3,
+        experiment={"max_attempts": 3, "max_failures_per_arm": 1},
+        arm_extra={"patched": {"patches": [str(patch)]}},
+    )
+    root = tmp_path / "results"
+    rc = run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "max_failures_per_arm = 1" in out and "patched" in out and "--resume" in out
+    boots = load_results(root).boots
+    failed = boots[(boots["arm"] == "patched") & (boots["status"] == "failed")]
+    assert len(failed) == 2  # stopped at the second failure, not after max_attempts x B
+    assert failed["error"].str.contains("did not apply").all()
+    assert (boots.loc[boots["arm"] == "patched", "status"] != "ok").all()
+
+
+@pytest.mark.ray
+def test_boot_lost_after_max_attempts(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = fake_experiment(
+        tmp_path,
+        {"base": {}, "broken": {"SPECAB_FAKE_FAULT": "crash_at_boot"}},
+        boots_per_arm=1,
+        experiment={"max_attempts": 2, "max_failures_per_arm": 10},
+    )
+    root = tmp_path / "results"
+    rc = run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "boot 0 of arm 'broken' failed experiment.max_attempts times" in out
+    boots = load_results(root).boots
+    assert boots.loc[boots["arm"] == "broken", "attempt"].tolist() == [1, 2]
+    assert _ok_per_arm(root) == {"base": [0], "broken": []}
+    # an existing directory without --resume is refused with the fix, nothing written
+    before = sorted(p.name for p in (root / "boots").iterdir())
+    rc = run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"])
+    assert rc == 2
+    assert "--resume" in capsys.readouterr().err
+    assert sorted(p.name for p in (root / "boots").iterdir()) == before
+
+
+@pytest.mark.ray
+def test_force_cancel_leaves_no_orphans(
+    tmp_path: Path, fake_experiment: Callable[..., Path]
+) -> None:
+    """ray.cancel(force=True) kills the worker; the boot's watchdog kills the server group."""
+    import ray
+
+    from bench.boot_task import AttemptSpec, run_attempt
+    from bench.spec import load_spec
+
+    spec_file = fake_experiment(tmp_path, {"slow": {"SPECAB_FAKE_PROBE_S": "60"}}, boots_per_arm=1)
+    spec = load_spec(spec_file)
+    state = tmp_path / "fake-state"
+    ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+    try:
+        a = AttemptSpec(
+            spec=spec,
+            spec_file=str(spec_file),
+            arm="slow",
+            boot=0,
+            attempt=1,
+            order=0,
+            block=0,
+            engine_seed=1,
+            boot_id="slow__b000__a1",
+            log_path=str(tmp_path / "slow.log"),
+            driver_node_id="",
+        )
+        ref = ray.remote(run_attempt).options(num_cpus=1, max_retries=0).remote(a)
+        deadline = time.monotonic() + 60
+        while not _fake_pids(state) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        pids = _fake_pids(state)
+        assert len(pids) == 2 and all(_alive(p) for p in pids)  # leader + "EngineCore"
+        time.sleep(1.0)  # inside a probe now
+        ray.cancel(ref, force=True)
+        with pytest.raises(ray.exceptions.RayError):
+            ray.get(ref, timeout=30)
+        left = _wait_dead(pids)
+        _kill_leftovers(left)
+        assert left == [], f"orphans after force cancel: {left}"
+    finally:
+        ray.shutdown()
+
+
+def _start_driver(spec: Path, root: Path, *extra: str) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "bench.cli", "run-ab", str(spec), "--results-dir", str(root)]
+    return subprocess.Popen(
+        [*cmd, "--quiet", "--no-report", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        cwd=root.parent,
+    )
+
+
+def _wait_for(cond: Callable[[], bool], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise AssertionError("timed out waiting")
+        time.sleep(0.2)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_killed_orchestrator_then_resume(
+    tmp_path: Path, fake_experiment: Callable[..., Path], sig: signal.Signals
+) -> None:
+    """Kill the driver mid-experiment; no server survives; --resume ends with exactly B ok
+    boots per arm, none duplicated or lost."""
+    b = 3
+    spec = fake_experiment(
+        tmp_path,
+        {"base": {"SPECAB_FAKE_PROBE_S": "0.7"}, "fix": {"SPECAB_FAKE_PROBE_S": "0.7"}},
+        boots_per_arm=b,
+    )
+    root = tmp_path / "results"
+    state = tmp_path / "fake-state"
+    proc = _start_driver(spec, root)
+    try:
+        # at least one boot written and others in flight
+        _wait_for(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 120)
+        _wait_for(lambda: any(_alive(p) for p in _fake_pids(state)), 60)
+        proc.send_signal(sig)
+        out, _ = proc.communicate(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if sig == signal.SIGTERM:
+        assert proc.returncode == 130, out.decode()
+        assert b"--resume" in out
+    left = _wait_dead(_fake_pids(state), 30)
+    _kill_leftovers(left)
+    assert left == [], f"server processes outlived the orchestrator: {left}"
+    done_before = _ok_per_arm(root)
+    assert sum(len(v) for v in done_before.values()) < 2 * b  # really interrupted
+
+    rc = run(
+        ["run-ab", str(spec), "--results-dir", str(root), "--resume", "--quiet", "--no-report"]
+    )
+    assert rc == 0
+    assert _ok_per_arm(root) == {"base": list(range(b)), "fix": list(range(b))}
+    boots = load_results(root).boots
+    ok = boots[boots["status"] == "ok"]
+    assert not ok.duplicated(["arm", "boot"]).any()
+    assert not boots.duplicated(["arm", "boot", "attempt"]).any()
+    assert not boots["order"].duplicated().any()
+    # nothing to do on a second resume
+    assert run(["run-ab", str(spec), "--results-dir", str(root), "--resume", "--no-report"]) == 0
+    assert len(load_results(root).boots) == len(boots)
+
+
+OWNER = """
+import subprocess, sys, time
+from pathlib import Path
+from bench.reaper import BootGuard
+guard = BootGuard(Path(sys.argv[1]), grace_s=2.0)
+guard.__enter__()
+# a server-like group: leader in its own session plus a child ("EngineCore")
+leader = subprocess.Popen(
+    [sys.executable, "-c", "import subprocess, sys, time; "
+     "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)']); "
+     "print(c.pid, flush=True); time.sleep(600)"],
+    start_new_session=True, stdout=subprocess.PIPE, text=True)
+guard.record(leader.pid, leader.pid)
+print(leader.pid, leader.stdout.readline().strip(), flush=True)
+if sys.argv[2] == "exit":
+    leader.kill(); leader.wait()
+    guard.__exit__(None, None, None)
+    print("done", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("how", ["sigkill", "exit"])
+def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> None:
+    """The per-boot watchdog, without Ray: owner SIGKILLed -> the whole group dies; owner
+    done normally -> the watchdog exits without touching anything."""
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path / "pgids"), how],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert owner.stdout is not None
+        leader, child = (int(x) for x in owner.stdout.readline().split())
+        if how == "sigkill":
+            assert _alive(leader) and _alive(child)
+            owner.kill()
+            owner.wait()
+            left = _wait_dead([leader, child], 15)
+            _kill_leftovers(left)
+            assert left == []
+        else:
+            assert owner.stdout.readline().strip() == "done"
+            time.sleep(1.0)
+            assert _alive(child)  # the guard was released: it must not kill anything
+            assert not (tmp_path / "pgids").exists()
+            _kill_leftovers([child])
+    finally:
+        owner.kill()
+        owner.wait()
+
+
+def test_live_progress_renders_per_arm_counts() -> None:
+    import io
+
+    from rich.console import Console
+
+    from bench.progress import ProgressState, Running, make_progress
+
+    buf = io.StringIO()
+    console = Console(file=buf, force_terminal=True, width=120)
+    state = ProgressState(arms=["base", "fix"], target={"base": 2, "fix": 2}, ok={}, slots=2)
+    with make_progress(state, console, quiet=False) as progress:
+        progress.started("base__b000__a1", Running("base", 0, 1, "node-a", time.monotonic()))
+        progress.finished("base__b000__a1", {"arm": "base", "status": "ok"}, 30.0)
+        progress.started("fix__b000__a1", Running("fix", 0, 1, "node-b", time.monotonic()))
+        progress.finished("fix__b000__a1", {"arm": "fix", "status": "failed", "error": "x"}, 10.0)
+        progress.started("fix__b000__a2", Running("fix", 0, 2, "node-b", time.monotonic()))
+        progress.refresh()
+    text = buf.getvalue()
+    assert "1/2" in text and "0/2" in text  # ok per arm
+    assert "fix#0.2@node-b" in text  # current boot
+    assert state.eta_s() == pytest.approx(20.0 * 3 / 2)  # mean attempt time x left / slots
+    lines = io.StringIO()
+    quiet = make_progress(state, Console(file=lines, width=200), quiet=True)
+    quiet.finished("fix__b000__a2", {"arm": "fix", "status": "ok", "host": "h"}, 5.0)
+    assert lines.getvalue().startswith("boot fix__b000__a2 ok host=h")

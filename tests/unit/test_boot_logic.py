@@ -1,0 +1,141 @@
+"""Boot logic without a vLLM server: the probe loop against recorded real responses (an
+httpx MockTransport that injects faults), the manifest, and a failing boot through the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from bench.boot import build_manifest, one_line
+from bench.cli import run
+from bench.errors import BootFailed
+from bench.measure import measure
+from bench.probes import ProbeSet, Sampling, load_probe_set
+from bench.spec import load_spec
+from bench.store import load_results
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
+BEFORE = (FIX / "metrics_before.txt").read_text()
+AFTER = (FIX / "metrics_after.txt").read_text()
+COMPLETION = json.loads((FIX / "completion.json").read_text())
+
+
+def one_probe(tmp_path: Path) -> ProbeSet:
+    f = tmp_path / "one.jsonl"
+    f.write_text('{"id": "p1", "prompt": "def parse_header(line):\\n    "}\n')
+    return load_probe_set(f)
+
+
+def replay(metrics_pages: list[str]) -> httpx.Client:
+    """Serve /metrics pages in order (the last one repeats) and the recorded completion."""
+    pages = list(metrics_pages)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/metrics":
+            return httpx.Response(200, text=pages.pop(0) if len(pages) > 1 else pages[0])
+        return httpx.Response(200, json=COMPLETION)
+
+    return httpx.Client(base_url="http://server", transport=httpx.MockTransport(handler))
+
+
+def run_measure(tmp_path: Path, pages: list[str], source: str) -> Any:
+    return measure(
+        replay(pages),
+        [one_probe(tmp_path)],
+        model="tiny-target",
+        sampling=Sampling(),
+        warmup=0,
+        source=source,
+        k=4,
+        base_row={"experiment": "e", "arm": "a", "boot": 0, "boot_id": "a__b000__a1"},
+    )
+
+
+def test_per_request_counts_checked_against_the_metrics_delta(tmp_path: Path) -> None:
+    m = run_measure(tmp_path, [BEFORE, AFTER], "per_request")
+    (row,) = m.rows
+    assert row["source"] == "per_request" and row["probe_id"] == "p1"
+    assert (row["num_drafts"], row["num_accepted_tokens"]) == (12, 39)
+    assert row["accepted_per_pos"] == [10, 10, 10, 9]
+    assert m.deltas[0].num_drafts == 12 and m.total == m.deltas[0]
+
+
+def test_metrics_delta_path(tmp_path: Path) -> None:
+    m = run_measure(tmp_path, [BEFORE, AFTER], "metrics_delta")
+    assert m.rows[0]["source"] == "metrics_delta" and m.rows[0]["num_draft_tokens"] == 48
+
+
+def test_disagreeing_paths_fail_the_boot(tmp_path: Path) -> None:
+    """/metrics that never moves while the response reports 12 drafts: 'metrics mismatch'."""
+    with pytest.raises(BootFailed, match="metrics mismatch at probe one/p1"):
+        run_measure(tmp_path, [BEFORE], "per_request")
+
+
+def test_counter_going_down_fails_the_boot(tmp_path: Path) -> None:
+    with pytest.raises(BootFailed, match="counter reset"):
+        run_measure(tmp_path, [AFTER, BEFORE], "metrics_delta")
+
+
+def test_one_line() -> None:
+    assert one_line("server exited: boom\n--- tail ---\nmore") == "server exited: boom"
+    assert one_line("") == "unknown error"
+
+
+def experiment(tmp_path: Path, python: str = "") -> Path:
+    (tmp_path / "p.jsonl").write_text('{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n')
+    toml = tmp_path / "exp.toml"
+    toml.write_text(
+        f"""
+[experiment]
+name = "unit"
+[server]
+model = "models/target"
+ready_timeout_s = 30
+{f'python = "{python}"' if python else ""}
+[server.speculative_config]
+method = "draft_model"
+model = "models/draft"
+num_speculative_tokens = 3
+[probes]
+sets = ["p.jsonl"]
+[[arms]]
+name = "baseline"
+[[arms]]
+name = "fix"
+env = {{ FIX = "1" }}
+"""
+    )
+    return toml
+
+
+def test_manifest(tmp_path: Path) -> None:
+    toml = experiment(tmp_path)
+    m = build_manifest(load_spec(toml), toml)
+    assert m["schema_version"] == 1 and m["experiment"] == "unit" and m["baseline"] == "baseline"
+    assert [a["name"] for a in m["arms"]] == ["baseline", "fix"]
+    assert m["arms"][0]["definition_sha256"] != m["arms"][1]["definition_sha256"]
+    (ps,) = m["probe_sets"]
+    assert ps["name"] == "p" and ps["count"] == 2 and len(ps["sha256"]) == 64
+    assert m["spec_sha256"] == load_spec(toml).sha256()
+    assert m["margins"] == {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
+    json.dumps(m)  # JSON-able as is
+
+
+def test_cli_records_a_failed_boot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 'python' that exits at once: exit 1, a failed boot row, no probe rows, loads back."""
+    toml = experiment(tmp_path, python="/bin/false")
+    out = tmp_path / "results"
+    assert run(["boot", str(toml), "--arm", "fix", "--results-dir", str(out)]) == 1
+    assert "FAILED: server exited with code 1 during startup" in capsys.readouterr().out
+    res = load_results(out)
+    (row,) = res.boots.to_dict("records")
+    assert (row["status"], row["arm"], row["attempt"]) == ("failed", "fix", 1)
+    assert "\n" not in row["error"] and row["log_path"] == "logs/fix__b000__a1.log"
+    assert len(res.probes) == 0
+    # a second try appends attempt 2 to the same directory
+    assert run(["boot", str(toml), "--arm", "fix", "--results-dir", str(out)]) == 1
+    assert sorted(load_results(out).boots["attempt"]) == [1, 2]

@@ -1,0 +1,151 @@
+"""`specab report`: a full report from stored results, self-contained, atomic, user errors."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from bench import report as report_mod
+from bench.cli import run
+from bench.errors import SpecabError
+from bench.report import render_report
+from bench.simulate import simulate_results
+
+FILES = {
+    "report.md",
+    "report.html",
+    "analysis.json",
+    *(
+        f"{s}.png"
+        for s in (
+            "fig1_boots",
+            "fig2_forest",
+            "fig3_positions",
+            "fig4_variance",
+            "fig5_timing",
+            "fig6_identity",
+        )
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def rendered(sim_results_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One full report of the shared simulated results (rendered once: ~5 s)."""
+    out = tmp_path_factory.mktemp("report")
+    render_report(sim_results_dir, out, n_resamples=500)
+    return out
+
+
+def test_report_has_every_file_and_a_self_contained_html(rendered: Path) -> None:
+    assert {p.name for p in rendered.iterdir()} == FILES
+    page = (rendered / "report.html").read_text()
+    images = re.findall(r'<img [^>]*src="([^"]*)"', page)
+    assert len(images) == 6
+    assert all(src.startswith("data:image/png;base64,") for src in images)
+    assert not re.search(r"<(link|script)\b", page)  # nothing fetched from elsewhere
+    # The embedded images are the PNGs written beside it, in the same order.
+    first = base64.b64decode(images[0].split(",", 1)[1])
+    assert first == (rendered / "fig1_boots.png").read_bytes()
+    assert first[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_report_states_verdicts_why_provenance_failures_and_identity(rendered: Path) -> None:
+    md = (rendered / "report.md").read_text()
+    analysis = json.loads((rendered / "analysis.json").read_text())
+    for c in analysis["comparisons"]:
+        row = next(
+            line for line in md.splitlines() if line.startswith(f"| {c['arm']} | {c['metric']} |")
+        )
+        assert f"| {c['verdict']} |" in row
+        assert " ".join(c["why"].split()) in row  # the analysis' own sentence
+    verdicts = {(c["arm"], c["metric"]): c["verdict"] for c in analysis["comparisons"]}
+    assert verdicts[("aux+rope-fix", "mean_accepted_length")] == "improved"
+    # Provenance: patches (name + sha prefix), overlays, versions, hosts, GPUs.
+    assert "aux_fix (abababababab)" in md
+    assert '{"partial_rotary_factor":1.0}' in md
+    assert 'env.DSPARK_AUX_FIX="1"' in md  # what else differs from the baseline definition
+    assert "vLLM sim; hosts sim-host; GPUs sim-gpu" in md
+    assert "| aux-fix | 0000000000000" not in md
+    # The failed attempt, with its error; the output-identity counts.
+    assert "simulated failure: server exited during startup" in md
+    assert "aux+rope-fix: 3 of 40" in md
+    assert "1 probe(s) of aux-fix" in md  # nondeterminism within an arm is reported
+    for name in FILES - {"report.md", "report.html", "analysis.json"}:
+        assert f"]({name})" in md
+
+
+def test_cli_report_writes_into_results_dir_by_default(
+    sim_results_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    results = tmp_path / "r"
+    shutil.copytree(sim_results_dir, results)
+    assert run(["report", str(results), "--margin-length", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert f"report {results / 'report' / 'report.html'}" in out
+    assert {p.name for p in (results / "report").iterdir()} == FILES
+    # Options reach the analysis: a 0.5-token margin swallows the observed gain.
+    analysis = json.loads((results / "report" / "analysis.json").read_text())
+    length = [c for c in analysis["comparisons"] if c["metric"] == "mean_accepted_length"]
+    assert {c["margin"] for c in length} == {0.5}
+    assert all(c["verdict"] != "improved" for c in length)
+
+
+def test_user_errors_are_one_line_and_write_nothing(
+    sim_results_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["report", str(tmp_path / "missing")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "results directory not found" in err and "Fix:" in err
+    out = tmp_path / "out"
+    assert run(["report", str(sim_results_dir), "--out", str(out), "--baseline", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--baseline" in err and "nope" in err
+    assert not out.exists()
+
+
+def test_a_failure_while_rendering_leaves_no_half_written_report(
+    sim_results_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*_a: object, **_k: object) -> None:
+        raise RuntimeError("injected plot failure")
+
+    monkeypatch.setattr(report_mod, "plot_output_identity", broken)  # the last figure
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError, match="injected"):
+        render_report(sim_results_dir, out, n_resamples=0)
+    assert not out.exists() or not any(out.iterdir())
+
+
+def test_single_arm_results_render_without_comparisons(tmp_path: Path) -> None:
+    results = simulate_results(tmp_path / "one", {"only": 0.0}, boots=3, prompts=10)
+    page = render_report(results, n_resamples=0)
+    md = page.with_name("report.md").read_text()
+    assert "Only one arm: nothing to compare." in md
+    assert page.stat().st_size > 0 and len(list(page.parent.glob("*.png"))) == 6
+
+
+def test_unreplicated_arm_says_so_instead_of_a_verdict(tmp_path: Path) -> None:
+    results = simulate_results(tmp_path / "b1", {"a": 0.0, "b": 0.3}, boots=1, prompts=10)
+    page = render_report(results, n_resamples=0)
+    md = page.with_name("report.md").read_text()
+    assert "unreplicated" in md and "| inconclusive |" in md
+    with pytest.raises(SpecabError):
+        render_report(tmp_path / "b1" / "boots", n_resamples=0)  # not a results directory
+
+
+def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
+    from bench.simulate import simulated_manifest
+    from bench.store import ResultsWriter
+
+    root = tmp_path / "started"
+    ResultsWriter.create(root, simulated_manifest({"a": 0.0, "b": 0.0}))
+    page = render_report(root, n_resamples=0)
+    md = page.with_name("report.md").read_text()
+    assert "| b | acceptance_pos0 | — [—, —] |" in md and "| inconclusive |" in md
+    assert "0 failed boot attempt(s)" in md

@@ -1,0 +1,222 @@
+"""Calibration of the boot-level statistics by simulation with known truth (STATISTICS.md
+"Calibration"). Thousands of simulated experiments go through the same vectorized core
+functions that `bench.stats.analyze` uses (`test_stats.py` checks analyze agrees with them).
+Tolerances are alpha + 2 MCSE (false positives) and 1 - alpha - 2 MCSE (coverage)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from stats_calib_helpers import compare_arms, mcse, sequential_run, simulate
+
+from bench.simulate import PromptSet, SimParams, draw_prompt_set
+from bench.stats_core import holm
+
+ALPHA = 0.05
+MARGINS = {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize("boots", [2, 3, 5, 10, 20])
+def test_aa_false_positive_rate_within_alpha(boots: int) -> None:
+    reps = 1500
+    m = simulate(np.random.default_rng(100 + boots), [0.0, 0.0], boots, reps)
+    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    for metric, (num, den) in m.items():
+        c = compare_arms(num, den, 0, 1, ALPHA)
+        fpr = float(np.mean((c["lo"] > 0) | (c["hi"] < 0)))
+        print(f"A/A B={boots} {metric}: FPR {fpr:.4f} (limit {limit:.4f}, {reps} replicates)")
+        assert fpr <= limit
+        # The p-value and the interval must tell the same story.
+        assert np.array_equal(c["p"] < ALPHA, (c["lo"] > 0) | (c["hi"] < 0))
+
+
+def _truth(
+    rng: np.random.Generator, deltas: list[float], params: SimParams, ps: PromptSet
+) -> dict[str, float]:
+    """Ratio of sums over 5,000 boots per arm on the fixed prompt set: the estimand."""
+    m = simulate(rng, deltas, 5000, 1, params=params, prompt_set=ps)
+    return {
+        k: n[0, 1].sum() / d[0, 1].sum() - n[0, 0].sum() / d[0, 0].sum() for k, (n, d) in m.items()
+    }
+
+
+@pytest.mark.parametrize(
+    "label,params",
+    [
+        ("default", SimParams()),
+        ("sigma_boot=0", SimParams(sigma_boot=0.0)),
+        ("arm x prompt interaction", SimParams(sigma_interaction=0.3)),
+    ],
+)
+def test_coverage_of_true_difference(label: str, params: SimParams) -> None:
+    rng = np.random.default_rng(7)
+    deltas = [0.0, 0.1]
+    ps = draw_prompt_set(rng, 2, 100, params)
+    truth = _truth(rng, deltas, params, ps)
+    reps = 1000
+    limit = 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    for boots in (3, 10):
+        m = simulate(rng, deltas, boots, reps, params=params, prompt_set=ps)
+        for metric, (num, den) in m.items():
+            c = compare_arms(num, den, 0, 1, ALPHA)
+            cover = float(np.mean((c["lo"] <= truth[metric]) & (c["hi"] >= truth[metric])))
+            print(f"{label} B={boots} {metric}: coverage {cover:.4f} (limit {limit:.4f})")
+            assert cover >= limit
+
+
+def test_holm_controls_familywise_error_with_four_arms() -> None:
+    reps = 2000
+    m = simulate(np.random.default_rng(11), [0.0, 0.0, 0.0, 0.0], 5, reps)
+    p = np.stack(
+        [compare_arms(num, den, 0, j, ALPHA)["p"] for j in (1, 2, 3) for num, den in m.values()],
+        axis=-1,
+    )
+    raw = float(np.mean((p < ALPHA).any(axis=-1)))
+    adjusted = float(np.mean((holm(p) < ALPHA).any(axis=-1)))
+    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    print(f"4 arms, 6 primary tests, B=5: FWER raw {raw:.4f}, Holm {adjusted:.4f}")
+    assert adjusted <= limit
+    assert raw > limit  # without the correction the family error really is inflated
+
+
+def test_sequential_design_error_rate_and_average_boots() -> None:
+    looks = (3, 6, 10)
+    reps = 2000
+    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    aa = simulate(np.random.default_rng(21), [0.0, 0.0], 10, reps)
+    claimed, used = sequential_run(aa, looks, ALPHA, MARGINS)
+    print(
+        f"sequential A/A: error {claimed.mean():.4f} (limit {limit:.4f}), boots {used.mean():.2f}"
+    )
+    assert claimed.mean() <= limit
+    # Naive re-testing at every look without spending: the error the design prevents.
+    naive = np.zeros(reps, dtype=bool)
+    for n in looks:
+        p = np.stack(
+            [compare_arms(x[..., :n], d[..., :n], 0, 1, ALPHA)["p"] for x, d in aa.values()], -1
+        )
+        naive |= (holm(p) < ALPHA).any(axis=-1)
+    print(f"naive re-testing at each look: error {naive.mean():.4f}")
+    assert naive.mean() > claimed.mean()
+
+    ab = simulate(np.random.default_rng(22), [0.0, 0.1], 10, reps)
+    claimed, used = sequential_run(ab, looks, ALPHA, MARGINS)
+    fixed = np.stack([compare_arms(x, d, 0, 1, ALPHA)["p"] for x, d in ab.values()], -1)
+    fixed_power = float(np.mean((holm(fixed) < ALPHA).any(axis=-1)))
+    print(
+        f"sequential, real effect: power {claimed.mean():.4f} with {used.mean():.2f} boots/arm "
+        f"on average; fixed design: power {fixed_power:.4f} with 10 boots/arm"
+    )
+    assert used.mean() < 9.0
+    assert claimed.mean() >= fixed_power - 0.03
+
+
+def test_permutation_test_false_positive_rate() -> None:
+    from bench.stats_resample import permutation_test
+
+    reps = 500
+    rng = np.random.default_rng(31)
+    num, den = simulate(rng, [0.0, 0.0], 5, reps)["acceptance_pos0"]
+    p = np.array(
+        [
+            permutation_test(num[r, 0], den[r, 0], num[r, 1], den[r, 1], 10_000, rng)[0]
+            for r in range(reps)
+        ]
+    )
+    fpr = float(np.mean(p < ALPHA))
+    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    print(f"permutation test A/A B=5 (exact, 252 relabelings): FPR {fpr:.4f} (limit {limit:.4f})")
+    assert fpr <= limit
+
+
+@pytest.mark.parametrize("boots", [10, 20])
+def test_studentized_cluster_bootstrap_coverage(boots: int) -> None:
+    from bench.stats_resample import cluster_bootstrap
+
+    rng = np.random.default_rng(41)
+    ps = draw_prompt_set(rng, 2, 100, SimParams())
+    truth = _truth(rng, [0.0, 0.1], SimParams(), ps)["acceptance_pos0"]
+    reps = 500
+    num, den = simulate(rng, [0.0, 0.1], boots, reps, prompt_set=ps)["acceptance_pos0"]
+    ci = np.array(
+        [
+            cluster_bootstrap(num[r, 0], den[r, 0], num[r, 1], den[r, 1], ALPHA, 2000, rng)
+            for r in range(reps)
+        ]
+    )
+    cover = float(np.mean((ci[:, 0] <= truth) & (ci[:, 1] >= truth)))
+    limit = 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    print(f"studentized cluster bootstrap B={boots}: coverage {cover:.4f} (limit {limit:.4f})")
+    assert cover >= limit
+
+
+def test_pigeonhole_interval_covers_the_new_prompts_difference() -> None:
+    """With an arm x prompt interaction the effect depends on the prompts: the primary
+    interval (this probe set) does not cover the difference over the prompt population,
+    the pigeonhole interval ("would it hold on new prompts?") does."""
+    from bench.simulate import simulate_counts
+    from bench.stats_core import arm_stats, compare
+    from bench.stats_resample import pigeonhole_interval, pigeonhole_ratios, pigeonhole_weights
+
+    rng = np.random.default_rng(8)
+    params = SimParams(sigma_interaction=0.3)
+    d_pop, a_pop, _ = simulate_counts(rng, [0.0, 0.1], 4, 50_000, params)
+    pos0 = a_pop[0, ..., 0].sum(axis=(1, 2)) / d_pop[0].sum(axis=(1, 2))
+    truth = pos0[1] - pos0[0]
+    reps, primary, pigeon = 200, 0, 0
+    for _ in range(reps):
+        d_all, a_all, _ = simulate_counts(rng, [0.0, 0.1], 5, 100, params)
+        d, a = d_all[0].astype(float), a_all[0, ..., 0].astype(float)
+        ri, sei, _, dfi = arm_stats(a[0].sum(axis=1), d[0].sum(axis=1))
+        rj, sej, _, dfj = arm_stats(a[1].sum(axis=1), d[1].sum(axis=1))
+        c = compare(ri, sei, dfi, rj, sej, dfj, ALPHA)
+        wp, wb = pigeonhole_weights(100, [5, 5], 1000, rng)
+        si = pigeonhole_ratios([a[0]], d[0], wp, wb[0])[0]
+        sj = pigeonhole_ratios([a[1]], d[1], wp, wb[1])[0]
+        lo, hi = pigeonhole_interval(float(c["diff"]), sj - si, float(c["df"]), ALPHA)
+        primary += bool(c["lo"] <= truth <= c["hi"])
+        pigeon += bool(lo <= truth <= hi)
+    limit = 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    print(
+        f"new-prompts truth {truth:.4f}: pigeonhole coverage {pigeon / reps:.3f} "
+        f"(limit {limit:.3f}); primary interval {primary / reps:.3f}"
+    )
+    assert pigeon / reps >= limit
+    assert primary / reps < pigeon / reps
+
+
+def test_power_table_matches_the_planning_formula() -> None:
+    """Empirical power of the Welch comparison vs the planning formula that `mde`,
+    `boots_needed` and `specab plan` use (noncentral t with v = 2B - 2)."""
+    from scipy import stats as st
+
+    from bench.stats_core import boots_needed, mde
+
+    rng = np.random.default_rng(51)
+    ps = draw_prompt_set(rng, 2, 100, SimParams())
+    num0, den0 = simulate(rng, [0.0, 0.0], 20, 300, prompt_set=ps)["acceptance_pos0"]
+    se0 = compare_arms(num0, den0, 0, 1, ALPHA)["se"]
+    sd = float(np.sqrt(np.mean(se0**2) / (2 / 20)))  # pooled between-boot SD, 300 x 2 x 20 boots
+    reps = 600
+    print(f"pos0 between-boot SD (simulated model) {sd:.4f}")
+    print("  B  delta  true diff  power(sim)  power(formula)  MDE(80%)")
+    for delta in (0.05, 0.1):
+        truth = _truth(rng, [0.0, delta], SimParams(), ps)["acceptance_pos0"]
+        for boots in (3, 5, 10):
+            num, den = simulate(rng, [0.0, delta], boots, reps, prompt_set=ps)["acceptance_pos0"]
+            c = compare_arms(num, den, 0, 1, ALPHA)
+            power = float(np.mean(c["lo"] > 0))
+            nu = 2 * boots - 2
+            se = sd * np.sqrt(2 / boots)
+            theory = float(st.nct.sf(st.t.ppf(1 - ALPHA / 2, nu), nu, truth / se))
+            m = float(mde(sd, boots, ALPHA))
+            print(
+                f"{boots:3d}  {delta:5.2f}  {truth:9.4f}  {power:10.3f}  {theory:14.3f}  {m:8.4f}"
+            )
+            # Welch df <= 2B - 2 makes the real test a little more conservative than the plan.
+            assert theory - 0.12 <= power <= theory + 3 * mcse(theory, reps) + 0.02
+    need = boots_needed(sd, 0.006, ALPHA)
+    print(f"boots per arm for 80 % power at 0.006: {need}")
+    assert need is not None and mde(sd, need, ALPHA) <= 0.006

@@ -1,0 +1,261 @@
+"""`specab validate`, `specab schema`, `specab materialize` through the real CLI entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bench.cli import run
+
+GOOD = """
+[experiment]
+name = "demo"
+boots_per_arm = 3
+
+[server]
+model = "models/target"
+speculative_config = { method = "draft_model", model = "models/draft", num_speculative_tokens = 3 }
+args = { enforce-eager = true, max-model-len = 512 }
+env = { VLLM_CPU_KVCACHE_SPACE = "1", HF_TOKEN = "hf_supersecret" }
+
+[probes]
+sets = ["probes.jsonl"]
+
+[[arms]]
+name = "baseline"
+
+[[arms]]
+name = "fix"
+env = { MY_FIX = "1" }
+args = { enforce-eager = false }
+patches = ["fix_patch.py"]
+draft_config = { partial_rotary_factor = 1.0 }
+"""
+
+
+@pytest.fixture
+def exp_dir(tmp_path: Path) -> Path:
+    for m in ("target", "draft"):
+        d = tmp_path / "models" / m
+        d.mkdir(parents=True)
+        (d / "config.json").write_text(json.dumps({"model_type": "qwen3", "head_dim": 64}))
+        (d / "model.safetensors").write_bytes(b"w")
+    (tmp_path / "probes.jsonl").write_text('{"id": "a", "prompt": "def f():"}\n')
+    (tmp_path / "fix_patch.py").write_text("from specab_patch import report_applied\n")
+    (tmp_path / "exp.toml").write_text(GOOD)
+    return tmp_path
+
+
+def test_validate_prints_command_env_patches_overlays(
+    exp_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["validate", str(exp_dir / "exp.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "2 arm(s) x 3 boot(s) = 6 boots" in out
+    assert "-m vllm.entrypoints.openai.api_server --model" in out
+    assert "--enforce-eager" in out.split("arm fix")[0]  # baseline keeps the flag
+    assert "--enforce-eager" not in out.split("arm fix")[1]  # the arm removed it
+    assert "MY_FIX: None -> '1'" in out
+    assert "patch: fix_patch" in out
+    assert 'draft_config overlay: {"partial_rotary_factor": 1.0}' in out
+    assert "hf_supersecret" not in out and "HF_TOKEN=<redacted>" in out
+    assert not (exp_dir / "$WORKDIR").exists()
+    assert sorted(p.name for p in exp_dir.iterdir()) == [
+        "exp.toml",
+        "fix_patch.py",
+        "models",
+        "probes.jsonl",
+    ]
+
+
+def test_schema_is_json_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["title"] == "specab experiment file"
+    assert "draft_config" in json.dumps(schema)
+
+
+def test_materialize_writes_what_a_boot_runs(exp_dir: Path) -> None:
+    out = exp_dir / "mat"
+    rc = run(
+        [
+            "materialize",
+            str(exp_dir / "exp.toml"),
+            "--arm",
+            "fix",
+            "--out",
+            str(out),
+            "--engine-seed",
+            "5",
+        ]
+    )
+    assert rc == 0
+    plan = json.loads((out / "plan.json").read_text())
+    argv = plan["argv"]
+    assert argv[argv.index("--seed") + 1] == "5"
+    spec_cfg = json.loads(argv[argv.index("--speculative-config") + 1])
+    overlay = Path(spec_cfg["model"])
+    assert overlay.parent.parent == out.resolve()
+    assert json.loads((overlay / "config.json").read_text())["partial_rotary_factor"] == 1.0
+    assert (Path(plan["patch_dir"]) / "sitecustomize.py").is_file()
+    sh = (out / "command.sh").read_text()
+    assert os.access(out / "command.sh", os.X_OK)
+    assert "hf_supersecret" not in sh and "hf_supersecret" not in (out / "server.env").read_text()
+    assert "MY_FIX=1" in sh and "env -i" in sh
+    # the script is valid shell and refuses to run without the redacted secret
+    proc = subprocess.run(
+        ["sh", str(out / "command.sh")],
+        env={"PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert proc.returncode != 0 and "export HF_TOKEN first" in proc.stderr
+
+
+def _mutate(exp_dir: Path, old: str, new: str) -> None:
+    f = exp_dir / "exp.toml"
+    text = f.read_text()
+    assert old in text, old
+    f.write_text(text.replace(old, new, 1))
+
+
+# (old text, new text, field path in the message, words of the problem)
+BAD = [
+    ("boots_per_arm = 3", "boots_per_arm = 0", "experiment.boots_per_arm", "greater than"),
+    ('name = "fix"', 'name = "fix"\nargz = {}', "arms[1](fix).argz", "Extra inputs"),
+    ('name = "fix"', 'name = "baseline"', "arms", "duplicate arm name"),
+    (
+        "boots_per_arm = 3",
+        'boots_per_arm = 3\nbaseline = "nope"',
+        "experiment.baseline",
+        "not an arm",
+    ),
+    (
+        "draft_config = { partial_rotary_factor = 1.0 }",
+        "draft_config = 1",
+        "arms[1](fix).draft_config",
+        "valid dictionary",
+    ),
+    (
+        'patches = ["fix_patch.py"]',
+        'patches = ["missing.py"]',
+        "arms(fix).patches[0]",
+        "not found",
+    ),
+    (
+        'patches = ["fix_patch.py"]',
+        'patches = ["probes.jsonl"]',
+        "arms(fix).patches[0]",
+        "must be a Python file",
+    ),
+    ('model = "models/target"', 'model = "./models/gone"', "server.model", "not found"),
+    ('sets = ["probes.jsonl"]', 'sets = ["nope.jsonl"]', "probes.sets[0]", "not found"),
+    (
+        "args = { enforce-eager = false }",
+        "args = { port = 8001 }",
+        "arms(fix).args.port",
+        "cannot be set",
+    ),
+    (
+        "args = { enforce-eager = false }",
+        "args = { enforce-eager = [1] }",
+        "arms[1](fix).args.enforce-eager",
+        "string, number or boolean",
+    ),
+    (
+        'name = "fix"',
+        'name = "fix"\npython = "venvs/nope/bin/python"',
+        "arms(fix).python",
+        "not found",
+    ),
+    ('model = "models/draft", ', "", "arms(fix).draft_config", "needs a draft model"),
+    (
+        "[probes]",
+        '[probes]\nacceptance_source = "guess"',
+        "probes.acceptance_source",
+        "'auto'",
+    ),
+    ('[[arms]]\nname = "fix"', '[[armz]]\nname = "fix"', "armz", "Extra inputs"),
+    (
+        "draft_config = { partial_rotary_factor = 1.0 }",
+        "target_config = { x = 1 }",
+        "arms(fix).target_config",
+        "config.json not found",
+    ),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "field", "problem"), BAD)
+def test_bad_experiment_file_one_line_exit_2(
+    exp_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    old: str,
+    new: str,
+    field: str,
+    problem: str,
+) -> None:
+    if "config.json not found" in problem:
+        (exp_dir / "models" / "target" / "config.json").unlink()
+    _mutate(exp_dir, old, new)
+    before = sorted(p.relative_to(exp_dir) for p in exp_dir.rglob("*"))
+    out_dir = exp_dir / "out"
+    for argv in (
+        ["validate", str(exp_dir / "exp.toml")],
+        ["materialize", str(exp_dir / "exp.toml"), "--arm", "fix", "--out", str(out_dir)],
+    ):
+        assert run(argv) == 2
+        captured = capsys.readouterr()
+        err = captured.err.strip()
+        assert len(err.splitlines()) == 1, err
+        assert "Traceback" not in captured.err + captured.out
+        assert err.startswith("error: ") and str(exp_dir / "exp.toml") in err
+        assert f": {field}: " in err, err
+        assert problem in err and ". Fix: " in err, err
+    assert sorted(p.relative_to(exp_dir) for p in exp_dir.rglob("*")) == before  # nothing written
+
+
+def test_bad_toml_and_missing_file(exp_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (exp_dir / "exp.toml").write_text(GOOD + "\n[broken\n")
+    assert run(["validate", str(exp_dir / "exp.toml")]) == 2
+    assert "not valid TOML" in capsys.readouterr().err
+    assert run(["validate", str(exp_dir / "none.toml")]) == 2
+    assert "experiment file not found" in capsys.readouterr().err
+
+
+def test_materialize_refuses_unknown_arm_and_nonempty_out(
+    exp_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = str(exp_dir / "exp.toml")
+    assert run(["materialize", f, "--arm", "nope", "--out", str(exp_dir / "o")]) == 2
+    assert "use one of: baseline, fix" in capsys.readouterr().err
+    assert not (exp_dir / "o").exists()
+    (exp_dir / "o").mkdir()
+    (exp_dir / "o" / "x").write_text("keep")
+    assert run(["materialize", f, "--arm", "fix", "--out", str(exp_dir / "o")]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert [p.name for p in (exp_dir / "o").iterdir()] == ["x"]
+
+
+def test_example_experiments_validate(capsys: pytest.CaptureFixture[str]) -> None:
+    """The committed dspark-v4 experiment validates offline (its model is a hub name)."""
+    root = Path(__file__).resolve().parents[2]
+    f = root / "arms" / "dspark-v4" / "experiment.toml"
+    assert run(["validate", str(f)]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "arm aux-rope-fix" in out and "patch: dspark_rope_fix" in out
+    assert textwrap.dedent("DSPARK_AUX_HIDDEN_FIX") in out
+
+
+def test_validate_notes_arms_that_run_the_same_thing(
+    exp_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = exp_dir / "exp.toml"
+    f.write_text(GOOD + '\n[[arms]]\nname = "aa"\ndescription = "A/A control"\n')
+    assert run(["validate", str(f)]) == 0
+    assert "note: arms baseline, aa run exactly the same thing" in capsys.readouterr().out
