@@ -38,6 +38,7 @@ from bench.errors import SpecabError
 from bench.ordering import PlannedBoot, balance_node, engine_seed, missing_boots, plan_order
 from bench.progress import ProgressState, Running, make_progress
 from bench.raycluster import NodeSlots, cluster_slots, connect, task_options
+from bench.sequential_run import SequentialRun
 from bench.spec import load_spec
 from bench.store import ResultsWriter, atomic_write_bytes, boot_file_stem
 
@@ -84,7 +85,8 @@ class Driver:
         self.spec = load_spec(self.spec_file)
         self.arms = [a.name for a in self.spec.arms]
 
-    def _writer(self) -> ResultsWriter:
+    def _manifest(self) -> dict[str, Any]:
+        """manifest.json's body; building it also validates arms and probe sets (cheap)."""
         from bench.boot import build_manifest
 
         manifest = dict(build_manifest(self.spec, self.spec_file))
@@ -96,7 +98,7 @@ class Driver:
                 "per_boot_seed": self.spec.server.per_boot_seed,
             },
         )
-        return ResultsWriter.create(self.opts.results_dir, manifest, resume=self.opts.resume)
+        return manifest
 
     def _task_spec_file(self) -> str:
         """Inside a Ray job with a working_dir (`ray job submit`), tasks on other nodes see
@@ -125,22 +127,34 @@ class Driver:
         import ray
 
         t_start = time.monotonic()
-        writer = self._writer()
-        ok, last_attempt, order = existing_attempts(writer.root)
+        root = Path(self.opts.results_dir)
+        manifest = self._manifest()
+        # An existing directory is validated (and refused without --resume) before Ray
+        # starts; a new one is created only once the cluster can run a boot, so a user
+        # error found on the way leaves nothing half-written.
+        writer: ResultsWriter | None = None
+        if self.opts.resume or (root / "manifest.json").exists():
+            writer = ResultsWriter.create(root, manifest, resume=self.opts.resume)
+        ok, last_attempt, order = existing_attempts(root) if writer else ({}, {}, 0)
         exp = self.spec.experiment
         plan = plan_order(self.arms, exp.boots_per_arm, exp.seed)
         todo = deque(missing_boots(plan, ok))
         summary = RunSummary(
-            root=writer.root,
+            root=root,
             ok={a: len(ok.get(a, set()) & set(range(exp.boots_per_arm))) for a in self.arms},
             failed={a: 0 for a in self.arms},
         )
+        self._seq = SequentialRun.open(root, exp.looks, self.arms) if exp.looks else None
+        if self._seq is not None and self._seq.check(summary.ok, self.console.print):
+            todo.clear()  # stopped at a look (now or in the run being resumed)
         if not todo:
             summary.wall_s = time.monotonic() - t_start
             return summary
         started_ray = connect(self.opts.address, num_cpus=self.opts.num_cpus)
         try:
             nodes = cluster_slots(self.spec.resources, self.spec_file)
+            if writer is None:
+                writer = ResultsWriter.create(root, manifest, resume=False)
             cap = sum(n.slots for n in nodes)
             if self.opts.slots:
                 cap = min(cap, self.opts.slots)
@@ -263,6 +277,8 @@ class Driver:
                     todo.appendleft(f.plan)  # retry next, keeping the block order intact
                 else:
                     summary.lost.append(key)
+            if self._seq is not None and self._seq.check(summary.ok, progress.note):
+                todo.clear()  # sequential stop: launch nothing new, running boots finish
             progress.refresh()
 
     def _too_many_failures(self, arm: str, row: dict[str, Any], summary: RunSummary) -> bool:

@@ -10,6 +10,7 @@ import hashlib
 import json
 import re
 import tomllib
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -51,8 +52,37 @@ class ExperimentSection(_Model):
         4, ge=0, description="Failed attempts an arm may accumulate before the run stops."
     )
     looks: list[int] | None = Field(
-        None, description="Planned sequential looks (boots per arm), e.g. [3, 6, 10]."
+        None,
+        description="Planned sequential looks (boots per arm, increasing, each >= 2), e.g. "
+        "[3, 6, 10]: run-ab stops early when a look decides every comparison. boots_per_arm "
+        "then defaults to, and must equal, the last look.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _boots_default_to_last_look(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "boots_per_arm" not in data:
+            looks = data.get("looks")
+            if isinstance(looks, list) and looks and isinstance(looks[-1], int):
+                return {**data, "boots_per_arm": looks[-1]}
+        return data
+
+    @model_validator(mode="after")
+    def _looks_fit_boots(self) -> ExperimentSection:
+        lk = self.looks
+        if lk is None:
+            return self
+        if not lk or lk[0] < 2 or any(b <= a for a, b in pairwise(lk)):
+            raise ValueError(
+                f"looks {lk} must be strictly increasing boot counts >= 2; write e.g. "
+                "looks = [3, 6, 10]"
+            )
+        if lk[-1] != self.boots_per_arm:
+            raise ValueError(
+                f"boots_per_arm = {self.boots_per_arm} must equal the last look ({lk[-1]}); "
+                f"set boots_per_arm = {lk[-1]} or omit it"
+            )
+        return self
 
 
 class ServerSection(_Model):

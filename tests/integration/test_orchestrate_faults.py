@@ -350,3 +350,17 @@ def test_live_progress_renders_per_arm_counts() -> None:
     quiet = make_progress(state, Console(file=lines, width=200), quiet=True)
     quiet.finished("fix__b000__a2", {"arm": "fix", "status": "ok", "host": "h"}, 5.0)
     assert lines.getvalue().startswith("boot fix__b000__a2 ok host=h")
+
+
+@pytest.mark.ray
+def test_resources_no_node_has_is_a_user_error_writing_nothing(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = fake_experiment(tmp_path, {"a": {}}, resources={"custom": {"GB10": 1}})
+    root = tmp_path / "results"
+    rc = run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert "resources" in err and "GB10" in err and "Fix:" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not root.exists()
