@@ -35,7 +35,7 @@ from bench.attempts import (
 )
 from bench.boot_task import AttemptSpec, TaskResult, run_attempt
 from bench.errors import SpecabError
-from bench.ordering import PlannedBoot, balance_node, engine_seed, missing_boots, plan_order
+from bench.ordering import PlannedBoot, engine_seed, missing_boots, pick_next, plan_order
 from bench.progress import ProgressState, Running, make_progress
 from bench.raycluster import NodeSlots, cluster_slots, connect, task_options
 from bench.sequential_run import SequentialRun
@@ -220,11 +220,12 @@ class Driver:
         self._inflight: dict[Any, InFlight] = {}
         while todo or self._inflight:
             while todo and len(self._inflight) < cap:
-                p = todo[0]
-                node_id = balance_node(p.arm, free, per_node_arm, per_node_total)
-                if node_id is None:
+                pick = pick_next(todo, free, per_node_arm, per_node_total)
+                if pick is None:
                     break
-                todo.popleft()
+                index, node_id = pick
+                p = todo[index]
+                del todo[index]
                 key = (p.arm, p.boot)
                 attempt = last_attempt.get(key, 0) + 1
                 last_attempt[key] = attempt

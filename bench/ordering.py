@@ -66,20 +66,33 @@ def engine_seed(seed: int, arm: str, boot: int, *, common_random_numbers: bool =
     return int.from_bytes(digest[:8], "big") % _SEED_SPACE
 
 
-def balance_node(
-    arm: str,
+def pick_next(
+    todo: Sequence[PlannedBoot],
     free: Mapping[str, int],
     per_node_arm: Mapping[tuple[str, str], int],
     per_node_total: Mapping[str, int],
-) -> str | None:
-    """Pick the node for the next boot of `arm` among nodes with a free slot.
+) -> tuple[int, str] | None:
+    """Choose (index into todo, node) for the next dispatch, or None when no slot is free.
 
-    Fewest boots of this arm so far first (so every arm sees every node about equally often),
-    then fewest boots overall, then node name for determinism. None when no slot is free.
+    Only boots of the earliest pending block are eligible, so the block interleaving holds.
+    Within it, the (boot, free node) pair whose arm has run fewest times on that node wins,
+    then the node with fewest boots overall, then plan order and node name. Greedy
+    "first boot to first free node" is not enough: whichever node frees up first would get
+    whatever arm is next, and an arm can land on one node twice (a node effect that
+    masquerades as an arm effect).
     """
-    candidates = [n for n, k in free.items() if k > 0]
-    if not candidates:
+    nodes = sorted(n for n, k in free.items() if k > 0)
+    if not todo or not nodes:
         return None
-    return min(
-        candidates, key=lambda n: (per_node_arm.get((n, arm), 0), per_node_total.get(n, 0), n)
+    block = todo[0].block
+    window = [i for i, p in enumerate(todo) if p.block == block]
+    i, node = min(
+        ((i, n) for i in window for n in nodes),
+        key=lambda c: (
+            per_node_arm.get((c[1], todo[c[0]].arm), 0),
+            per_node_total.get(c[1], 0),
+            c[0],
+            c[1],
+        ),
     )
+    return i, node

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
 import pytest
 
-from bench.ordering import balance_node, engine_seed, missing_boots, plan_order
+from bench.ordering import engine_seed, missing_boots, pick_next, plan_order
 from bench.raycluster import node_capacity, ray_request
 from bench.spec import ResourcesSection
 
@@ -62,21 +63,32 @@ def test_engine_seeds_independent_by_default_common_when_asked() -> None:
     assert engine_seed(7, "baseline", 4, common_random_numbers=True) != crn[0]
 
 
-def test_balance_node_spreads_each_arm_over_nodes() -> None:
+@pytest.mark.parametrize("seed", range(20))
+def test_pick_next_balances_arms_over_nodes_whatever_node_frees_first(seed: int) -> None:
+    """2 nodes x 1 slot; a random busy node finishes each time (one node may run several
+    boots while the other is stuck: the adversarial case for greedy dispatch). Every node must
+    still run the arms equally often (within one), block by block."""
+    rng = random.Random(seed)
+    todo = list(plan_order(["a", "b"], 6, seed=seed))
     free = {"n1": 1, "n2": 1}
     per_arm: Counter[tuple[str, str]] = Counter()
     total: Counter[str] = Counter()
-    placed: Counter[tuple[str, str]] = Counter()
-    # simulate 2 nodes x 1 slot, arms dispatched in plan order, each boot finishing at once
-    for p in plan_order(["a", "b"], 6, seed=5):
-        node = balance_node(p.arm, free, per_arm, total)
-        assert node is not None
+    blocks: list[int] = []
+    while todo:
+        pick = pick_next(todo, free, per_arm, total)
+        if pick is None:  # both busy: a random node finishes its boot
+            free[rng.choice(sorted(n for n, k in free.items() if k == 0))] += 1
+            continue
+        i, node = pick
+        p = todo.pop(i)
+        blocks.append(p.block)
+        free[node] -= 1
         per_arm[(node, p.arm)] += 1
         total[node] += 1
-        placed[(node, p.arm)] += 1
-    for arm in ("a", "b"):
-        assert abs(placed[("n1", arm)] - placed[("n2", arm)]) <= 1
-    assert balance_node("a", {"n1": 0, "n2": 0}, per_arm, total) is None
+    assert blocks == sorted(blocks)
+    for node in ("n1", "n2"):
+        assert abs(per_arm[(node, "a")] - per_arm[(node, "b")]) <= 1
+    assert pick_next(list(plan_order(["a"], 1, seed=0)), {"n1": 0, "n2": 0}, per_arm, total) is None
 
 
 def test_slots_from_per_boot_resources() -> None:
