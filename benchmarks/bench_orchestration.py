@@ -24,8 +24,8 @@ from statistics import fmean
 
 from rich.console import Console
 
-from bench.demo_models import build_demo_models, committed_models
-from bench.orchestrate import RunOptions, run_ab
+from bench.demo import build_demo_models, committed_models
+from bench.run import RunOptions, run_ab
 from bench.store import load_results
 
 PROBES = Path(__file__).resolve().parents[1] / "arms" / "probes" / "python-code.jsonl"

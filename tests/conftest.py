@@ -9,7 +9,7 @@ import pytest
 # ---------------------------------------------------------------------------------------
 # demo (owner: demo) — the tiny Qwen3 target + draft every real-vLLM test boots.
 # ---------------------------------------------------------------------------------------
-from bench.demo_models import DemoModels, build_demo_models, committed_models
+from bench.demo import DemoModels, build_demo_models, committed_models
 
 
 @pytest.fixture(scope="session")
@@ -122,10 +122,10 @@ SIM_DIFFERING_PROBES = 3  # aux+rope-fix generates different text for p0000..p00
 
 
 def write_sim_results(root: Path, *, boots: int = 5, prompts: int = 40, seed: int = 3) -> Path:
-    """Simulated results (bench.simulate) written through the store, with greedy-like output
+    """Simulated results (bench.stats.simulate) written through the store, with greedy-like output
     hashes: one text per probe, except SIM_DIFFERING_PROBES probes of aux+rope-fix and one
     probe of aux-fix whose boot 1 differs from its other boots (nondeterminism)."""
-    from bench.simulate import simulate_frames, simulated_manifest
+    from bench.stats.simulate import simulate_frames, simulated_manifest
     from bench.store import ResultsWriter
 
     probes, boot_rows = simulate_frames(

@@ -202,7 +202,7 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Print the JSON object only.")] = False,
 ) -> None:
     """Boots per arm and prompts per boot for a target effect, from measured variance."""
-    from bench.stats_plan import plan_from_results
+    from bench.stats import plan_from_results
     from bench.store import load_results
 
     results = load_results(results_dir)

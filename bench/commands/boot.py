@@ -64,9 +64,8 @@ def register(app: typer.Typer) -> None:
         An existing results directory of the same experiment file is appended to (a new
         attempt); one written from a different file is refused.
         """
-        from bench.boot import BootRequest, build_manifest, run_boot
-        from bench.ordering import engine_seed
-        from bench.spec import load_spec
+        from bench.experiment import load_spec
+        from bench.run import BootRequest, build_manifest, engine_seed, run_boot
         from bench.store import ResultsWriter, boot_file_stem
 
         spec = load_spec(experiment_file)

@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Build the tiny demo models (Hugging Face dirs vLLM loads offline)."""
-        from bench.demo_models import build_demo_models
+        from bench.demo import build_demo_models
 
         if out_dir.exists() and not out_dir.is_dir():
             raise SpecabError(

@@ -1,5 +1,5 @@
 """`specab run-ab FILE`: B boots per arm through Ray, interleaved, resumable (logic in
-`bench.orchestrate`)."""
+`bench.run._orchestrate`)."""
 
 from __future__ import annotations
 
@@ -54,10 +54,10 @@ def register(app: typer.Typer) -> None:
         ] = True,
     ) -> int:
         """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
-        from bench.orchestrate import RunOptions
-        from bench.orchestrate import run_ab as run
-        from bench.run_report import print_end
-        from bench.spec import load_spec
+        from bench.experiment import load_spec
+        from bench.report import print_end
+        from bench.run import RunOptions
+        from bench.run import run_ab as run
 
         spec = load_spec(experiment_file)
         root = results_dir or Path("results") / spec.experiment.name

@@ -16,7 +16,7 @@ def validate(
     file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
 ) -> None:
     """Check an experiment file and print, per arm, what a boot would run. Boots nothing."""
-    from bench.materialize import command_line, inspect_experiment
+    from bench.experiment import command_line, inspect_experiment
 
     spec, views = inspect_experiment(file)
     exp = spec.experiment
@@ -61,7 +61,7 @@ def validate(
 
 def schema() -> None:
     """Print the JSON schema of the experiment file (for editors)."""
-    from bench.spec import json_schema
+    from bench.experiment import json_schema
 
     typer.echo(json.dumps(json_schema(), indent=2))
 
@@ -76,7 +76,7 @@ def materialize(
 ) -> None:
     """Write exactly what one boot of ARM would run: command.sh, server.env, plan.json,
     overlay and patch directories."""
-    from bench.materialize import materialize_arm
+    from bench.experiment import materialize_arm
 
     plan = materialize_arm(file, arm, out, engine_seed=engine_seed)
     console.print(f"wrote {out}/command.sh ({len(plan.argv)} argv items)", markup=False)

@@ -28,10 +28,10 @@ from typing import Any
 
 import pytest
 
-from bench.boot import BootOutcome, BootRequest, run_boot
-from bench.demo_models import DemoModels
-from bench.patching import read_report
-from bench.spec import load_spec
+from bench.demo import DemoModels
+from bench.experiment import load_spec
+from bench.experiment._patching import read_report
+from bench.run import BootOutcome, BootRequest, run_boot
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 

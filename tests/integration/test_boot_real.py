@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from bench.boot import BootOutcome, BootRequest, build_manifest, run_boot
 from bench.cli import run
-from bench.demo_models import DemoModels
-from bench.ordering import engine_seed
-from bench.server import group_members
-from bench.spec import load_spec
+from bench.demo import DemoModels
+from bench.experiment import load_spec
+from bench.run import BootOutcome, BootRequest, build_manifest, engine_seed, run_boot
+from bench.run._server import group_members
 from bench.store import ResultsWriter, load_results
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.boot import BootOutcome, BootRequest, run_boot
-from bench.demo_models import committed_models
-from bench.spec import load_spec
+from bench.demo import committed_models
+from bench.experiment import load_spec
+from bench.run import BootOutcome, BootRequest, run_boot
 
 pytestmark = [
     pytest.mark.vllm,

@@ -166,8 +166,8 @@ def test_force_cancel_leaves_no_orphans(
     """ray.cancel(force=True) kills the worker; the boot's watchdog kills the server group."""
     import ray
 
-    from bench.boot_task import AttemptSpec, run_attempt
-    from bench.spec import load_spec
+    from bench.experiment import load_spec
+    from bench.run._task import AttemptSpec, run_attempt
 
     spec_file = fake_experiment(tmp_path, {"slow": {"SPECAB_FAKE_PROBE_S": "60"}}, boots_per_arm=1)
     spec = load_spec(spec_file)
@@ -276,7 +276,7 @@ def test_killed_orchestrator_then_resume(
 OWNER = """
 import subprocess, sys, time
 from pathlib import Path
-from bench.reaper import BootGuard
+from bench.run.reaper import BootGuard
 guard = BootGuard(Path(sys.argv[1]), grace_s=2.0)
 guard.__enter__()
 # a server-like group: leader in its own session plus a child ("EngineCore")
@@ -330,7 +330,7 @@ def test_live_progress_renders_per_arm_counts() -> None:
 
     from rich.console import Console
 
-    from bench.progress import ProgressState, Running, make_progress
+    from bench.run._progress import ProgressState, Running, make_progress
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import run
-from bench.demo_models import DemoModels
-from bench.ordering import engine_seed
+from bench.demo import DemoModels
+from bench.run import engine_seed
 from bench.store import load_results
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.simulate import PromptSet, SimParams, simulate_boot_totals
-from bench.stats_core import arm_stats, compare
+from bench.stats._core import arm_stats, compare
+from bench.stats.simulate import PromptSet, SimParams, simulate_boot_totals
 
 F = NDArray[np.float64]
 
@@ -56,8 +56,8 @@ def sequential_run(
 ) -> tuple[NDArray[np.bool_], F]:
     """Vectorized `decide` for arm 1 vs arm 0 on both metrics (Holm across the two): for
     every replicate, whether the design stopped with a difference claim, and boots used."""
-    from bench.stats_core import holm
-    from bench.stats_sequential import obf_boundaries, sequential_status
+    from bench.stats._core import holm
+    from bench.stats._sequential import obf_boundaries, sequential_status
 
     _, nominal = obf_boundaries(looks, alpha)
     n_rep = next(iter(m.values()))[0].shape[0]

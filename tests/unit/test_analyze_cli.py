@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import run
-from bench.simulate import simulate_results
+from bench.stats.simulate import simulate_results
 
 
 @pytest.fixture(scope="module")

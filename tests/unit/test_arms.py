@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from bench import arms
 from bench.errors import BootFailed, SpecabError
-from bench.overlay import materialize_overlay, merge_patch
-from bench.patching import build_patch_dir, check_patch_report, read_report
-from bench.spec import parse_spec
+from bench.experiment import _arms as arms
+from bench.experiment import _envs as envs
+from bench.experiment import parse_spec
+from bench.experiment._overlay import materialize_overlay, merge_patch
+from bench.experiment._patching import build_patch_dir, check_patch_report, read_report
 
 
 def write_model(d: Path, config: dict[str, object] | None = None) -> Path:
@@ -127,9 +128,9 @@ def test_base_env_is_whitelisted_and_secrets_redacted() -> None:
         "AWS_SECRET": "s",
         "RANDOM_VAR": "r",
     }
-    env = arms.base_env(src)
+    env = envs.base_env(src)
     assert set(env) == {"PATH", "HOME", "LC_ALL", "CUDA_VISIBLE_DEVICES", "HF_HOME", "VLLM_X"}
-    red = arms.redact_env(
+    red = envs.redact_env(
         {
             "HF_TOKEN": "t",
             "OPENAI_API_KEY": "k",
@@ -140,11 +141,11 @@ def test_base_env_is_whitelisted_and_secrets_redacted() -> None:
         }
     )
     assert red == {
-        "HF_TOKEN": arms.REDACTED,
-        "OPENAI_API_KEY": arms.REDACTED,
-        "db_password": arms.REDACTED,
-        "MY_SECRET_X": arms.REDACTED,
-        "KEYBOARD": arms.REDACTED,
+        "HF_TOKEN": envs.REDACTED,
+        "OPENAI_API_KEY": envs.REDACTED,
+        "db_password": envs.REDACTED,
+        "MY_SECRET_X": envs.REDACTED,
+        "KEYBOARD": envs.REDACTED,
         "PLAIN": "v",
     }
 
@@ -154,7 +155,7 @@ def test_definition_redacts_and_changes_with_patch_content(tmp_path: Path) -> No
     f = experiment(tmp_path, '[[arms]]\nname = "a"\npatches = ["p.py"]\n')
     a = resolve(f, "a")
     d = a.definition()
-    assert d["env"]["HF_TOKEN"] == arms.REDACTED
+    assert d["env"]["HF_TOKEN"] == envs.REDACTED
     assert "hf_secret" not in json.dumps(d)
     h1 = a.definition_sha256()
     twin = experiment(
@@ -392,8 +393,8 @@ def test_interpreter_vllm_version() -> None:
             break
         except PackageNotFoundError:
             continue
-    assert arms.interpreter_vllm_version(sys.executable) == expected
-    assert arms.interpreter_vllm_version("/nonexistent/python") is None
+    assert envs.interpreter_vllm_version(sys.executable) == expected
+    assert envs.interpreter_vllm_version("/nonexistent/python") is None
 
 
 def test_model_worker_counts_as_engine_process(tmp_path: Path) -> None:
@@ -425,6 +426,6 @@ def test_per_arm_python_keeps_venv_symlink_and_records_vllm_version(tmp_path: Pa
     assert b.python == str(venv_bin / "python")  # not resolved out of the venv
     assert arms.launch_plan(b, tmp_path / "w", engine_seed=None).argv[0] == b.python
     # the version is that interpreter's: the bare symlink outside a venv sees no vLLM
-    assert a.definition()["vllm_version"] == arms.interpreter_vllm_version(sys.executable)
+    assert a.definition()["vllm_version"] == envs.interpreter_vllm_version(sys.executable)
     assert a.definition()["vllm_version"] is not None
     assert b.definition()["vllm_version"] is None

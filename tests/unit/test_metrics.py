@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BootFailed
-from bench.metrics import (
+from bench.run._metrics import (
     SpecCounts,
     check_counts,
     counts_from_response,

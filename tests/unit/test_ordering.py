@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from bench.ordering import engine_seed, missing_boots, pick_next, plan_order
-from bench.raycluster import node_capacity, ray_request
-from bench.spec import ResourcesSection
+from bench.experiment import ResourcesSection
+from bench.run._cluster import node_capacity, ray_request
+from bench.run._ordering import engine_seed, missing_boots, pick_next, plan_order
 
 ARMS = ["baseline", "aux-fix", "rope-fix"]
 

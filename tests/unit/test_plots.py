@@ -16,10 +16,12 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from bench import report_tables as tables
-from bench.plots import boot_metrics, plot_boot_strip, plot_forest, plot_positions
-from bench.plots_runs import plot_output_identity, plot_timing, plot_variance
+from bench import report as tables
+from bench import stats
 from bench.report import analyze_results, build_figures
+from bench.report._plots import plot_boot_strip, plot_forest, plot_positions
+from bench.report._plots_runs import plot_output_identity, plot_timing, plot_variance
+from bench.stats import boot_metrics
 from bench.store import Results, load_results
 
 
@@ -144,7 +146,7 @@ def test_conditional_positions_match_direct_ratios(
     loaded: tuple[Results, dict[str, Any]],
 ) -> None:
     results, analysis = loaded
-    cond = tables.conditional_positions(results.probes, results.boots, results.arms(), 0.05)
+    cond = stats.conditional_positions(results.probes, results.boots, results.arms(), 0.05)
     p = results.probes[results.probes["arm"] == "baseline"]
     acc = np.vstack(p["accepted_per_pos"].to_numpy()).sum(axis=0)
     want = [acc[0] / p["num_drafts"].sum()] + [acc[k] / acc[k - 1] for k in range(1, acc.size)]

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from bench import report as report_mod
 from bench.cli import run
 from bench.errors import SpecabError
+from bench.report import _render as report_mod
 from bench.report import render_report
-from bench.simulate import simulate_results
+from bench.stats.simulate import simulate_results
 
 FILES = {
     "report.md",
@@ -140,7 +140,7 @@ def test_unreplicated_arm_says_so_instead_of_a_verdict(tmp_path: Path) -> None:
 
 
 def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
-    from bench.simulate import simulated_manifest
+    from bench.stats.simulate import simulated_manifest
     from bench.store import ResultsWriter
 
     root = tmp_path / "started"

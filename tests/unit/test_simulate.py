@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from bench.simulate import (
+from bench.stats.simulate import (
     SimParams,
     draw_prompt_set,
     mu_for,

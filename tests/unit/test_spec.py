@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from bench.errors import SpecabError
-from bench.spec import Experiment, json_schema, load_spec, parse_spec, resolve_path
+from bench.experiment import Experiment, json_schema, load_spec, parse_spec, resolve_path
 
 MINIMAL = """
 [experiment]

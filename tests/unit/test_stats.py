@@ -13,8 +13,7 @@ from scipy import stats as st
 
 from bench import stats
 from bench.errors import SpecabError
-from bench.simulate import simulate_frames, simulate_results, simulated_manifest
-from bench.stats_core import (
+from bench.stats._core import (
     VERDICTS,
     arm_stats,
     boots_needed,
@@ -23,8 +22,9 @@ from bench.stats_core import (
     mde,
     verdict_codes,
 )
-from bench.stats_resample import permutation_test
-from bench.stats_sequential import obf_boundaries
+from bench.stats._resample import permutation_test
+from bench.stats._sequential import obf_boundaries
+from bench.stats.simulate import simulate_frames, simulate_results, simulated_manifest
 from bench.store import load_results
 
 DESIGN_TOP = {"schema_version", "experiment", "alpha", "arms", "comparisons", "variance_components"}
@@ -341,7 +341,7 @@ def test_unreplicated_arm_intervals_are_null_not_zero(tmp_path: Path) -> None:
 
 
 def test_plan_on_deterministic_boots_says_so(tmp_path: Path) -> None:
-    from bench.stats_plan import plan_from_results
+    from bench.stats import plan_from_results
 
     r = load_results(_identical_boots(tmp_path, 0))
     p = plan_from_results(r.probes, r.boots, r.manifest, effect=0.01)

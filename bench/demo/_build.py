@@ -1,0 +1,49 @@
+"""Building the demo models: random weights (seconds, for tests) or the fixed training
+recipe (minutes; what arms/demo/models/ holds). Imports both halves, so `_models` (geometry,
+tokenizer, corpus) and `_train` (the recipe) do not import each other in a cycle."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from bench.demo._models import (
+    SEED,
+    SHIPPED_DRAFT_ROTARY,
+    DemoModels,
+    declare_rotary_factor,
+    draft_from_target,
+    model_config,
+    save_model,
+    save_tokenizer,
+    train_tokenizer,
+    write_json,
+)
+from bench.demo._train import train_pair
+
+
+def build_demo_models(out_dir: str | Path, *, train: bool = False) -> DemoModels:
+    """Build tokenizer, target and draft under out_dir/{tokenizer,target,draft}.
+
+    Deterministic: the same stdlib and library versions give the same bytes. Random weights
+    (seconds) unless train=True, which runs the fixed training recipe of bench.demo._train.
+    """
+    import torch
+    from transformers import Qwen3ForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    out = Path(out_dir)
+    models = DemoModels.at(out)
+    tok = train_tokenizer()
+    save_tokenizer(tok, models.tokenizer)
+    if train:
+        target, draft, record = train_pair(tok)
+        write_json(out / "train_record.json", record)
+    else:
+        torch.manual_seed(SEED)
+        target = Qwen3ForCausalLM(model_config(layers=4, tok=tok))
+        draft = draft_from_target(target, tok)
+    save_model(target, models.tokenizer, models.target)
+    save_model(draft, models.tokenizer, models.draft)
+    declare_rotary_factor(models.draft / "config.json", SHIPPED_DRAFT_ROTARY)
+    return models

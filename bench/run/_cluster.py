@@ -1,0 +1,107 @@
+"""Ray connection and capacity: local Ray started in-process, or an existing cluster.
+
+Slots are computed per node from the per-boot `[resources]`: a node holding 8 CPUs and
+1 GPU runs min(8 / cpu, 1 / gpu) boots at once. The driver keeps per-node slot counts itself
+and places each boot with node affinity, which is what lets it balance arms across nodes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.errors import SpecabError
+from bench.experiment import ResourcesSection
+
+
+@dataclass(frozen=True)
+class NodeSlots:
+    node_id: str
+    label: str  # hostname, made unique when several nodes share one (local test clusters)
+    slots: int
+
+
+def ray_request(res: ResourcesSection) -> dict[str, float]:
+    """The per-boot request in Ray's resource names (memory in bytes)."""
+    req: dict[str, float] = {"CPU": res.cpu, "GPU": res.gpu, **res.custom}
+    if res.memory_gb:
+        req["memory"] = res.memory_gb * 2**30
+    return {k: v for k, v in req.items() if v > 0}
+
+
+def task_options(res: ResourcesSection) -> dict[str, Any]:
+    opts: dict[str, Any] = {"num_cpus": res.cpu, "num_gpus": res.gpu, "max_retries": 0}
+    if res.memory_gb:
+        opts["memory"] = int(res.memory_gb * 2**30)
+    if res.custom:
+        opts["resources"] = dict(res.custom)
+    return opts
+
+
+def node_capacity(node_resources: dict[str, float], req: dict[str, float]) -> int:
+    """How many boots with request `req` fit on a node at once."""
+    if not req:
+        return max(1, int(node_resources.get("CPU", 1)))
+    return min(math.floor(node_resources.get(k, 0.0) / v + 1e-9) for k, v in req.items())
+
+
+def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
+    """Start local Ray in-process (address None) or join `address`; True if we started it."""
+    import ray
+
+    if ray.is_initialized():
+        return False
+    common: dict[str, Any] = {
+        "log_to_driver": False,  # boots log to files; worker chatter would break the display
+        "configure_logging": True,
+        "logging_level": "ERROR",
+    }
+    if address is None:
+        ray.init(
+            address="local",  # never silently join someone else's `ray start` cluster
+            include_dashboard=False,
+            object_store_memory=80 * 2**20,
+            num_cpus=num_cpus or os.cpu_count() or 1,
+            **common,
+        )
+        return True
+    try:
+        ray.init(address=address, **common)
+    except (ConnectionError, ValueError) as exc:
+        raise SpecabError(
+            f"cannot connect to the Ray cluster at {address!r} ({exc})",
+            field="--address",
+            fix="start it with `ray start --head` (see cluster/README.md) or omit --address "
+            "to run on local Ray",
+        ) from None
+    return True
+
+
+def cluster_slots(res: ResourcesSection, spec_file: str | Path) -> list[NodeSlots]:
+    """Alive nodes and how many boots each can run; SpecabError if none can run one."""
+    import ray
+
+    req = ray_request(res)
+    nodes = [n for n in ray.nodes() if n.get("Alive")]
+    names = Counter(str(n.get("NodeManagerHostname", "?")) for n in nodes)
+    out = []
+    for n in sorted(nodes, key=lambda n: str(n["NodeID"])):
+        host = str(n.get("NodeManagerHostname", "?"))
+        label = host if names[host] == 1 else f"{host}:{str(n['NodeID'])[:6]}"
+        k = node_capacity(dict(n.get("Resources", {})), req)
+        if k > 0:
+            out.append(NodeSlots(node_id=str(n["NodeID"]), label=label, slots=k))
+    if not out:
+        have = sorted({k for n in nodes for k in n.get("Resources", {}) if "node:" not in k})
+        raise SpecabError(
+            f"no Ray node can run a boot needing {req} (cluster resources: {have})",
+            file=spec_file,
+            field="resources",
+            fix="lower [resources] or start nodes with them, e.g. `ray start --resources "
+            "'{\"GB10\": 1}'`",
+        )
+    return out

@@ -1,0 +1,103 @@
+"""The probe runner: one request over the OpenAI completions / chat APIs per probe."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from bench.errors import BootFailed
+from bench.experiment import Probe, ProbesSection
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Per-request body fields shared by every probe of a boot."""
+
+    max_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = None
+    ignore_eos: bool = False
+    timeout_s: float = 300.0
+
+    @classmethod
+    def from_spec(cls, p: ProbesSection) -> Sampling:
+        return cls(
+            max_tokens=p.max_tokens,
+            temperature=p.temperature,
+            top_p=p.top_p,
+            seed=p.seed,
+            ignore_eos=p.ignore_eos,
+            timeout_s=p.request_timeout_s,
+        )
+
+
+@dataclass(frozen=True)
+class ProbeResponse:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    spec_decoding: dict[str, Any] | None  # the response's metrics.speculative_decoding
+
+    @property
+    def output_sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+def request_body(probe: Probe, model: str, sampling: Sampling) -> tuple[str, dict[str, Any]]:
+    """(endpoint path, JSON body) for one probe."""
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": probe.max_tokens or sampling.max_tokens,
+        "temperature": sampling.temperature,
+        "top_p": sampling.top_p,
+        "n": 1,  # per-request spec-decode metrics exist only for single-sequence requests
+        "stream": False,
+    }
+    if sampling.seed is not None:
+        body["seed"] = sampling.seed
+    if sampling.ignore_eos:
+        body["ignore_eos"] = True
+    if probe.messages is not None:
+        body["messages"] = list(probe.messages)
+        return "/v1/chat/completions", body
+    body["prompt"] = probe.prompt
+    return "/v1/completions", body
+
+
+def run_probe(client: httpx.Client, probe: Probe, model: str, sampling: Sampling) -> ProbeResponse:
+    """One request; BootFailed for anything but a well-formed 200 response."""
+    path, body = request_body(probe, model, sampling)
+    t0 = time.perf_counter()
+    try:
+        resp = client.post(path, json=body, timeout=sampling.timeout_s)
+    except httpx.HTTPError as exc:
+        raise BootFailed(f"probe {probe.set_name}/{probe.id}: request failed: {exc!r}") from None
+    latency = time.perf_counter() - t0
+    if resp.status_code != 200:
+        raise BootFailed(
+            f"probe {probe.set_name}/{probe.id}: HTTP {resp.status_code}: "
+            + " ".join(resp.text[:300].split())
+        )
+    try:
+        obj = resp.json()
+        choice = obj["choices"][0]
+        text = choice["message"]["content"] if probe.messages is not None else choice["text"]
+        usage = obj["usage"]
+        metrics = obj.get("metrics") or {}
+        return ProbeResponse(
+            text=text or "",
+            prompt_tokens=int(usage["prompt_tokens"]),
+            completion_tokens=int(usage["completion_tokens"]),
+            latency_s=latency,
+            spec_decoding=metrics.get("speculative_decoding"),
+        )
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        raise BootFailed(
+            f"probe {probe.set_name}/{probe.id}: malformed response ({exc!r})"
+        ) from None

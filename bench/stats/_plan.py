@@ -1,0 +1,85 @@
+"""`specab plan`: boots per arm and prompts per boot from a measured results directory."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bench.errors import SpecabError
+from bench.stats._data import METRICS, arm_data, arm_names, resolve_settings
+from bench.stats._text import clean
+from bench.stats._variance import arm_components, plan, pooled_components
+
+
+def plan_from_results(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Mapping[str, Any],
+    *,
+    effect: float,
+    metric: str = "acceptance_pos0",
+    power: float = 0.8,
+    alpha: float | None = None,
+    source: str | None = None,
+) -> dict[str, Any]:
+    """Boots per arm for `effect` at `power` (pooled between-boot SD over arms) and the
+    Kalibera & Jones prompts per boot from measured boot_seconds and probe latency_s."""
+    if metric not in METRICS:
+        raise SpecabError(
+            f"unknown metric {metric!r}", field="--metric", fix=f"use one of: {', '.join(METRICS)}"
+        )
+    if not effect > 0:
+        raise SpecabError(
+            f"effect {effect!r} must be > 0",
+            field="--effect",
+            fix="pass the smallest effect worth detecting, in metric units (e.g. 0.01 for pos0)",
+        )
+    if not 0 < power < 1:
+        raise SpecabError(f"power {power!r} is out of range", field="--power", fix="use e.g. 0.8")
+    arms = arm_names(manifest, boots)
+    s = resolve_settings(
+        manifest,
+        arms,
+        baseline=None,
+        alpha=alpha,
+        margin_pos0=None,
+        margin_length=None,
+        looks=None,
+    )
+    data = arm_data(probes, boots, arms, source)
+    comps, counts = [], []
+    for a in arms:
+        if data[a].n_boots:
+            comps.append(arm_components(*data[a].cells(metric), binomial=False))
+            counts.append(data[a].n_boots)
+    if not comps:
+        raise SpecabError("no ok boots to plan from", file=source, fix="run some boots first")
+    pooled = pooled_components(comps, counts)
+    ok = boots[boots["status"] == "ok"]
+    boot_cost = _mean(ok["boot_seconds"]) if "boot_seconds" in ok else None
+    prompt_cost = _mean(probes["latency_s"]) if len(probes) else None
+    per_boot = probes.groupby("boot_id").size() if len(probes) else pd.Series(dtype=int)
+    prompts_now = int(per_boot.median()) if len(per_boot) else 0
+    out = plan(
+        pooled,
+        effect=effect,
+        alpha=s.alpha,
+        power=power,
+        prompts_now=prompts_now,
+        boot_cost_s=boot_cost,
+        prompt_cost_s=prompt_cost,
+    )
+    out.update(
+        metric=metric, boots_measured=dict(zip(arms, [data[a].n_boots for a in arms], strict=True))
+    )
+    out["components"] = pooled
+    return clean(out)
+
+
+def _mean(col: pd.Series) -> float | None:
+    vals = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    return float(vals.mean()) if vals.size else None
