@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
-from collections.abc import Iterable, Mapping
+import secrets
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,84 +24,34 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from bench.errors import SpecabError
+from bench.records import (
+    BOOT_SCHEMA,
+    PROBE_SCHEMA,
+    SCHEMA_VERSION,
+    BootRecord,
+    ProbeRecord,
+    boot_file_stem,
+)
 
-SCHEMA_VERSION = 1
 _META_KEY = b"specab.schema_version"
-
-PROBE_SCHEMA = pa.schema(
-    [
-        ("experiment", pa.string()),
-        ("arm", pa.string()),
-        ("boot", pa.int64()),
-        ("boot_id", pa.string()),
-        ("probe_set", pa.string()),
-        ("probe_id", pa.string()),
-        ("num_drafts", pa.int64()),
-        ("num_draft_tokens", pa.int64()),
-        ("num_accepted_tokens", pa.int64()),
-        ("accepted_per_pos", pa.list_(pa.int64())),
-        ("prompt_tokens", pa.int64()),
-        ("completion_tokens", pa.int64()),
-        ("output_sha256", pa.string()),
-        ("source", pa.string()),
-        ("latency_s", pa.float64()),
-    ]
-)
-
-_TS = pa.timestamp("us", tz="UTC")
-BOOT_SCHEMA = pa.schema(
-    [
-        ("experiment", pa.string()),
-        ("arm", pa.string()),
-        ("boot", pa.int64()),
-        ("attempt", pa.int64()),
-        ("boot_id", pa.string()),
-        ("status", pa.string()),
-        ("error", pa.string()),
-        ("order", pa.int64()),
-        ("block", pa.int64()),
-        ("host", pa.string()),
-        ("gpu", pa.string()),
-        ("started_at", _TS),
-        ("ready_at", _TS),
-        ("finished_at", _TS),
-        ("boot_seconds", pa.float64()),
-        ("probe_seconds", pa.float64()),
-        ("num_speculative_tokens", pa.int64()),
-        ("vllm_version", pa.string()),
-        ("log_path", pa.string()),
-        ("num_drafts", pa.int64()),
-        ("num_draft_tokens", pa.int64()),
-        ("num_accepted_tokens", pa.int64()),
-        ("accepted_per_pos", pa.list_(pa.int64())),
-        # Additive columns beyond the DESIGN.md minimum (documented in results/README.md).
-        ("engine_seed", pa.int64()),
-        ("compile_cache", pa.string()),
-    ]
-)
-
-BOOT_STATUSES = ("ok", "failed")
-_UMASK = os.umask(0o022)
-os.umask(_UMASK)
-
-
-def boot_file_stem(arm: str, boot: int, attempt: int) -> str:
-    return f"{arm}__b{boot:03d}__a{attempt}"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same directory and rename, so readers never see half."""
+    """Write via a temp file in the same directory and rename, so readers never see half.
+
+    The temp file is created with mode 0666 so the process umask applies as for any file
+    (mkstemp's 0600 would make shared results unreadable to the team)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
     try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp makes 0600; results are meant to be shared
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -111,15 +61,26 @@ def atomic_write_json(path: Path, obj: Any) -> None:
     )
 
 
-def _table(rows: Iterable[Mapping[str, Any]] | pd.DataFrame, schema: pa.Schema) -> pa.Table:
-    df = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows), columns=schema.names)
-    for name in schema.names:  # optional additive columns may be absent in a caller's rows
-        if name not in df.columns:
-            df[name] = None
-    table = pa.Table.from_pandas(df[schema.names], schema=schema, preserve_index=False)
+def _with_version(table: pa.Table) -> pa.Table:
     meta = dict(table.schema.metadata or {})
     meta[_META_KEY] = str(SCHEMA_VERSION).encode()
     return table.replace_schema_metadata(meta)
+
+
+def _records_table(
+    records: Sequence[BootRecord] | Sequence[ProbeRecord], schema: pa.Schema
+) -> pa.Table:
+    rows = [r.model_dump() for r in records]
+    return _with_version(pa.Table.from_pylist(rows, schema=schema))
+
+
+def _frame_table(df: pd.DataFrame) -> pa.Table:
+    """Probe rows given as a frame (simulation, bulk writers): exactly the contract columns."""
+    if list(df.columns) != PROBE_SCHEMA.names:
+        missing = [c for c in PROBE_SCHEMA.names if c not in df.columns]
+        extra = [c for c in df.columns if c not in PROBE_SCHEMA.names]
+        raise ValueError(f"probe frame columns differ from PROBE_SCHEMA: {missing=} {extra=}")
+    return _with_version(pa.Table.from_pandas(df, schema=PROBE_SCHEMA, preserve_index=False))
 
 
 def write_parquet_atomic(table: pa.Table, path: Path) -> None:
@@ -175,22 +136,28 @@ class ResultsWriter:
         return self.root / "logs" / f"{boot_id}.log"
 
     def write_boot(
-        self,
-        boot_row: Mapping[str, Any],
-        probe_rows: Iterable[Mapping[str, Any]] | pd.DataFrame = (),
+        self, record: BootRecord, probes: Sequence[ProbeRecord] | pd.DataFrame = ()
     ) -> None:
         """Persist one boot attempt: probes first, then the boot row (the commit marker)."""
-        if boot_row["status"] not in BOOT_STATUSES:
-            raise ValueError(f"status must be one of {BOOT_STATUSES}")
-        stem = boot_file_stem(str(boot_row["arm"]), int(boot_row["boot"]), int(boot_row["attempt"]))
-        probes = _table(probe_rows, PROBE_SCHEMA)
-        if boot_row["status"] == "ok":
-            if probes.num_rows == 0:
+        stem = boot_file_stem(record.arm, record.boot, record.attempt)
+        if stem != record.boot_id:
+            raise ValueError(f"boot_id {record.boot_id!r} is not the attempt's stem {stem!r}")
+        if isinstance(probes, pd.DataFrame):
+            table = _frame_table(probes)
+            ids = set(probes["boot_id"])
+        else:
+            table = _records_table(probes, PROBE_SCHEMA)
+            ids = {p.boot_id for p in probes}
+        if ids - {record.boot_id}:
+            raise ValueError(f"probe rows of {sorted(ids - {record.boot_id})} under {stem}")
+        if record.status == "ok":
+            if table.num_rows == 0:
                 raise ValueError("an ok boot needs its probe rows")
-            write_parquet_atomic(probes, self.root / "probes" / f"{stem}.parquet")
-        write_parquet_atomic(
-            _table([boot_row], BOOT_SCHEMA), self.root / "boots" / f"{stem}.parquet"
-        )
+            write_parquet_atomic(table, self.root / "probes" / f"{stem}.parquet")
+        elif table.num_rows:
+            raise ValueError("a failed attempt has no probe rows")
+        boot_table = _records_table([record], BOOT_SCHEMA)
+        write_parquet_atomic(boot_table, self.root / "boots" / f"{stem}.parquet")
 
 
 @dataclass(frozen=True)

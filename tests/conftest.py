@@ -125,10 +125,10 @@ def write_sim_results(root: Path, *, boots: int = 5, prompts: int = 40, seed: in
     """Simulated results (bench.stats.simulate) written through the store, with greedy-like output
     hashes: one text per probe, except SIM_DIFFERING_PROBES probes of aux+rope-fix and one
     probe of aux-fix whose boot 1 differs from its other boots (nondeterminism)."""
-    from bench.stats.simulate import simulate_frames, simulated_manifest
+    from bench.stats.simulate import SimRun, simulate_run, simulated_manifest
     from bench.store import ResultsWriter
 
-    probes, boot_rows = simulate_frames(
+    run = simulate_run(
         SIM_ARMS,
         boots=boots,
         prompts=prompts,
@@ -136,6 +136,7 @@ def write_sim_results(root: Path, *, boots: int = 5, prompts: int = 40, seed: in
         experiment="sim-report",
         failed_boots={"baseline": 0, "aux-fix": 1, "aux+rope-fix": 0},
     )
+    probes = run.probes
     digits = probes["probe_id"].str[1:].astype(int)
     sha = "text-" + probes["probe_id"]
     alt = (probes["arm"] == "aux+rope-fix") & (digits < SIM_DIFFERING_PROBES)
@@ -165,10 +166,7 @@ def write_sim_results(root: Path, *, boots: int = 5, prompts: int = 40, seed: in
             },
         },
     ]
-    writer = ResultsWriter.create(root, manifest)
-    by_boot = dict(tuple(probes.groupby("boot_id", sort=False)))
-    for row in boot_rows.to_dict("records"):
-        writer.write_boot(row, by_boot.get(row["boot_id"], ()) if row["status"] == "ok" else ())
+    SimRun(probes, run.boots).write(ResultsWriter.create(root, manifest))
     return root
 
 

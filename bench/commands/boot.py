@@ -15,7 +15,7 @@ from rich.console import Console
 
 def next_attempt(root: Path, arm: str, boot: int) -> int:
     """1 + the highest attempt already on disk for (arm, boot); attempts count from 1."""
-    from bench.store import boot_file_stem
+    from bench.records import boot_file_stem
 
     prefix = boot_file_stem(arm, boot, 0).rsplit("__a", 1)[0] + "__a"
     found = [
@@ -65,8 +65,9 @@ def register(app: typer.Typer) -> None:
         attempt); one written from a different file is refused.
         """
         from bench.experiment import load_spec
+        from bench.records import BootRecord, ProbeRecord, boot_file_stem
         from bench.run import BootRequest, build_manifest, engine_seed, run_boot
-        from bench.store import ResultsWriter, boot_file_stem
+        from bench.store import ResultsWriter
 
         spec = load_spec(experiment_file)
         spec.arm(arm)  # unknown arm: one line, exit 2, before anything is written
@@ -97,7 +98,10 @@ def register(app: typer.Typer) -> None:
             )
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        writer.write_boot(outcome.boot_row, outcome.probe_rows)
+        writer.write_boot(
+            BootRecord.model_validate(outcome.boot_row),
+            [ProbeRecord.model_validate(r) for r in outcome.probe_rows],
+        )
         row = outcome.boot_row
         for line in summary_lines(row, outcome.probe_rows):
             console.print(line, markup=False)

@@ -28,6 +28,7 @@ from bench.experiment import (
     load_probe_sets,
     resolve_arm,
 )
+from bench.records import SCHEMA_VERSION
 from bench.run._measure import Measured, measure
 from bench.run._metrics import (
     SpecCounts,
@@ -37,7 +38,6 @@ from bench.run._metrics import (
 )
 from bench.run._probes import Sampling
 from bench.run._server import ServerProcess
-from bench.store import SCHEMA_VERSION
 
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
 

@@ -27,6 +27,7 @@ from rich.console import Console
 
 from bench.errors import SpecabError
 from bench.experiment import load_spec
+from bench.records import BootRecord, ProbeRecord, boot_file_stem
 from bench.run._attempts import (
     InFlight,
     RunSummary,
@@ -40,7 +41,7 @@ from bench.run._ordering import PlannedBoot, engine_seed, missing_boots, pick_ne
 from bench.run._progress import ProgressState, Running, make_progress
 from bench.run._sequential import SequentialRun
 from bench.run._task import AttemptSpec, TaskResult, run_attempt
-from bench.store import ResultsWriter, atomic_write_bytes, boot_file_stem
+from bench.store import ResultsWriter, atomic_write_bytes
 
 CANCEL_GRACE_S = 30.0
 
@@ -332,7 +333,9 @@ class Driver:
         if only_ok and row["status"] != "ok":
             return row
         stamp_row(row, self.spec.experiment.name, f, rel_log, self._seed(f.plan))
-        writer.write_boot(row, probes)
+        writer.write_boot(
+            BootRecord.model_validate(row), [ProbeRecord.model_validate(r) for r in probes]
+        )
         if row["status"] == "ok":
             summary.ok[f.plan.arm] += 1
             node_counts = summary.per_node.setdefault(f.node.label, {})

@@ -22,8 +22,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 from numpy.typing import NDArray
 
+from bench.records import BOOT_SCHEMA, PROBE_SCHEMA, BootRecord, boot_file_stem
 from bench.store import ResultsWriter
 
 DEFAULT_MU = (1.65, 1.33, 1.33, 1.33)
@@ -154,7 +156,36 @@ def _boot_counts(boots: int | Mapping[str, int], arms: list[str]) -> dict[str, i
     return {a: int(boots[a]) for a in arms}
 
 
+@dataclass(frozen=True)
+class SimRun:
+    """A simulated run: probe rows (PROBE_SCHEMA columns) and one record per boot attempt."""
+
+    probes: pd.DataFrame
+    boots: list[BootRecord]
+
+    @property
+    def boots_frame(self) -> pd.DataFrame:
+        """The boot records as `load_results` returns them (BOOT_SCHEMA columns)."""
+        return pa.Table.from_pylist([r.model_dump() for r in self.boots], BOOT_SCHEMA).to_pandas()
+
+    def write(self, writer: ResultsWriter) -> None:
+        """Each attempt through the store, as a real run writes it."""
+        by_boot = dict(tuple(self.probes.groupby("boot_id", sort=False)))
+        for rec in self.boots:
+            rows = by_boot.get(rec.boot_id) if rec.status == "ok" else None
+            writer.write_boot(rec, rows.reset_index(drop=True) if rows is not None else ())
+
+
 def simulate_frames(
+    arms: Mapping[str, float],
+    **options: Any,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(probes, boots) DataFrames in the PROBE_SCHEMA / BOOT_SCHEMA column layout."""
+    run = simulate_run(arms, **options)
+    return run.probes, run.boots_frame
+
+
+def simulate_run(
     arms: Mapping[str, float],
     *,
     boots: int | Mapping[str, int] = 5,
@@ -164,8 +195,8 @@ def simulate_frames(
     experiment: str = "sim",
     probe_set: str = "sim",
     failed_boots: int | Mapping[str, int] = 0,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(probes, boots) DataFrames in the PROBE_SCHEMA / BOOT_SCHEMA column layout.
+) -> SimRun:
+    """Probe rows and boot records with the ids, attempt numbers and columns of real runs.
 
     `arms` maps arm name -> delta (logit shift). Boots are interleaved in blocks (one per
     arm) as the orchestrator runs them; `failed_boots` adds failed attempts (no probes).
@@ -183,20 +214,21 @@ def simulate_frames(
     probe_ids = [f"p{p:04d}" for p in range(prompts)]
     prompt_tokens = rng.integers(20, 200, prompts)
     fails = _boot_counts(failed_boots, names) if failed_boots else dict.fromkeys(names, 0)
-    probe_frames, boot_rows = [], []
+    probe_frames: list[pd.DataFrame] = []
+    boot_rows: list[BootRecord] = []
     acc_parts: list[NDArray[np.int64]] = []
     order = 0
     for b in range(b_max):
         for ai, arm in enumerate(names):
             if b >= per_arm[arm]:
                 continue
-            for attempt in range(fails[arm] if b == 0 else 0):
+            for attempt in range(1, 1 + (fails[arm] if b == 0 else 0)):
                 boot_rows.append(
                     _boot_row(experiment, arm, b, attempt, order, b, k, t0, None, params, rng)
                 )
                 order += 1
-            attempt = fails[arm] if b == 0 else 0
-            boot_id = f"{arm}-b{b:03d}-a{attempt}"
+            attempt = 1 + (fails[arm] if b == 0 else 0)
+            boot_id = boot_file_stem(arm, b, attempt)
             d, a = drafts[ai, b], acc[ai, b]
             acc_parts.append(a)
             completion = np.minimum(d + a.sum(axis=1), np.rint(length[0] * 1.05)).astype(np.int64)
@@ -230,7 +262,7 @@ def simulate_frames(
     probes = pd.concat(probe_frames, ignore_index=True)
     probes["accepted_per_pos"] = np.concatenate(acc_parts).tolist()
     probes["output_sha256"] = probes["output_sha256"] + probes["probe_id"]
-    return probes, pd.DataFrame(boot_rows)
+    return SimRun(probes[PROBE_SCHEMA.names], boot_rows)
 
 
 def _boot_row(
@@ -245,38 +277,38 @@ def _boot_row(
     totals: tuple[int, NDArray[np.int64], float] | None,
     params: SimParams,
     rng: np.random.Generator,
-) -> dict[str, Any]:
+) -> BootRecord:
     start = t0 + timedelta(minutes=2 * order)
     boot_s = float(params.boot_seconds * rng.lognormal(0.0, 0.1))
     ok = totals is not None
     probe_s = totals[2] if totals is not None else 0.0
-    return {
-        "experiment": experiment,
-        "arm": arm,
-        "boot": boot,
-        "attempt": attempt,
-        "boot_id": f"{arm}-b{boot:03d}-a{attempt}",
-        "status": "ok" if ok else "failed",
-        "error": None if ok else "simulated failure: server exited during startup",
-        "order": order,
-        "block": block,
-        "host": "sim-host",
-        "gpu": "sim-gpu",
-        "started_at": start,
-        "ready_at": start + timedelta(seconds=boot_s) if ok else None,
-        "finished_at": start + timedelta(seconds=boot_s + probe_s),
-        "boot_seconds": boot_s if ok else None,
-        "probe_seconds": probe_s if ok else None,
-        "num_speculative_tokens": k,
-        "vllm_version": "sim",
-        "log_path": f"logs/{arm}-b{boot:03d}-a{attempt}.log",
-        "num_drafts": totals[0] if totals is not None else None,
-        "num_draft_tokens": totals[0] * k if totals is not None else None,
-        "num_accepted_tokens": int(totals[1].sum()) if totals is not None else None,
-        "accepted_per_pos": [int(x) for x in totals[1]] if totals is not None else None,
-        "engine_seed": order,
-        "compile_cache": None,
-    }
+    return BootRecord(
+        experiment=experiment,
+        arm=arm,
+        boot=boot,
+        attempt=attempt,
+        boot_id=boot_file_stem(arm, boot, attempt),
+        status="ok" if ok else "failed",
+        error=None if ok else "simulated failure: server exited during startup",
+        order=order,
+        block=block,
+        host="sim-host",
+        gpu="sim-gpu",
+        started_at=start,
+        ready_at=start + timedelta(seconds=boot_s) if ok else None,
+        finished_at=start + timedelta(seconds=boot_s + probe_s),
+        boot_seconds=boot_s if ok else None,
+        probe_seconds=probe_s if ok else None,
+        num_speculative_tokens=k,
+        vllm_version="sim",
+        log_path=f"logs/{boot_file_stem(arm, boot, attempt)}.log",
+        num_drafts=totals[0] if totals is not None else None,
+        num_draft_tokens=totals[0] * k if totals is not None else None,
+        num_accepted_tokens=int(totals[1].sum()) if totals is not None else None,
+        accepted_per_pos=tuple(int(x) for x in totals[1]) if totals is not None else None,
+        engine_seed=order,
+        compile_cache=None,
+    )
 
 
 def simulated_manifest(
@@ -351,7 +383,7 @@ def simulate_results(
         sigma_res=sigma_res,
         sigma_interaction=sigma_interaction,
     )
-    probes, boot_rows = simulate_frames(
+    run = simulate_run(
         arms,
         boots=boots,
         prompts=prompts,
@@ -371,9 +403,5 @@ def simulate_results(
         seed=seed,
         looks=looks,
     )
-    writer = ResultsWriter.create(Path(out_dir), manifest)
-    by_boot = dict(tuple(probes.groupby("boot_id", sort=False)))
-    for row in boot_rows.to_dict("records"):
-        rows = by_boot.get(row["boot_id"]) if row["status"] == "ok" else None
-        writer.write_boot({str(k): v for k, v in row.items()}, rows if rows is not None else ())
+    run.write(ResultsWriter.create(Path(out_dir), manifest))
     return Path(out_dir)

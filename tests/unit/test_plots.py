@@ -173,7 +173,7 @@ def test_timing_marks_and_lists_failed_attempts(
     ]
     assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [1]
     listed = " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
-    assert "aux-fix boot 0 attempt 0: simulated failure" in listed
+    assert "aux-fix boot 0 attempt 1: simulated failure" in listed
 
 
 def _overlaps(fig: Figure) -> list[tuple[str, str]]:

@@ -13,6 +13,7 @@ from scipy import stats as st
 
 from bench import stats
 from bench.errors import SpecabError
+from bench.records import boot_file_stem
 from bench.stats._core import (
     VERDICTS,
     arm_stats,
@@ -24,7 +25,13 @@ from bench.stats._core import (
 )
 from bench.stats._resample import permutation_test
 from bench.stats._sequential import obf_boundaries
-from bench.stats.simulate import simulate_frames, simulate_results, simulated_manifest
+from bench.stats.simulate import (
+    SimRun,
+    simulate_frames,
+    simulate_results,
+    simulate_run,
+    simulated_manifest,
+)
 from bench.store import load_results
 
 DESIGN_TOP = {"schema_version", "experiment", "alpha", "arms", "comparisons", "variance_components"}
@@ -149,13 +156,15 @@ def test_unreplicated_is_inconclusive_unless_prior(tmp_path: Path) -> None:
 
 def _identical_boots(tmp_path: Path, shift: int) -> Path:
     """Greedy, deterministic kernels: every boot of an arm has identical counts."""
-    probes, boots = simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=50, seed=3)
-    first = probes[probes["boot"] == 0]
+    run = simulate_run({"a": 0.0, "b": 0.0}, boots=3, prompts=50, seed=3)
+    first = run.probes[run.probes["boot"] == 0]
     rows = []
     for arm in ("a", "b"):
         for b in range(3):
             rows.append(
-                first[first["arm"] == "a"].assign(arm=arm, boot=b, boot_id=f"{arm}-b{b:03d}-a0")
+                first[first["arm"] == "a"].assign(
+                    arm=arm, boot=b, boot_id=boot_file_stem(arm, b, 1)
+                )
             )
     probes = pd.concat(rows, ignore_index=True)
     bmask = probes["arm"] == "b"
@@ -166,8 +175,7 @@ def _identical_boots(tmp_path: Path, shift: int) -> Path:
     from bench.store import ResultsWriter
 
     w = ResultsWriter.create(tmp_path / f"det{shift}", simulated_manifest({"a": 0, "b": 0}))
-    for row in boots.to_dict("records"):
-        w.write_boot(row, probes[probes["boot_id"] == row["boot_id"]])
+    SimRun(probes, run.boots).write(w)
     return tmp_path / f"det{shift}"
 
 
@@ -180,7 +188,7 @@ def test_identical_boots_are_deterministic_not_infinitely_significant(tmp_path: 
     out = _analyze(_identical_boots(tmp_path, 1))  # +1 accepted at pos0 on each of 50 prompts
     c = out["comparisons"][0]
     r = load_results(tmp_path / "det1")
-    drafts = r.probes[r.probes["boot_id"] == "b-b000-a0"]["num_drafts"].sum()
+    drafts = r.probes[r.probes["boot_id"] == "b__b000__a1"]["num_drafts"].sum()
     assert c["difference"] == pytest.approx(50 / drafts)  # the exact difference
     assert c["ci_low"] == c["ci_high"] == c["difference"] and c["p_value"] is None
     assert c["verdict"] == ("improved" if 50 / drafts > 0.005 else "equivalent")
@@ -190,9 +198,9 @@ def test_identical_boots_are_deterministic_not_infinitely_significant(tmp_path: 
 def test_zero_draft_boot_is_an_error(tmp_path: Path) -> None:
     root = simulate_results(tmp_path / "z", {"a": 0.0, "b": 0.0}, boots=2)
     probes = load_results(root).probes
-    probes.loc[probes["boot_id"] == "b-b001-a0", "num_drafts"] = 0
+    probes.loc[probes["boot_id"] == "b__b001__a1", "num_drafts"] = 0
     r = load_results(root)
-    with pytest.raises(SpecabError, match=r"b-b001-a0.*zero drafts.*Fix:"):
+    with pytest.raises(SpecabError, match=r"b__b001__a1.*zero drafts.*Fix:"):
         stats.analyze(probes, r.boots, r.manifest, source=str(root))
 
 

@@ -12,57 +12,62 @@ import pytest
 
 from bench import store
 from bench.errors import SpecabError
+from bench.records import SCHEMA_VERSION, BootRecord, ProbeRecord, boot_file_stem
 
 
-def _boot_row(arm: str, boot: int, attempt: int = 0, status: str = "ok") -> dict[str, object]:
+def _boot_row(arm: str, boot: int, attempt: int = 1, status: str = "ok") -> BootRecord:
     now = datetime.now(UTC)
-    return {
-        "experiment": "exp",
-        "arm": arm,
-        "boot": boot,
-        "attempt": attempt,
-        "boot_id": f"{arm}.b{boot}.a{attempt}",
-        "status": status,
-        "error": None if status == "ok" else "crashed at start",
-        "order": boot * 2 + (arm == "b"),
-        "block": boot,
-        "host": "node0",
-        "gpu": "",
-        "started_at": now,
-        "ready_at": now,
-        "finished_at": now,
-        "boot_seconds": 30.0,
-        "probe_seconds": 5.0,
-        "num_speculative_tokens": 2,
-        "vllm_version": "0.32.0",
-        "log_path": f"logs/{arm}.b{boot}.a{attempt}.log",
-        "num_drafts": 10,
-        "num_draft_tokens": 20,
-        "num_accepted_tokens": 12,
-        "accepted_per_pos": [8, 4],
-        "engine_seed": boot,
-    }
-
-
-def _probe_rows(arm: str, boot: int, attempt: int = 0) -> list[dict[str, object]]:
-    return [
+    return BootRecord.model_validate(
         {
             "experiment": "exp",
             "arm": arm,
             "boot": boot,
-            "boot_id": f"{arm}.b{boot}.a{attempt}",
-            "probe_set": "code",
-            "probe_id": f"p{i}",
-            "num_drafts": 5,
-            "num_draft_tokens": 10,
-            "num_accepted_tokens": 6,
-            "accepted_per_pos": [4, 2],
-            "prompt_tokens": 7,
-            "completion_tokens": 16,
-            "output_sha256": "ab" * 32,
-            "source": "per_request",
-            "latency_s": 0.25,
+            "attempt": attempt,
+            "boot_id": boot_file_stem(arm, boot, attempt),
+            "status": status,
+            "error": None if status == "ok" else "crashed at start",
+            "order": boot * 2 + (arm == "b"),
+            "block": boot,
+            "host": "node0",
+            "gpu": "",
+            "started_at": now,
+            "ready_at": now,
+            "finished_at": now,
+            "boot_seconds": 30.0,
+            "probe_seconds": 5.0,
+            "num_speculative_tokens": 2,
+            "vllm_version": "0.32.0",
+            "log_path": f"logs/{arm}.b{boot}.a{attempt}.log",
+            "num_drafts": 10,
+            "num_draft_tokens": 20,
+            "num_accepted_tokens": 12,
+            "accepted_per_pos": [8, 4],
+            "engine_seed": boot,
         }
+    )
+
+
+def _probe_rows(arm: str, boot: int, attempt: int = 1) -> list[ProbeRecord]:
+    return [
+        ProbeRecord.model_validate(
+            {
+                "experiment": "exp",
+                "arm": arm,
+                "boot": boot,
+                "boot_id": boot_file_stem(arm, boot, attempt),
+                "probe_set": "code",
+                "probe_id": f"p{i}",
+                "num_drafts": 5,
+                "num_draft_tokens": 10,
+                "num_accepted_tokens": 6,
+                "accepted_per_pos": [4, 2],
+                "prompt_tokens": 7,
+                "completion_tokens": 16,
+                "output_sha256": "ab" * 32,
+                "source": "per_request",
+                "latency_s": 0.25,
+            }
+        )
         for i in range(2)
     ]
 
@@ -75,7 +80,7 @@ def test_round_trip_keeps_contract_types(tmp_path: Path) -> None:
     w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
     w.write_boot(_boot_row("b", 0), _probe_rows("b", 0))
     res = store.load_results(tmp_path / "exp")
-    assert res.manifest["schema_version"] == store.SCHEMA_VERSION
+    assert res.manifest["schema_version"] == SCHEMA_VERSION
     assert res.arms() == ["a", "b"]
     assert len(res.boots) == 2 and len(res.probes) == 4
     table = pq.read_table(next((tmp_path / "exp" / "probes").glob("*.parquet")))
@@ -90,12 +95,12 @@ def test_round_trip_keeps_contract_types(tmp_path: Path) -> None:
 
 def test_failed_attempt_has_no_probe_file_and_is_excluded(tmp_path: Path) -> None:
     w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
-    w.write_boot(_boot_row("a", 0, attempt=0, status="failed"))
-    w.write_boot(_boot_row("a", 0, attempt=1), _probe_rows("a", 0, attempt=1))
+    w.write_boot(_boot_row("a", 0, attempt=1, status="failed"))
+    w.write_boot(_boot_row("a", 0, attempt=2), _probe_rows("a", 0, attempt=2))
     res = store.load_results(tmp_path / "exp")
     assert len(res.boots) == 2
     assert len(res.ok_boots()) == 1
-    assert set(res.probes["boot_id"]) == {"a.b0.a1"}
+    assert set(res.probes["boot_id"]) == {"a__b000__a2"}
     assert len(list((tmp_path / "exp" / "probes").iterdir())) == 1
 
 
@@ -103,7 +108,7 @@ def test_orphan_probe_file_without_boot_row_is_ignored(tmp_path: Path) -> None:
     w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
     w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
     # simulate a crash after the probe file but before the boot row (the commit marker)
-    (tmp_path / "exp" / "boots" / "a__b000__a0.parquet").unlink()
+    (tmp_path / "exp" / "boots" / "a__b000__a1.parquet").unlink()
     res = store.load_results(tmp_path / "exp")
     assert len(res.probes) == 0
 
@@ -154,3 +159,50 @@ def test_ok_boot_without_probes_is_a_programming_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         w.write_boot(_boot_row("a", 0), [])
     assert not list((tmp_path / "exp" / "boots").iterdir())
+
+
+def test_records_refuse_rows_that_cannot_be_written() -> None:
+    """An ok boot without counts, a failed one without its error, a negative count, or a
+    probe file under another boot's id are programming errors found before any write."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match="needs its whole"):
+        BootRecord.model_validate({**_boot_row("a", 0).model_dump(), "num_drafts": None})
+    with pytest.raises(ValidationError, match="needs its error"):
+        BootRecord.model_validate({**_boot_row("a", 0).model_dump(), "status": "failed"})
+    with pytest.raises(ValidationError):
+        ProbeRecord.model_validate({**_probe_rows("a", 0)[0].model_dump(), "num_drafts": -1})
+    with pytest.raises(ValidationError):
+        BootRecord.model_validate({**_boot_row("a", 0).model_dump(), "attempt": 0})
+
+
+def test_writer_refuses_mismatched_ids_and_columns(tmp_path: Path) -> None:
+    import pandas as pd
+
+    w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
+    with pytest.raises(ValueError, match="under"):
+        w.write_boot(_boot_row("a", 0), _probe_rows("a", 1))
+    with pytest.raises(ValueError, match="stem"):
+        w.write_boot(_boot_row("a", 0).model_copy(update={"boot_id": "x"}), _probe_rows("a", 0))
+    frame = pd.DataFrame([p.model_dump() for p in _probe_rows("a", 0)]).drop(columns="source")
+    with pytest.raises(ValueError, match="missing"):
+        w.write_boot(_boot_row("a", 0), frame)
+    with pytest.raises(ValueError, match="no probe rows"):
+        w.write_boot(_boot_row("a", 0, status="failed"), _probe_rows("a", 0))
+    assert not list((tmp_path / "exp" / "boots").iterdir())
+
+
+def test_written_files_follow_the_umask(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
+    w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
+    old = os.umask(0o027)
+    try:
+        store.atomic_write_bytes(tmp_path / "x.bin", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "x.bin").stat().st_mode) == 0o640
+    boot = next((tmp_path / "exp" / "boots").glob("*.parquet"))
+    assert stat.S_IMODE(boot.stat().st_mode) == 0o666 & ~old

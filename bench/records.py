@@ -1,0 +1,146 @@
+"""The rows of the results contract (DESIGN.md "Results contract", schema_version 1) as typed,
+immutable records, and the Parquet schemas they are stored with.
+
+One record per boot attempt (`BootRecord`) and one per measured probe (`ProbeRecord`). They
+validate on construction (pyperf's `Run` habit): a boot row that says `ok` without counts, or
+a probe row with a negative count, cannot be built, so it can never be written. The store
+writes exactly these columns; readers of other tools see the same layout as before.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import pyarrow as pa
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+BootStatus = Literal["ok", "failed"]
+AcceptanceSource = Literal["per_request", "metrics_delta"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProbeRecord(_Record):
+    """One measured probe of one ok boot (warmup probes are never recorded)."""
+
+    experiment: str = Field(description="Experiment name.")
+    arm: str = Field(description="Arm name.")
+    boot: int = Field(ge=0, description="0-based boot index within the arm.")
+    boot_id: str = Field(description="Unique id of the boot attempt (the file stem).")
+    probe_set: str = Field(description="Probe set name (file stem).")
+    probe_id: str = Field(description="Probe id within its set.")
+    num_drafts: int = Field(ge=0, description="Draft proposals (verify steps with drafts).")
+    num_draft_tokens: int = Field(ge=0, description="Draft tokens proposed.")
+    num_accepted_tokens: int = Field(ge=0, description="Draft tokens accepted.")
+    accepted_per_pos: tuple[int, ...] = Field(
+        description="vLLM's cumulative per-position counts, length num_speculative_tokens."
+    )
+    prompt_tokens: int = Field(ge=0, description="Prompt tokens (response usage).")
+    completion_tokens: int = Field(ge=0, description="Completion tokens (response usage).")
+    output_sha256: str = Field(description="sha256 of the generated text.")
+    source: AcceptanceSource = Field(description="Where the per-probe counts came from.")
+    latency_s: float = Field(ge=0, description="Request wall time in seconds.")
+
+
+class BootRecord(_Record):
+    """One boot attempt, ok or failed. Count columns are the boot's whole /metrics delta over
+    its measured probes (None for a failed attempt that never got that far)."""
+
+    experiment: str = Field(description="Experiment name.")
+    arm: str = Field(description="Arm name.")
+    boot: int = Field(ge=0, description="0-based boot index within the arm.")
+    attempt: int = Field(ge=1, description="Attempt number of this boot, from 1.")
+    boot_id: str = Field(description="Unique id of the attempt: <arm>__b<boot>__a<attempt>.")
+    status: BootStatus = Field(description="ok: measured and valid; failed: see error.")
+    error: str | None = Field(None, description="One line: why the attempt failed.")
+    order: int = Field(ge=0, description="Global launch order of the attempt.")
+    block: int = Field(ge=0, description="Interleaving block (one boot per arm).")
+    host: str = Field("", description="Node that ran the boot (label unique in the run).")
+    gpu: str = Field("", description="GPU ids the boot saw (empty on CPU).")
+    started_at: datetime | None = Field(None, description="Server start (UTC).")
+    ready_at: datetime | None = Field(None, description="/health ready (UTC).")
+    finished_at: datetime | None = Field(None, description="Attempt end (UTC).")
+    boot_seconds: float | None = Field(None, ge=0, description="Start to /health, seconds.")
+    probe_seconds: float | None = Field(None, ge=0, description="Measured probes, seconds.")
+    num_speculative_tokens: int = Field(0, ge=0, description="Draft tokens per step (K).")
+    vllm_version: str = Field("", description="vLLM version the server reported.")
+    log_path: str | None = Field(None, description="Server log, relative to the results dir.")
+    num_drafts: int | None = Field(None, ge=0, description="Boot /metrics delta: drafts.")
+    num_draft_tokens: int | None = Field(None, ge=0, description="Delta: draft tokens.")
+    num_accepted_tokens: int | None = Field(None, ge=0, description="Delta: accepted tokens.")
+    accepted_per_pos: tuple[int, ...] | None = Field(
+        None, description="Delta: cumulative accepted per position."
+    )
+    # Additive columns beyond the DESIGN.md minimum (documented in results/README.md).
+    engine_seed: int | None = Field(None, description="The engine --seed of this boot.")
+    compile_cache: str | None = Field(None, description="cold | warm: vLLM's compile cache.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> BootRecord:
+        if self.status == "failed" and not (self.error or "").strip():
+            raise ValueError("a failed attempt needs its error")
+        counts = (self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens)
+        if self.status == "ok" and (any(c is None for c in counts) or not self.accepted_per_pos):
+            raise ValueError("an ok boot needs its whole /metrics delta (counts)")
+        return self
+
+
+PROBE_SCHEMA = pa.schema(
+    [
+        ("experiment", pa.string()),
+        ("arm", pa.string()),
+        ("boot", pa.int64()),
+        ("boot_id", pa.string()),
+        ("probe_set", pa.string()),
+        ("probe_id", pa.string()),
+        ("num_drafts", pa.int64()),
+        ("num_draft_tokens", pa.int64()),
+        ("num_accepted_tokens", pa.int64()),
+        ("accepted_per_pos", pa.list_(pa.int64())),
+        ("prompt_tokens", pa.int64()),
+        ("completion_tokens", pa.int64()),
+        ("output_sha256", pa.string()),
+        ("source", pa.string()),
+        ("latency_s", pa.float64()),
+    ]
+)
+
+_TS = pa.timestamp("us", tz="UTC")
+BOOT_SCHEMA = pa.schema(
+    [
+        ("experiment", pa.string()),
+        ("arm", pa.string()),
+        ("boot", pa.int64()),
+        ("attempt", pa.int64()),
+        ("boot_id", pa.string()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("order", pa.int64()),
+        ("block", pa.int64()),
+        ("host", pa.string()),
+        ("gpu", pa.string()),
+        ("started_at", _TS),
+        ("ready_at", _TS),
+        ("finished_at", _TS),
+        ("boot_seconds", pa.float64()),
+        ("probe_seconds", pa.float64()),
+        ("num_speculative_tokens", pa.int64()),
+        ("vllm_version", pa.string()),
+        ("log_path", pa.string()),
+        ("num_drafts", pa.int64()),
+        ("num_draft_tokens", pa.int64()),
+        ("num_accepted_tokens", pa.int64()),
+        ("accepted_per_pos", pa.list_(pa.int64())),
+        ("engine_seed", pa.int64()),
+        ("compile_cache", pa.string()),
+    ]
+)
+
+
+def boot_file_stem(arm: str, boot: int, attempt: int) -> str:
+    """The boot_id and file stem of one attempt (one rule for `specab boot` and run-ab)."""
+    return f"{arm}__b{boot:03d}__a{attempt}"
