@@ -32,6 +32,7 @@ COMMAND_MODULES = [
     "analyze",
     "run_ab",
     "report",
+    "probes",
 ]
 
 

@@ -10,6 +10,7 @@ from bench.experiment._arms import (
     render_args,
     resolve_arm,
 )
+from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
 from bench.experiment._envs import REDACTED, base_env, interpreter_vllm_version, redact_env
 from bench.experiment._materialize import (
     ArmView,
@@ -33,10 +34,36 @@ from bench.experiment._spec import (
 )
 
 __all__ = [
-    "REDACTED", "ArgValue", "ArmSpec", "ArmView", "Experiment", "LaunchPlan", "Probe", "ProbeSet",
-    "ProbesSection", "ResolvedArm", "ResourcesSection", "ServerSection", "base_env",
-    "check_patches_applied", "command_line", "effective_config", "inspect_experiment",
-    "interpreter_vllm_version", "json_schema", "launch_plan", "load_probe_set",
-    "load_probe_sets", "load_spec", "materialize_arm", "merge_patch",
-    "parse_spec", "redact_env", "render_args", "resolve_arm", "resolve_path",
+    "REDACTED",
+    "ArgValue",
+    "ArmSpec",
+    "ArmView",
+    "Experiment",
+    "LaunchPlan",
+    "Probe",
+    "ProbeSet",
+    "ProbesSection",
+    "ResolvedArm",
+    "ResourcesSection",
+    "ServerSection",
+    "base_env",
+    "check_patches_applied",
+    "command_line",
+    "effective_config",
+    "humaneval_probe_lines",
+    "inspect_experiment",
+    "interpreter_vllm_version",
+    "json_schema",
+    "launch_plan",
+    "load_probe_set",
+    "load_probe_sets",
+    "load_spec",
+    "materialize_arm",
+    "merge_patch",
+    "parse_spec",
+    "redact_env",
+    "render_args",
+    "resolve_arm",
+    "resolve_path",
+    "write_probe_lines",
 ]  # fmt: skip

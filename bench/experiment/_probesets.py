@@ -1,6 +1,6 @@
-"""Probe sets (JSONL): one JSON object per line: `id`, exactly one of `prompt` (completions
-API) or `messages` (chat API), optional `max_tokens`. Blank lines and lines starting with `#`
-are skipped. Every problem is a SpecabError naming the file, the line and the fix.
+"""Probe sets (JSONL): one JSON object per line: `id`, exactly one of `prompt`
+(completions API) or `messages` (chat API), optional `max_tokens` and `category`. Blank
+lines and lines starting with `#` are skipped. Every problem is a SpecabError naming the file, the line and the fix.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ class ProbeLine(BaseModel):
         None, min_length=1, description="Messages for /v1/chat/completions."
     )
     max_tokens: int | None = Field(None, ge=1, description="Overrides [probes].max_tokens.")
+    category: str | None = Field(
+        None,
+        min_length=1,
+        description="Group for secondary breakdowns (`specab analyze --by category`).",
+    )
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,7 @@ class Probe:
     messages: tuple[dict[str, str], ...] | None
     max_tokens: int | None
     line: int
+    category: str | None = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ def load_probe_set(path: str | Path) -> ProbeSet:
             field = ".".join(str(p) for p in err["loc"]) or "(line)"
             fix = {
                 "missing": "add it",
-                "extra_forbidden": "remove it (allowed: id, prompt, messages, max_tokens)",
+                "extra_forbidden": "remove it (allowed: " + ", ".join(ProbeLine.model_fields) + ")",
             }.get(err["type"], "correct the value")
             raise SpecabError(err["msg"], file=f"{path}:{lineno}", field=field, fix=fix) from None
         if (line.prompt is None) == (line.messages is None):
@@ -116,7 +122,9 @@ def load_probe_set(path: str | Path) -> ProbeSet:
             )
         seen[line.id] = lineno
         msgs = tuple(m.model_dump() for m in line.messages) if line.messages else None
-        probes.append(Probe(path.stem, line.id, line.prompt, msgs, line.max_tokens, lineno))
+        probes.append(
+            Probe(path.stem, line.id, line.prompt, msgs, line.max_tokens, lineno, line.category)
+        )
     if not probes:
         raise SpecabError("probe set is empty", file=path, fix="add at least one probe line")
     return ProbeSet(path.stem, path, hashlib.sha256(data).hexdigest(), tuple(probes))
