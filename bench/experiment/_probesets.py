@@ -1,6 +1,7 @@
 """Probe sets (JSONL): one JSON object per line: `id`, exactly one of `prompt`
 (completions API) or `messages` (chat API), optional `max_tokens` and `category`. Blank
-lines and lines starting with `#` are skipped. Every problem is a SpecabError naming the file, the line and the fix.
+lines and lines starting with `#` are skipped. Every problem is a SpecabError naming the
+file, the line and the fix.
 """
 
 from __future__ import annotations
