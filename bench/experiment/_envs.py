@@ -18,6 +18,7 @@ _BASE_ENV_NAMES = {
 _BASE_ENV_PREFIXES = (
     "LC_", "CUDA_", "NVIDIA_", "HF_", "HUGGING_FACE_", "VLLM_", "OMP_", "RAY_", "TORCH_",
     "PYTORCH_", "NCCL_", "TRITON_", "TRANSFORMERS_", "KMP_", "MKL_", "ROCR_", "HIP_",
+    "FLASHINFER_", "TORCHINDUCTOR_", "GLOO_", "UCX_",
 )  # fmt: skip
 _SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
 REDACTED = "<redacted>"
