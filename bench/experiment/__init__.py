@@ -11,6 +11,9 @@ from bench.experiment._arms import (
     resolve_arm,
 )
 from bench.experiment._envs import REDACTED, base_env, interpreter_vllm_version, redact_env
+from bench.experiment._lint import LintReport, lint_arm, lint_file, lint_spec
+from bench.experiment._lint_layers import OFFSET_LAYER_METHODS
+from bench.experiment._lint_text import Finding
 from bench.experiment._materialize import (
     ArmView,
     command_line,
@@ -33,10 +36,12 @@ from bench.experiment._spec import (
 )
 
 __all__ = [
-    "REDACTED", "ArgValue", "ArmSpec", "ArmView", "Experiment", "LaunchPlan", "Probe", "ProbeSet",
+    "OFFSET_LAYER_METHODS", "REDACTED", "ArgValue", "ArmSpec", "ArmView", "Experiment",
+    "Finding", "LaunchPlan", "LintReport", "Probe", "ProbeSet",
     "ProbesSection", "ResolvedArm", "ResourcesSection", "ServerSection", "base_env",
     "check_patches_applied", "command_line", "effective_config", "inspect_experiment",
-    "interpreter_vllm_version", "json_schema", "launch_plan", "load_probe_set",
+    "interpreter_vllm_version", "json_schema", "launch_plan", "lint_arm", "lint_file",
+    "lint_spec", "load_probe_set",
     "load_probe_sets", "load_spec", "materialize_arm", "merge_patch",
     "parse_spec", "redact_env", "render_args", "resolve_arm", "resolve_path",
 ]  # fmt: skip
