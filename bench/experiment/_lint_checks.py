@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.experiment._lint_layers import layer_overflow
-from bench.experiment._lint_text import Finding, overlay, text_config, toml_value
+from bench.experiment._lint_text import Finding, overlay, rope_overlay, text_config, toml_value
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ def rotary(ctx: PairContext, target: dict[str, Any], draft: dict[str, Any]) -> l
                 "partial_rotary_factor",
                 f"the draft rotates {d.factor!r} of each head{dims}, the target {t.factor!r} "
                 f"(draft: {d.factor_at}; target: {t.factor_at})",
-                f"{overlay('draft', draft, {'partial_rotary_factor': t.factor})} if the draft "
+                f"{rope_overlay('draft', draft, 'partial_rotary_factor', t.factor)} if the draft "
                 "was trained with the target's rotary (seed report 002: trained full-head, "
                 "shipped declaring 0.25)",
                 "rotary",
@@ -124,7 +124,7 @@ def rotary(ctx: PairContext, target: dict[str, Any], draft: dict[str, Any]) -> l
                 ctx.arm,
                 "rope_theta",
                 f"draft {d.theta!r}, target {t.theta!r}",
-                f"{overlay('draft', draft, {'rope_theta': t.theta})} if the draft was trained "
+                f"{rope_overlay('draft', draft, 'rope_theta', t.theta)} if the draft was trained "
                 "with the target's rope base",
                 "rotary",
             )

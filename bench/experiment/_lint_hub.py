@@ -24,14 +24,15 @@ def is_hub_id(value: str) -> bool:
 
 
 def hub_cache_dir(environ: Mapping[str, str]) -> Path:
-    """HF_HUB_CACHE, else HF_HOME/hub, else $XDG_CACHE_HOME (or ~/.cache)/huggingface/hub,
-    read from `environ` at call time (huggingface_hub reads its constants at import)."""
-    explicit = environ.get("HF_HUB_CACHE") or environ.get("HUGGINGFACE_HUB_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    home = environ.get("HF_HOME") or os.path.join(
-        environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface"
-    )
+    """HF_HUB_CACHE, else HUGGINGFACE_HUB_CACHE, else HF_HOME/hub, else
+    $XDG_CACHE_HOME (or ~/.cache)/huggingface/hub: huggingface_hub's order, read from
+    `environ` at call time (huggingface_hub reads its constants once, at import)."""
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if name in environ:
+            return Path(environ[name]).expanduser()
+    home = environ.get("HF_HOME")
+    if home is None:
+        home = os.path.join(environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
     return Path(home).expanduser() / "hub"
 
 

@@ -65,6 +65,19 @@ def overlay(which: str, cfg: dict[str, Any], fields: dict[str, Any]) -> str:
     return f"{which}_config = {toml_value(body)}"
 
 
+def rope_overlay(which: str, cfg: dict[str, Any], key: str, value: Any) -> str:
+    """An overlay setting a rope field where vLLM reads it. At the top level specab writes an
+    overlaid rope field to rope_parameters too (README "Config overlays"); inside
+    text_config it does not, so the fix names rope_parameters itself."""
+    tc = text_config(cfg)
+    rp = tc.get("rope_parameters")
+    fields: dict[str, Any] = {key: value}
+    flat = isinstance(rp, dict) and not any(isinstance(v, dict) for v in rp.values())
+    if tc is not cfg and flat:
+        fields["rope_parameters"] = {key: value}
+    return overlay(which, cfg, fields)
+
+
 def id_ranges(ids: list[int]) -> str:
     """[43, 44, 45] -> "43-45"; [44, 45] -> "44, 45"; [1, 3, 4, 5] -> "1, 3-5"."""
     parts: list[str] = []
