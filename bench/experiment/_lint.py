@@ -24,6 +24,7 @@ from bench.errors import SpecabError
 from bench.experiment._arms import ResolvedArm, resolve_arm
 from bench.experiment._lint_checks import PairContext, check_pair
 from bench.experiment._lint_hub import cached_config, hub_cache_dir, is_hub_id
+from bench.experiment._lint_layers import offset_layer_keys
 from bench.experiment._lint_text import Finding
 from bench.experiment._overlay import effective_config
 from bench.experiment._spec import Experiment, load_spec
@@ -90,6 +91,8 @@ def lint_arm(
     """Findings for one resolved arm; `arm_patches` are named in them (lint cannot see code)."""
     if not arm.speculative_config:
         return []  # no speculation, nothing to compare
+    if arm.draft_model is None and offset_layer_keys(_method(arm, None)) is None:
+        return []  # no draft model (n-gram, suffix): no config pair to read
     env = {**(os.environ if environ is None else environ), **arm.env}
     target = _config(arm, "target", env)
     if isinstance(target, Finding):

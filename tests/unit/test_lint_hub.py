@@ -98,6 +98,21 @@ def test_the_arms_env_names_the_cache_the_server_would_use(
     assert finding.severity == "warning" and finding.field == "compress_ratios"
 
 
+def test_no_draft_model_reads_nothing_unless_mtp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """n-gram needs no config pair (no note for an uncached target); MTP heads do."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    f = experiment(tmp_path)
+    src = f.read_text().split("speculative_config")[0]
+    tail = '[probes]\nsets = ["p.jsonl"]\n[[arms]]\nname = "baseline"\n'
+    f.write_text(src + 'speculative_config = { method = "ngram" }\n' + tail)
+    assert lint_file(f).findings == ()
+    f.write_text(src + 'speculative_config = { method = "deepseek_mtp" }\n' + tail)
+    (note,) = lint_file(f).findings
+    assert note.severity == "note"
+
+
 def test_cache_dir_resolution_order(tmp_path: Path) -> None:
     assert hub_cache_dir({"HF_HUB_CACHE": "/a", "HF_HOME": "/b"}) == Path("/a")
     assert hub_cache_dir({"HF_HUB_CACHE": "~/c"}) == Path("~/c").expanduser()
