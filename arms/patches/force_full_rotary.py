@@ -7,6 +7,11 @@ config: every `get_rope` call made by `vllm.model_executor.models.qwen3` gets
 `partial_rotary_factor` 1.0. Targets that already rotate the full head are unaffected, so
 in a target+draft pair only the draft changes. (The config-side fix is a `draft_config`
 overlay; see arms/patches/README.md.)
+
+Wrapping `get_rope` changes nothing by itself, so it is reported with `changed=False`; only
+a rope actually built full-dim instead of partial reports a change. On a draft that already
+rotates the full head the patch is therefore a no-op, and the boot fails naming it unless
+the arm sets `allow_noop_patches = true` (tests/integration/test_noop_patch_real.py).
 """
 
 from specab_patch import report_applied, when_imported
@@ -31,7 +36,7 @@ def apply(module):
         return original(head_size, *args, **kwargs)
 
     module.get_rope = get_rope
-    report_applied(PATCH_NAME, f"wrapped {MODULE}.get_rope")
+    report_applied(PATCH_NAME, f"wrapped {MODULE}.get_rope", changed=False)
 
 
 when_imported(MODULE, apply)

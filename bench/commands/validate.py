@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from bench.experiment import Experiment
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -57,6 +60,17 @@ def validate(
                 f"\nnote: arms {', '.join(names)} run exactly the same thing (an A/A control?)",
                 markup=False,
             )
+    _print_lint(spec, file)
+
+
+def _print_lint(spec: Experiment, file: Path) -> None:
+    """The findings of `specab lint` (known draft/target config mismatches)."""
+    from bench.experiment import lint_spec
+
+    report = lint_spec(spec, file)
+    console.print(f"\nlint: {report.summary()}", markup=False)
+    for line in report.lines():
+        console.print(f"  {line}", markup=False)
 
 
 def schema() -> None:

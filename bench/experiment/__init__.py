@@ -12,6 +12,9 @@ from bench.experiment._arms import (
 )
 from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
 from bench.experiment._envs import REDACTED, base_env, interpreter_vllm_version, redact_env
+from bench.experiment._lint import LintReport, lint_arm, lint_file, lint_spec
+from bench.experiment._lint_layers import OFFSET_LAYER_METHODS
+from bench.experiment._lint_text import Finding
 from bench.experiment._materialize import (
     ArmView,
     command_line,
@@ -34,12 +37,15 @@ from bench.experiment._spec import (
 )
 
 __all__ = [
+    "OFFSET_LAYER_METHODS",
     "REDACTED",
     "ArgValue",
     "ArmSpec",
     "ArmView",
     "Experiment",
+    "Finding",
     "LaunchPlan",
+    "LintReport",
     "Probe",
     "ProbeSet",
     "ProbesSection",
@@ -55,6 +61,9 @@ __all__ = [
     "interpreter_vllm_version",
     "json_schema",
     "launch_plan",
+    "lint_arm",
+    "lint_file",
+    "lint_spec",
     "load_probe_set",
     "load_probe_sets",
     "load_spec",
@@ -66,4 +75,4 @@ __all__ = [
     "resolve_arm",
     "resolve_path",
     "write_probe_lines",
-]  # fmt: skip
+]

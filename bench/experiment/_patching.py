@@ -137,12 +137,19 @@ def engine_core_pids(records: list[dict[str, Any]], *, in_process: bool = False)
 
 
 def check_patch_report(
-    report: Path, expected: tuple[str, ...], *, in_process: bool = False
-) -> None:
+    report: Path,
+    expected: tuple[str, ...],
+    *,
+    in_process: bool = False,
+    allow_noop: bool = False,
+) -> tuple[str, ...]:
     """Raise BootFailed naming the first expected patch that did not report applied in an
-    engine process (the engine core or one of its model workers)."""
+    engine process (the engine core or one of its model workers), or that reported there
+    only "changed nothing" (`report_applied(..., changed=False)`) while `allow_noop` is off:
+    such an arm silently equals its baseline. Returns the patches that were allowed no-ops."""
     records = read_report(report)
     engine = engine_core_pids(records, in_process=in_process)
+    noops: list[str] = []
     for name in expected:
         mine = [r for r in records if r.get("patch") == name]
         errors = [r for r in mine if r.get("event") == "error"]
@@ -152,18 +159,34 @@ def check_patch_report(
                 f"patch {name!r} failed in process {e.get('process')} (pid {e.get('pid')}): "
                 f"{e.get('error')}"
             )
-        if any(r.get("event") == "applied" and r.get("pid") in engine for r in mine):
+        in_engine = [r for r in mine if r.get("event") == "applied" and r.get("pid") in engine]
+        # Reports written before `changed` existed count as changes.
+        if any(r.get("changed", True) is not False for r in in_engine):
             continue
-        waiting = sorted({str(r.get("module")) for r in mine if r.get("event") == "waiting"})
-        applied_elsewhere = sorted(
-            {f"{r.get('process')}/{r.get('pid')}" for r in mine if r.get("event") == "applied"}
-        )
-        if applied_elsewhere:
-            why = f"it applied only in {', '.join(applied_elsewhere)}, not in {_ENGINE}"
-        elif not engine:
-            why = "no engine-core process ran the patch runtime (is the patch dir on PYTHONPATH?)"
-        elif waiting:
-            why = f"module(s) {', '.join(waiting)} never imported in {_ENGINE}"
-        else:
-            why = f"it never called report_applied in {_ENGINE}"
-        raise BootFailed(f"patch {name!r} did not apply: {why}")
+        if in_engine:
+            if allow_noop:
+                noops.append(name)
+                continue
+            r = in_engine[0]
+            raise BootFailed(
+                f"patch {name!r} changed nothing in this build: it reported "
+                f"{r.get('detail')!r} from {r.get('process')} (pid {r.get('pid')}), so this "
+                "arm would silently equal its baseline. Fix: drop the patch from the arm, or "
+                "set allow_noop_patches = true on the arm (or in [server]) to run it anyway"
+            )
+        raise BootFailed(f"patch {name!r} did not apply: {_why_not_applied(mine, engine)}")
+    return tuple(noops)
+
+
+def _why_not_applied(mine: list[dict[str, Any]], engine: set[int]) -> str:
+    waiting = sorted({str(r.get("module")) for r in mine if r.get("event") == "waiting"})
+    applied_elsewhere = sorted(
+        {f"{r.get('process')}/{r.get('pid')}" for r in mine if r.get("event") == "applied"}
+    )
+    if applied_elsewhere:
+        return f"it applied only in {', '.join(applied_elsewhere)}, not in {_ENGINE}"
+    if not engine:
+        return "no engine-core process ran the patch runtime (is the patch dir on PYTHONPATH?)"
+    if waiting:
+        return f"module(s) {', '.join(waiting)} never imported in {_ENGINE}"
+    return f"it never called report_applied in {_ENGINE}"

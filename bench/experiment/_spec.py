@@ -98,6 +98,11 @@ class ServerSection(_Model):
     patches: list[str] = Field(
         default_factory=list, description="Patch modules (.py) run in every server process."
     )
+    allow_noop_patches: bool = Field(
+        False,
+        description="Boot even when a patch reports it changed nothing in this build "
+        "(report_applied(..., changed=False)); by default such a boot fails, naming the patch.",
+    )
     python: str | None = Field(
         None, description="Interpreter that runs the server; default: the one running specab."
     )
@@ -146,6 +151,11 @@ class ArmSpec(_Model):
         default_factory=dict, description="Merged into [server].speculative_config by key."
     )
     patches: list[str] = Field(default_factory=list, description="Extra patch modules.")
+    allow_noop_patches: bool | None = Field(
+        None,
+        description="Boot even when a patch reports it changed nothing in this build; "
+        "default: [server].allow_noop_patches.",
+    )
     target_config: dict[str, Any] | None = Field(
         None, description="JSON merge patch (RFC 7386) on the target's config.json."
     )

@@ -414,6 +414,108 @@ def test_model_worker_counts_as_engine_process(tmp_path: Path) -> None:
     check_patch_report(report, ("good",))
 
 
+# --- no-op patches: report_applied(..., changed=False) ----------------------------------
+
+NOOP = """
+from specab_patch import report_applied, when_imported
+def _apply(mod):
+    # the probe a real patch would run: is the bug present in this build?
+    report_applied("noop", "already fixed in this build: nothing to change", changed=False)
+when_imported("colorsys", _apply)
+"""
+
+SPAWN_ENGINE = """
+import multiprocessing as mp
+def child():
+    import colorsys
+if __name__ == "__main__":
+    p = mp.get_context("spawn").Process(target=child, name="EngineCore_DP0")
+    p.start(); p.join()
+"""
+
+
+def test_noop_patch_fails_the_boot_unless_allowed(tmp_path: Path) -> None:
+    proc, report = run_with_patches(tmp_path, {"good": GOOD, "noop": NOOP}, main=SPAWN_ENGINE)
+    assert proc.returncode == 0, proc.stderr
+    (rec,) = [r for r in read_report(report) if r["patch"] == "noop" and r["event"] == "applied"]
+    assert rec["changed"] is False and rec["process"] == "EngineCore_DP0"
+    with pytest.raises(BootFailed, match=r"patch 'noop' changed nothing.*allow_noop_patches"):
+        check_patch_report(report, ("good", "noop"))
+    assert check_patch_report(report, ("good", "noop"), allow_noop=True) == ("noop",)
+    assert check_patch_report(report, ("good",)) == ()  # a real change is never a no-op
+
+
+def test_a_later_change_in_the_engine_counts_as_applied(tmp_path: Path) -> None:
+    """A patch may report 'nothing yet' when it wraps, then a change when it acts."""
+    late = """
+    from specab_patch import report_applied, when_imported
+    def _apply(mod):
+        report_applied("late", "wrapped colorsys.hls_to_rgb", changed=False)
+        report_applied("late", "converted a colour")
+    when_imported("colorsys", _apply)
+    """
+    proc, report = run_with_patches(tmp_path, {"late": late}, main=SPAWN_ENGINE)
+    assert proc.returncode == 0, proc.stderr
+    assert check_patch_report(report, ("late",)) == ()
+
+
+def test_forked_child_inherits_the_noop_flag(tmp_path: Path) -> None:
+    main = """
+    import multiprocessing as mp, colorsys
+    def child():
+        pass
+    if __name__ == "__main__":
+        p = mp.get_context("fork").Process(target=child, name="EngineCore")
+        p.start(); p.join()
+    """
+    proc, report = run_with_patches(tmp_path, {"noop": NOOP}, main=main)
+    assert proc.returncode == 0, proc.stderr
+    inherited = [r for r in read_report(report) if r.get("inherited")]
+    assert [r["changed"] for r in inherited] == [False]
+    # (a forked child reports before its process name is set: count every reporter)
+    with pytest.raises(BootFailed, match="changed nothing"):
+        check_patch_report(report, ("noop",), in_process=True)
+
+
+def test_reports_without_the_changed_field_count_as_applied(tmp_path: Path) -> None:
+    """Report lines written by an older runtime (no `changed`) mean applied, as before."""
+    report = tmp_path / "r.jsonl"
+    rec = {"patch": "old", "event": "applied", "detail": "", "pid": 1, "process": "EngineCore"}
+    report.write_text(json.dumps(rec) + "\n")
+    assert check_patch_report(report, ("old",)) == ()
+
+
+def test_allow_noop_patches_field_merges_and_reaches_the_plan(tmp_path: Path) -> None:
+    arms_toml = """
+        [[arms]]
+        name = "inherit"
+        [[arms]]
+        name = "off"
+        allow_noop_patches = false
+        [[arms]]
+        name = "on"
+        allow_noop_patches = true
+        """
+    f = experiment(tmp_path, arms_toml)
+    assert [resolve(f, n).allow_noop_patches for n in ("inherit", "off", "on")] == [
+        False,
+        False,
+        True,
+    ]
+    f = experiment(tmp_path, arms_toml, server_extra="allow_noop_patches = true\n")
+    inherit, off, on = (resolve(f, n) for n in ("inherit", "off", "on"))
+    assert (inherit.allow_noop_patches, off.allow_noop_patches) == (True, False)
+    assert arms.launch_plan(inherit, tmp_path / "w", engine_seed=None).allow_noop_patches
+    assert not arms.launch_plan(off, tmp_path / "w", engine_seed=None).allow_noop_patches
+    # part of the definition only when set: arms that never use it keep their old hashes
+    assert "allow_noop_patches" not in off.definition()
+    assert on.definition()["allow_noop_patches"] is True
+    assert on.definition_sha256() != off.definition_sha256()
+    with pytest.raises(SpecabError, match=r"allow_noop_patches.*write true or false"):
+        experiment(tmp_path, '[[arms]]\nname = "x"\nallow_noop_patches = "yes"\n')
+        resolve(tmp_path / "exp.toml", "x")
+
+
 def test_per_arm_python_keeps_venv_symlink_and_records_vllm_version(tmp_path: Path) -> None:
     venv_bin = tmp_path / "venv" / "bin"
     venv_bin.mkdir(parents=True)

@@ -1,5 +1,7 @@
 """The DSpark rope fix (arms/dspark-v4/dspark_rope_fix.py) against a faithful transcription
-of the fork's buggy `resolve_layer_compress_ratio` (seed report 000, attention.py:102-118)."""
+of the fork's buggy `resolve_layer_compress_ratio` (seed report 000, attention.py:102-118),
+and against the fork's current, already-fixed resolver: there the patch must wrap nothing
+and report "already fixed" (changed=False), which fails the boot unless the arm allows it."""
 
 from __future__ import annotations
 
@@ -15,7 +17,12 @@ from typing import Any
 import pytest
 
 from bench.errors import BootFailed
-from bench.experiment._patching import RUNTIME_DIR, build_patch_dir, check_patch_report
+from bench.experiment._patching import (
+    RUNTIME_DIR,
+    build_patch_dir,
+    check_patch_report,
+    read_report,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCH = ROOT / "arms" / "dspark-v4" / "dspark_rope_fix.py"
@@ -32,10 +39,28 @@ def resolve_layer_compress_ratio(config, layer_id: int) -> tuple[int, bool]:
 """
 
 
-def buggy() -> Any:
+# The fork after the fix landed (the report's proposed change): out-of-range draft layers
+# get plain rope.
+FIXED_SOURCE = BUGGY_SOURCE.replace(
+    "    return 1, False\n",
+    "    # a DSpark/MTP draft layer past the target's compress_ratios: plain rope\n"
+    "    return 1, True\n",
+)
+assert FIXED_SOURCE != BUGGY_SOURCE
+
+
+def _compile(source: str) -> Any:
     ns: dict[str, Any] = {}
-    exec(BUGGY_SOURCE, ns)
+    exec(source, ns)
     return ns["resolve_layer_compress_ratio"]
+
+
+def buggy() -> Any:
+    return _compile(BUGGY_SOURCE)
+
+
+def fork_fixed() -> Any:
+    return _compile(FIXED_SOURCE)
 
 
 # The report's hybrid checkpoint: 43 target layers, 44 ratios (the last, 0, is a draft slot).
@@ -91,6 +116,42 @@ def test_apply_replaces_module_function_and_fails_loudly_without_it(
         patch_module.apply(ModuleType("upstream_attention"))
 
 
+def test_fork_fixed_transcription_already_gives_plain_rope() -> None:
+    f = fork_fixed()
+    assert [f(CONFIG, i) for i in (43, 44, 45)] == [(1, True)] * 3
+    for layer in range(43):
+        assert f(CONFIG, layer) == buggy()(CONFIG, layer)
+
+
+def test_probe_tells_the_buggy_resolver_from_the_fixed_one(patch_module: ModuleType) -> None:
+    assert patch_module.already_fixed(buggy()) is False
+    assert patch_module.already_fixed(fork_fixed()) is True
+    assert patch_module.already_fixed(patch_module.fixed(buggy())) is True
+    # one out-of-range id still on yarn is not "fixed": the patch must wrap
+    half = _compile(BUGGY_SOURCE.replace("return 1, False", "return 1, layer_id == 44"))
+    assert patch_module.already_fixed(half) is False
+
+
+def test_apply_on_a_fixed_build_wraps_nothing_and_reports_noop(
+    patch_module: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    report = tmp_path / "report.jsonl"
+    monkeypatch.setenv("SPECAB_PATCH_REPORT", str(report))
+    mod = ModuleType("fork_attention")
+    original = fork_fixed()
+    mod.resolve_layer_compress_ratio = original  # type: ignore[attr-defined]
+    patch_module.apply(mod)
+    assert mod.resolve_layer_compress_ratio is original  # nothing wrapped
+    (rec,) = [r for r in read_report(report) if r["event"] == "applied"]
+    assert rec["changed"] is False
+    assert rec["detail"].startswith("already fixed in this build")
+    buggy_mod = ModuleType("old_fork_attention")
+    buggy_mod.resolve_layer_compress_ratio = buggy()  # type: ignore[attr-defined]
+    patch_module.apply(buggy_mod)
+    assert buggy_mod.resolve_layer_compress_ratio.specab_patch == "dspark_rope_fix"
+    assert [r["changed"] for r in read_report(report) if r["event"] == "applied"] == [False, True]
+
+
 def _fake_vllm(root: Path, body: str) -> None:
     pkg = root / "vllm" / "models" / "deepseek_v4"
     pkg.mkdir(parents=True)
@@ -103,16 +164,17 @@ def _fake_vllm(root: Path, body: str) -> None:
     )
 
 
-@pytest.mark.parametrize("has_function", [True, False])
-def test_through_the_runtime_in_a_real_interpreter(tmp_path: Path, has_function: bool) -> None:
-    _fake_vllm(tmp_path / "site", BUGGY_SOURCE if has_function else "X = 1\n")
+@pytest.mark.parametrize("build", ["buggy", "fixed", "missing"])
+def test_through_the_runtime_in_a_real_interpreter(tmp_path: Path, build: str) -> None:
+    body = {"buggy": BUGGY_SOURCE, "fixed": FIXED_SOURCE, "missing": "X = 1\n"}[build]
+    _fake_vllm(tmp_path / "site", body)
     pd = build_patch_dir([PATCH], tmp_path / "patches")
     main = textwrap.dedent(
         """
         from types import SimpleNamespace
         from vllm.models.deepseek_v4.dspark import r
         cfg = SimpleNamespace(num_hidden_layers=43, compress_ratios=[0] * 44)
-        print([r(cfg, i) for i in (43, 44, 45)])
+        print([r(cfg, i) for i in (43, 44, 45)], getattr(r, "specab_patch", None))
         """
     )
     env = {
@@ -128,9 +190,16 @@ def test_through_the_runtime_in_a_real_interpreter(tmp_path: Path, has_function:
         text=True,
         timeout=60,
     )
-    if has_function:
-        assert proc.stdout.strip() == "[(1, True), (1, True), (1, True)]", proc.stderr
-        check_patch_report(pd.report, ("dspark_rope_fix",), in_process=True)
+    name = ("dspark_rope_fix",)
+    if build == "buggy":
+        assert proc.stdout.strip() == "[(1, True), (1, True), (1, True)] dspark_rope_fix"
+        assert check_patch_report(pd.report, name, in_process=True) == ()
+    elif build == "fixed":
+        # the build's own function answers; the patch wrapped nothing and said so
+        assert proc.stdout.strip() == "[(1, True), (1, True), (1, True)] None", proc.stderr
+        with pytest.raises(BootFailed, match=r"'dspark_rope_fix' changed nothing.*already fixed"):
+            check_patch_report(pd.report, name, in_process=True)
+        assert check_patch_report(pd.report, name, in_process=True, allow_noop=True) == name
     else:
         with pytest.raises(BootFailed, match=r"dspark_rope_fix.*does not exist in this vLLM"):
-            check_patch_report(pd.report, ("dspark_rope_fix",), in_process=True)
+            check_patch_report(pd.report, name, in_process=True)

@@ -13,8 +13,11 @@ workers; spawned children run it again, forked children inherit it) and typicall
 
     when_imported("vllm.some.module", _patch)
 
-The boot fails, naming the patch, unless the engine-core process reported the patch
-applied; an exception in a patch or a hook is recorded and fails the boot the same way.
+The boot fails, naming the patch, unless the engine-core process (or one of its model
+workers) reported the patch applied; an exception in a patch or a hook is recorded and fails
+the boot the same way. A patch that finds the build already behaves as fixed says so with
+`report_applied(name, detail, changed=False)`: that boot fails too (its arm would silently
+equal its baseline) unless the arm sets `allow_noop_patches = true`.
 """
 
 import importlib.abc
@@ -29,7 +32,7 @@ __all__ = ["current_patch", "report_applied", "when_imported"]
 
 _lock = threading.RLock()
 _hooks = {}  # module name -> [(patch name, fn)]
-_applied = []  # (patch name, detail) reported in this process
+_applied = []  # (patch name, detail, changed) reported in this process
 _current = []  # stack of patch names whose code is running
 _finding = set()
 
@@ -64,11 +67,18 @@ def _write(record):
         sys.stderr.write(f"specab: cannot write patch report {path}: {exc}\n")
 
 
-def report_applied(name, detail=""):
-    """Record that patch `name` (its file stem) took effect in this process."""
+def report_applied(name, detail="", changed=True):
+    """Record that patch `name` (its file stem) ran in this process.
+
+    changed=True (default): it changed what this build computes. changed=False: it found
+    nothing to change ("not needed in this build", e.g. the bug is already fixed here). A
+    patch whose engine-side reports all say changed=False fails the boot unless its arm
+    allows no-op patches; any changed=True report from the engine side counts as applied.
+    """
+    changed = bool(changed)
     with _lock:
-        _applied.append((str(name), str(detail)))
-    _write({"patch": str(name), "event": "applied", "detail": str(detail)})
+        _applied.append((str(name), str(detail), changed))
+    _write({"patch": str(name), "event": "applied", "detail": str(detail), "changed": changed})
 
 
 def _run(patch, fn, *args):
@@ -156,8 +166,16 @@ class _Wrapped:
 
 def _after_fork_in_child():
     # A forked child inherits patched modules; say so from its own pid.
-    for patch, detail in list(_applied):
-        _write({"patch": patch, "event": "applied", "detail": detail, "inherited": True})
+    for patch, detail, changed in list(_applied):
+        _write(
+            {
+                "patch": patch,
+                "event": "applied",
+                "detail": detail,
+                "changed": changed,
+                "inherited": True,
+            }
+        )
 
 
 def run_patches(patch_dir):
