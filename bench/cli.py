@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import typer
 from rich.console import Console
 
+from bench.commands import analyze, boot, demo_models, report, run_ab, validate
 from bench.errors import SpecabError
 
 try:  # Typer >= 0.24 vendors click as typer._click
@@ -24,15 +24,8 @@ app = typer.Typer(
 )
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
-# Subcommand modules (bench/commands/<name>.py), each with `register(app)`.
-COMMAND_MODULES = [
-    "validate",
-    "demo_models",
-    "boot",
-    "analyze",
-    "run_ab",
-    "report",
-]
+# One module per subcommand (bench/commands/<name>.py), each with `register(app)`.
+COMMAND_MODULES = [validate, demo_models, boot, analyze, run_ab, report]
 
 
 @app.command()
@@ -43,23 +36,13 @@ def version() -> None:
     typer.echo(__version__)
 
 
-def _register_all() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"bench.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"bench.commands.{name}":
-                continue  # subcommand not built in this tree
-            raise
-        module.register(app)
-
-
 @app.callback()
 def _root() -> None:
     """Multi-boot A/B benchmarks of speculative-decoding acceptance in vLLM."""
 
 
-_register_all()
+for _module in COMMAND_MODULES:
+    _module.register(app)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -221,9 +221,6 @@ class LaunchPlan:
     overlays: dict[str, str] = field(default_factory=dict)
     patch_dir: Path | None = None
 
-    def redacted_argv(self) -> list[str]:
-        return list(self.argv)  # secrets live in env, never on argv
-
     def redacted_env(self) -> dict[str, str]:
         return redact_env(self.env)
 
