@@ -135,15 +135,11 @@ def _interpreter(spec_file: Path, value: str | None) -> str:
     return value
 
 
-def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedArm:
-    """Merge arm `name` over [server] (rules in the module docstring)."""
-    spec_file = Path(spec_file)
-    arm = spec.arm(name)
-    srv = spec.server
-    field_base = f"arms({name})"
-
+def _merged_args(spec: Experiment, spec_file: Path, name: str) -> dict[str, ArgValue]:
+    """[server].args, then the arm's, by flag name; flags the boot owns are refused."""
     args: dict[str, ArgValue] = {}
-    for where, arg_src in (("server.args", srv.args), (f"{field_base}.args", arm.args)):
+    sources = (("server.args", spec.server.args), (f"arms({name}).args", spec.arm(name).args))
+    for where, arg_src in sources:
         for key, value in arg_src.items():
             flag = _flag(key)
             if flag in _RESERVED_FLAGS:
@@ -154,7 +150,45 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
                     fix=f"remove it; {_RESERVED_FLAGS[flag]}",
                 )
             args[flag] = value
+    return args
 
+
+def _patch_files(spec: Experiment, spec_file: Path, name: str) -> tuple[Path, ...]:
+    """The server's patches, then the arm's: existing .py files with distinct stems."""
+    patches: list[Path] = []
+    sources = (
+        ("server.patches", spec.server.patches),
+        (f"arms({name}).patches", spec.arm(name).patches),
+    )
+    for where, src in sources:
+        for i, value in enumerate(src):
+            p = resolve_path(spec_file, value)
+            if p.suffix != ".py":
+                problem, fix = "a patch must be a Python file (.py)", "point at a .py patch module"
+            elif not p.is_file():
+                problem = f"patch file {p} not found"
+                fix = "correct the path (relative to the experiment file)"
+            else:
+                patches.append(p)
+                continue
+            raise SpecabError(problem, file=spec_file, field=f"{where}[{i}]", fix=fix)
+    stems = [p.stem for p in patches]
+    dup = sorted({s for s in stems if stems.count(s) > 1})
+    if dup:
+        raise SpecabError(
+            f"two patches share the name {dup[0]!r} (patches are named by file stem)",
+            file=spec_file,
+            field=f"arms({name}).patches",
+            fix="rename one of the patch files or list it once",
+        )
+    return tuple(patches)
+
+
+def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedArm:
+    """Merge arm `name` over [server] (rules in the module docstring)."""
+    spec_file = Path(spec_file)
+    arm = spec.arm(name)
+    srv = spec.server
     spec_cfg = {**srv.speculative_config, **arm.speculative_config}
     if isinstance(spec_cfg.get("model"), str):
         spec_cfg["model"] = _model_path(spec_file, spec_cfg["model"])
@@ -162,46 +196,16 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         raise SpecabError(
             "draft_config needs a draft model",
             file=spec_file,
-            field=f"{field_base}.draft_config",
+            field=f"arms({name}).draft_config",
             fix='set speculative_config.model = "path/to/draft" in [server] or the arm',
         )
-
-    patches: list[Path] = []
-    for where, src in (("server.patches", srv.patches), (f"{field_base}.patches", arm.patches)):
-        for i, value in enumerate(src):
-            p = resolve_path(spec_file, value)
-            if p.suffix != ".py":
-                raise SpecabError(
-                    "a patch must be a Python file (.py)",
-                    file=spec_file,
-                    field=f"{where}[{i}]",
-                    fix="point at a .py patch module",
-                )
-            if not p.is_file():
-                raise SpecabError(
-                    f"patch file {p} not found",
-                    file=spec_file,
-                    field=f"{where}[{i}]",
-                    fix="correct the path (relative to the experiment file)",
-                )
-            patches.append(p)
-    stems = [p.stem for p in patches]
-    dup = sorted({s for s in stems if stems.count(s) > 1})
-    if dup:
-        raise SpecabError(
-            f"two patches share the name {dup[0]!r} (patches are named by file stem)",
-            file=spec_file,
-            field=f"{field_base}.patches",
-            fix="rename one of the patch files or list it once",
-        )
-
     return ResolvedArm(
         name=name,
         model=_model_path(spec_file, srv.model),
-        args=args,
+        args=_merged_args(spec, spec_file, name),
         speculative_config=spec_cfg,
         env={**srv.env, **arm.env},
-        patches=tuple(patches),
+        patches=_patch_files(spec, spec_file, name),
         target_config=arm.target_config,
         draft_config=arm.draft_config,
         python=_interpreter(spec_file, arm.python or srv.python),
@@ -237,6 +241,27 @@ def render_args(args: Mapping[str, ArgValue]) -> list[str]:
     return out
 
 
+def _overlays(arm: ResolvedArm, root: Path, *, create: bool) -> dict[str, str]:
+    """{"target" | "draft": overlay dir} for the arm's config patches (content-hashed)."""
+    overlays: dict[str, str] = {}
+    for which, base, patch in (
+        ("target", arm.model, arm.target_config),
+        ("draft", arm.draft_model, arm.draft_config),
+    ):
+        if patch is None or base is None:
+            continue
+        try:
+            overlays[which] = str(materialize_overlay(Path(base), patch, root, create=create))
+        except SpecabError as exc:  # name the experiment file and the arm's field too
+            raise SpecabError(
+                f"{exc.file}: {exc.problem}",
+                file=arm.spec_file or None,
+                field=f"arms({arm.name}).{which}_config",
+                fix=exc.fix,
+            ) from None
+    return overlays
+
+
 def launch_plan(
     arm: ResolvedArm,
     workdir: str | Path,
@@ -248,33 +273,17 @@ def launch_plan(
     """Materialize overlays and the patch dir under `workdir` and build the command line.
 
     Overlays and patch dirs are content-hashed, so repeat boots reuse them. `engine_seed`,
-    when given, becomes `--seed` (it overrides a seed in args). `create=False` validates and
+    when given, becomes `--seed` (it overrides a seed in args). The server's environment is
+    the whitelisted part of `environ` (default: this process's; per-boot settings such as
+    CPU binding come in this way) with the arm's env over it. `create=False` validates and
     computes the same plan without writing anything (for `specab validate`).
     """
     workdir = Path(workdir)
-    overlays: dict[str, str] = {}
-    model = arm.model
+    overlays = _overlays(arm, workdir / "overlays", create=create)
+    model = overlays.get("target", arm.model)
     spec_cfg = dict(arm.speculative_config)
-    for which, base, patch in (
-        ("target", arm.model, arm.target_config),
-        ("draft", arm.draft_model, arm.draft_config),
-    ):
-        if patch is None or base is None:
-            continue
-        try:
-            where = materialize_overlay(Path(base), patch, workdir / "overlays", create=create)
-        except SpecabError as exc:  # name the experiment file and the arm's field too
-            raise SpecabError(
-                f"{exc.file}: {exc.problem}",
-                file=arm.spec_file or None,
-                field=f"arms({arm.name}).{which}_config",
-                fix=exc.fix,
-            ) from None
-        overlays[which] = str(where)
-        if which == "target":
-            model = str(where)
-        else:
-            spec_cfg["model"] = str(where)
+    if "draft" in overlays:
+        spec_cfg["model"] = overlays["draft"]
 
     args = dict(arm.args)
     served = args.get("served-model-name")

@@ -1,4 +1,5 @@
-"""Boot attempts as the results directory numbers them: one rule for `specab boot` and run-ab.
+"""Boot attempts as the results directory numbers them (one rule for `specab boot` and run-ab),
+and the options and summary of one run-ab.
 
 An attempt's number counts from 1 per (arm, boot), past the highest already on disk; its
 launch order continues past the highest order on disk. `Ledger.claim` applies both and fixes
@@ -66,6 +67,18 @@ class Ledger:
         order, self.next_order = self.next_order, self.next_order + 1
         log = writer.log_path(boot_file_stem(arm, boot, number))
         return Attempt(arm, boot, number, order, block, host, str(log.relative_to(writer.root)))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: Path
+    resume: bool = False
+    address: str | None = None
+    slots: int | None = None  # cap on concurrent boots (default: what the cluster fits)
+    quiet: bool = False
+    common_random_numbers: bool = False
+    compile_cache: bool = True
+    num_cpus: int | None = None  # local Ray only
 
 
 @dataclass
