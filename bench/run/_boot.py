@@ -166,12 +166,9 @@ def run_boot(
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
     record = _record(req, node, t, measured, error)
-    ok = record.status == "ok" and measured is not None
-    return BootOutcome(
-        record=record,
-        probes=measured.records if ok and measured else [],
-        probe_deltas=measured.deltas if ok and measured else [],
-    )
+    if record.status == "ok" and measured is not None:
+        return BootOutcome(record, measured.records, measured.deltas)
+    return BootOutcome(record, [])
 
 
 def _source_flag(source: AcceptanceSource, plan: LaunchPlan) -> list[str]:

@@ -72,8 +72,9 @@ def _ok_per_arm(root: Path) -> dict[str, list[int]]:
 
 @pytest.mark.ray
 def test_each_fault_is_recorded_and_retried(
-    tmp_path: Path, fake_experiment: Callable[..., Path]
+    tmp_path: Path, fake_experiment: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SPECAB_WORKDIR", str(tmp_path / "node"))  # a fresh compile cache
     arms = {f: {"SPECAB_FAKE_FAULT": f, "SPECAB_FAKE_FAULT_TIMES": "1"} for f in FAULTS}
     spec = fake_experiment(
         tmp_path,
@@ -102,8 +103,23 @@ def test_each_fault_is_recorded_and_retried(
     ok = res.ok_boots()
     assert (ok.groupby("block")["arm"].nunique() == len(FAULTS)).all()
     assert ok["engine_seed"].notna().all() and ok["engine_seed"].nunique() == len(ok)
-    assert set(ok["compile_cache"]) <= {"cold", "warm"}
+    _per_boot_settings_reached_the_server(root, boots)
     assert not [p for p in _fake_pids(tmp_path / "fake-state") if _alive(p)]
+
+
+def _per_boot_settings_reached_the_server(root: Path, boots: Any) -> None:
+    """CPU binding and compile-cache root travel in each server's launch environment; the
+    first attempt of an arm finds its cache cold, and some later one finds it warm."""
+    cpus = {str(c) for c in os.sched_getaffinity(0)}
+    for boot in boots.sort_values("order").itertuples():
+        lines = (root / boot.log_path).read_text().splitlines()
+        line = next(x for x in lines if x.startswith("fake vllm server"))
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        assert fields["bind"] in cpus, line  # one core per boot (resources.cpu = 1)
+        assert fields["cache"].endswith(f"/vllm-cache/{boot.arm}"), line
+    first = boots.sort_values("order").groupby("arm").head(1)
+    assert set(first["compile_cache"]) == {"cold"}
+    assert "warm" in set(boots["compile_cache"])
 
 
 @pytest.mark.ray

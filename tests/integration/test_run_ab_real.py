@@ -128,6 +128,12 @@ def test_two_arms_two_boots_with_kill_and_resume(
     # every boot's own seed, recorded as the server was launched with it
     assert ok["engine_seed"].tolist() == _launch_seeds(root, ok["boot_id"].tolist())
     assert ok["engine_seed"].nunique() == 4
+    # CPU-only boots are pinned to their slot's cores through the launch environment
+    # (--slots 1: always slot 0); vLLM logs the binding it received
+    core = str(min(os.sched_getaffinity(0)))
+    for boot_id in ok["boot_id"]:
+        log = (root / "logs" / f"{boot_id}.log").read_text()
+        assert f"VLLM_CPU_OMP_THREADS_BIND={core!r}" in log, boot_id
     assert set(ok["compile_cache"]) <= {"cold", "warm"}
     assert ok["boot_seconds"].gt(0).all() and ok["probe_seconds"].gt(0).all()
     assert res.probes.groupby("boot_id").size().tolist() == [40] * 4  # the shipped set

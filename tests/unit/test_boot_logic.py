@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -14,12 +15,12 @@ import pytest
 from bench.cli import run
 from bench.errors import BootFailed
 from bench.experiment import ProbeSet, load_probe_set, load_spec
-from bench.run import Attempt
-from bench.run._boot import build_manifest, one_line
+from bench.run import Attempt, BootRequest, Ledger
+from bench.run._boot import build_manifest, failed_record, one_line
 from bench.run._measure import check_boot_total, measure
 from bench.run._metrics import SpecCounts
 from bench.run._probes import Sampling
-from bench.store import load_results
+from bench.store import ResultsWriter, load_results
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
 BEFORE = (FIX / "metrics_before.txt").read_text()
@@ -175,6 +176,28 @@ def test_cli_records_a_failed_boot(tmp_path: Path, capsys: pytest.CaptureFixture
     assert (row["status"], row["arm"], row["attempt"]) == ("failed", "fix", 1)
     assert "\n" not in row["error"] and row["log_path"] == "logs/fix__b000__a1.log"
     assert len(res.probes) == 0
-    # a second try appends attempt 2 to the same directory
+    # a second try appends attempt 2 to the same directory, launched after the first
     assert run(["boot", str(toml), "--arm", "fix", "--results-dir", str(out)]) == 1
-    assert sorted(load_results(out).boots["attempt"]) == [1, 2]
+    boots = load_results(out).boots.sort_values("attempt")
+    assert boots["attempt"].tolist() == [1, 2] and boots["order"].tolist() == [0, 1]
+
+
+def test_ledger_numbers_attempts_and_launch_order_after_the_disk(tmp_path: Path) -> None:
+    """One rule for `specab boot` and run-ab: attempts of (arm, boot) count from 1 past the
+    highest on disk, launch order continues past the highest on disk."""
+    toml = experiment(tmp_path)
+    spec = load_spec(toml)
+    writer = ResultsWriter.create(tmp_path / "r", build_manifest(spec, toml))
+    ledger = Ledger.read(writer.root)
+    a1 = ledger.claim(writer, "fix", 0, block=0, host="n1")
+    a2 = ledger.claim(writer, "fix", 0, block=0, host="n1")
+    b1 = ledger.claim(writer, "baseline", 3, block=3, host="n2")
+    assert [(a.number, a.order) for a in (a1, a2, b1)] == [(1, 0), (2, 1), (1, 2)]
+    assert (a2.boot_id, a2.log_path, b1.host) == ("fix__b000__a2", "logs/fix__b000__a2.log", "n2")
+    for a in (a1, b1):  # a2 never wrote anything (e.g. the driver was killed)
+        req = BootRequest(spec, str(toml), a, engine_seed=None)
+        writer.write_boot(failed_record(req, "worker died", started_at=datetime.now(UTC)))
+    again = Ledger.read(writer.root)  # the next run, or `specab boot`
+    assert (again.ok, again.next_order) == ({}, 3)
+    c = again.claim(writer, "fix", 0, block=0, host="n1")
+    assert (c.number, c.order) == (2, 3)
