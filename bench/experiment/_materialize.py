@@ -11,8 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
-from bench.experiment._arms import LaunchPlan, ResolvedArm, launch_plan, resolve_arm
+from bench.experiment._arms import ResolvedArm, resolve_arm
 from bench.experiment._envs import REDACTED, base_env, redact_env
+from bench.experiment._launch import LaunchPlan, launch_plan
 from bench.experiment._probesets import load_probe_sets
 from bench.experiment._spec import Experiment, load_spec, resolve_path
 

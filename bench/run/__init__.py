@@ -2,12 +2,12 @@
 around it, the reaper that leaves no orphan, and the run-ab driver (ordering, retries,
 resume, sequential looks, progress)."""
 
-from bench.run._attempts import RunSummary
-from bench.run._boot import BootOutcome, BootRequest, build_manifest, run_boot
-from bench.run._orchestrate import RunOptions, run_ab
-from bench.run._ordering import engine_seed
+from bench.run._attempts import Attempt, Ledger, RunOptions, RunSummary
+from bench.run._boot import BootOutcome, BootRequest, NodeSetup, build_manifest, run_boot
+from bench.run._orchestrate import run_ab
+from bench.run._ordering import boot_seed, engine_seed
 
 __all__ = [
-    "BootOutcome", "BootRequest", "RunOptions", "RunSummary", "build_manifest", "engine_seed",
-    "run_ab", "run_boot",
+    "Attempt", "BootOutcome", "BootRequest", "Ledger", "NodeSetup", "RunOptions", "RunSummary",
+    "boot_seed", "build_manifest", "engine_seed", "run_ab", "run_boot",
 ]  # fmt: skip

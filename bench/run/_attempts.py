@@ -1,18 +1,84 @@
-"""Bookkeeping of boot attempts for the run-ab driver: what a results directory already
-holds (for `--resume`), the row of an attempt that ended without a result (worker or node
-died), the columns the driver owns in every row, and the run's summary."""
+"""Boot attempts as the results directory numbers them (one rule for `specab boot` and run-ab),
+and the options and summary of one run-ab.
+
+An attempt's number counts from 1 per (arm, boot), past the highest already on disk; its
+launch order continues past the highest order on disk. `Ledger.claim` applies both and fixes
+the driver's columns of the attempt (`Attempt`) before it launches, so the boot builds its
+record once and nobody rewrites it afterwards.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from bench.experiment import Experiment
-from bench.run._cluster import NodeSlots
-from bench.run._ordering import PlannedBoot
-from bench.store import load_results
+from bench.records import boot_file_stem
+from bench.store import ResultsWriter, load_results
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """The driver's columns of one boot attempt, fixed before it launches."""
+
+    arm: str
+    boot: int  # 0-based within the arm
+    number: int  # the `attempt` column, from 1
+    order: int  # global launch order
+    block: int  # interleaving block
+    host: str  # node label (unique within the run)
+    log_path: str  # the server log, relative to the results dir
+
+    @property
+    def boot_id(self) -> str:
+        return boot_file_stem(self.arm, self.boot, self.number)
+
+
+@dataclass
+class Ledger:
+    """What a results directory holds: ok boots, attempt numbers and launch order."""
+
+    ok: dict[str, set[int]] = field(default_factory=dict)  # ok boot indices per arm
+    last: dict[tuple[str, int], int] = field(default_factory=dict)  # highest attempt number
+    next_order: int = 0
+
+    @classmethod
+    def read(cls, root: Path) -> Ledger:
+        """The attempts on disk under `root` (none when it holds no results yet)."""
+        if not (Path(root) / "manifest.json").is_file():
+            return cls()
+        b = load_results(root).boots
+        ledger = cls()
+        for arm, boot, number, status, order in zip(
+            b["arm"], b["boot"], b["attempt"], b["status"], b["order"], strict=True
+        ):
+            key = (str(arm), int(boot))
+            ledger.last[key] = max(ledger.last.get(key, 0), int(number))
+            ledger.next_order = max(ledger.next_order, int(order) + 1)
+            if status == "ok":
+                ledger.ok.setdefault(key[0], set()).add(key[1])
+        return ledger
+
+    def claim(
+        self, writer: ResultsWriter, arm: str, boot: int, *, block: int, host: str
+    ) -> Attempt:
+        """Number the next attempt of (arm, boot) and give it the next launch order."""
+        number = self.last.get((arm, boot), 0) + 1
+        self.last[(arm, boot)] = number
+        order, self.next_order = self.next_order, self.next_order + 1
+        log = writer.log_path(boot_file_stem(arm, boot, number))
+        return Attempt(arm, boot, number, order, block, host, str(log.relative_to(writer.root)))
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: Path
+    resume: bool = False
+    address: str | None = None
+    slots: int | None = None  # cap on concurrent boots (default: what the cluster fits)
+    quiet: bool = False
+    common_random_numbers: bool = False
+    compile_cache: bool = True
+    num_cpus: int | None = None  # local Ray only
 
 
 @dataclass
@@ -34,85 +100,3 @@ class RunSummary:
     @property
     def complete(self) -> bool:
         return not (self.lost or self.stopped or self.interrupted)
-
-
-@dataclass
-class _InFlight:
-    plan: PlannedBoot
-    attempt: int
-    boot_id: str
-    order: int
-    node: NodeSlots
-    started_at: datetime
-    t0: float
-
-
-@dataclass
-class InFlight:
-    """A dispatched attempt, as the driver remembers it."""
-
-    plan: PlannedBoot
-    attempt: int
-    boot_id: str
-    order: int
-    node: NodeSlots
-    started_at: datetime
-    t0: float  # monotonic dispatch time
-    slot: int = 0  # index among the node's slots
-
-
-def now_utc() -> datetime:
-    return datetime.now(UTC)
-
-
-def existing_attempts(root: Path) -> tuple[dict[str, set[int]], dict[tuple[str, int], int], int]:
-    """(ok boot indices per arm, highest attempt per (arm, boot), next global order)."""
-    b = load_results(root).boots
-    ok: dict[str, set[int]] = {}
-    last: dict[tuple[str, int], int] = {}
-    for arm, boot, attempt, status in zip(
-        b["arm"], b["boot"], b["attempt"], b["status"], strict=True
-    ):
-        key = (str(arm), int(boot))
-        last[key] = max(last.get(key, 0), int(attempt))
-        if status == "ok":
-            ok.setdefault(str(arm), set()).add(int(boot))
-    order = int(b["order"].max()) + 1 if len(b) and b["order"].notna().any() else 0
-    return ok, last, order
-
-
-def failed_row(spec: Experiment, f: InFlight, error: str, log_path: str) -> dict[str, Any]:
-    """A failed attempt row built by the driver (also the defaults under a task's row)."""
-    return {
-        "experiment": spec.experiment.name,
-        "arm": f.plan.arm,
-        "boot": f.plan.boot,
-        "attempt": f.attempt,
-        "boot_id": f.boot_id,
-        "status": "failed",
-        "error": error,
-        "host": f.node.label,
-        "gpu": "",
-        "started_at": f.started_at,
-        "finished_at": now_utc(),
-        "log_path": log_path,
-    }
-
-
-def stamp_row(
-    row: dict[str, Any], experiment: str, f: InFlight, log_path: str, seed: int | None
-) -> None:
-    """Columns the driver owns: identity, launch order, block, node label, log path."""
-    row.update(
-        experiment=experiment,
-        arm=f.plan.arm,
-        boot=f.plan.boot,
-        attempt=f.attempt,
-        boot_id=f.boot_id,
-        order=f.order,
-        block=f.plan.block,
-        host=f.node.label,
-        log_path=log_path,
-    )
-    if "engine_seed" not in row:
-        row["engine_seed"] = seed

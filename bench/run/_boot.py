@@ -1,15 +1,15 @@
-"""One boot end to end: launch plan -> server -> warmup -> probes -> counters -> one boot row.
+"""One boot end to end: launch plan -> server -> warmup -> probes -> counters -> one record.
 
-`run_boot` never raises for runtime failures (crash, timeout, invalid counters): it returns a
-`failed` row whose `error` is one line. It raises SpecabError only for user mistakes.
+`run_boot` never raises for runtime failures (crash, timeout, invalid counters, OSError,
+HTTP errors): it returns a `failed` record whose `error` is one line. It raises SpecabError
+for user mistakes, and lets anything else (a bug) propagate with its traceback.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,20 +22,17 @@ from bench.errors import BootFailed, SpecabError
 from bench.experiment import (
     Experiment,
     LaunchPlan,
+    ProbeSet,
     ResolvedArm,
     check_patches_applied,
     launch_plan,
     load_probe_sets,
     resolve_arm,
 )
-from bench.records import SCHEMA_VERSION
-from bench.run._measure import Measured, measure
-from bench.run._metrics import (
-    SpecCounts,
-    check_counts,
-    positions_in_metrics,
-    supports_per_request_metrics,
-)
+from bench.records import SCHEMA_VERSION, AcceptanceSource, BootRecord, ProbeRecord
+from bench.run._attempts import Attempt
+from bench.run._measure import Measured, check_boot_total, measure
+from bench.run._metrics import SpecCounts, scrape_k, supports_per_request_metrics
 from bench.run._probes import Sampling
 from bench.run._server import ServerProcess
 
@@ -44,26 +41,42 @@ PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
 
 @dataclass(frozen=True)
 class BootRequest:
+    """What to boot: one attempt of one arm of an experiment, and its engine seed."""
+
     spec: Experiment
     spec_file: str
-    arm: str
-    boot: int
-    attempt: int
-    order: int
-    block: int
-    engine_seed: int | None
-    boot_id: str
-    log_path: str
-    workdir: str
+    attempt: Attempt  # identity and the driver's columns, fixed before the launch
+    engine_seed: int | None  # the server's --seed (None: the server's default)
+
+
+@dataclass(frozen=True)
+class NodeSetup:
+    """Where the boot runs: chosen on the node that runs it."""
+
+    workdir: Path  # node-local scratch: overlays, patch dirs, the server's cwd
+    log_file: Path  # the server's log
+    server_env: Mapping[str, str] = field(default_factory=dict)  # over this process's env
+    compile_cache: str | None = None  # cold | warm: vLLM's compile cache under server_env
+    gpu: str = field(default_factory=lambda: os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+
+
+@dataclass(frozen=True)
+class BootOutcome:
+    record: BootRecord
+    probes: list[ProbeRecord]  # measured probes of an ok boot (empty if failed)
+    # /metrics delta around each measured probe (same order as probes); with source
+    # per_request these were checked equal to the per-request counts.
+    probe_deltas: list[SpecCounts] = field(default_factory=list)
 
 
 @dataclass
-class BootOutcome:
-    boot_row: dict[str, Any]  # BOOT_SCHEMA
-    probe_rows: list[dict[str, Any]]  # PROBE_SCHEMA, measured probes only (empty if failed)
-    # /metrics delta around each measured probe (same order as probe_rows); with
-    # source per_request these were checked equal to the per-request counts.
-    probe_deltas: list[SpecCounts] = field(default_factory=list)
+class _Timeline:
+    """What the boot learns on the way; the record is built from it once, at the end."""
+
+    started_at: datetime
+    ready_at: datetime | None = None
+    k: int = 0
+    vllm_version: str = ""
 
 
 def _now() -> datetime:
@@ -76,14 +89,9 @@ def one_line(text: str, limit: int = 500) -> str:
     return " ".join(first.split())[:limit]
 
 
-def num_spec_tokens(arm: ResolvedArm) -> int:
-    k = arm.speculative_config.get("num_speculative_tokens")
-    return int(k) if isinstance(k, int | float | str) and str(k).isdigit() else 0
-
-
-def choose_source(spec: Experiment, plan: LaunchPlan) -> str:
+def choose_source(req: BootRequest, plan: LaunchPlan) -> AcceptanceSource:
     """per_request | metrics_delta, per probes.acceptance_source and what the server supports."""
-    wanted = spec.probes.acceptance_source
+    wanted = req.spec.probes.acceptance_source
     if wanted == "metrics_delta":
         return wanted
     if PER_REQUEST_FLAG in plan.argv:
@@ -92,51 +100,24 @@ def choose_source(spec: Experiment, plan: LaunchPlan) -> str:
     if wanted == "per_request" and not ok:
         raise SpecabError(
             f"the server's vLLM ({plan.argv[0]}) has no {PER_REQUEST_FLAG} detailed",
+            file=req.spec_file,
             field="probes.acceptance_source",
             fix='set acceptance_source = "auto" or "metrics_delta"',
         )
     return "per_request" if ok else "metrics_delta"
 
 
-def _relative_log(log_path: Path) -> str:
-    """results/<exp>/logs/x.log -> logs/x.log (the results dir moves as a whole)."""
-    root = log_path.parent.parent
-    if log_path.parent.name == "logs" and (root / "manifest.json").is_file():
-        return str(log_path.relative_to(root))
-    return str(log_path)
-
-
-def _served_model(client: httpx.Client, plan: LaunchPlan) -> str:
-    name = getattr(plan, "served_model_name", "")
-    if name:
-        return str(name)
-    data = client.get("/v1/models").json()["data"]
-    return str(data[0]["id"])
-
-
-def _server_k(client: httpx.Client) -> int:
-    k = positions_in_metrics(client.get("/metrics").text)
-    if k < 1:
-        raise BootFailed(
-            "no drafts: speculative decoding off? (/metrics has no spec_decode counters)"
-        )
-    return k
-
-
 def _vllm_version(client: httpx.Client) -> str:
     try:
-        return str(client.get("/version").json().get("version", ""))
+        body = client.get("/version").json()
     except (httpx.HTTPError, ValueError):
         return ""
+    return str(body.get("version", "")) if isinstance(body, dict) else ""
 
 
-def run_boot(
-    req: BootRequest, *, on_started: Callable[[int, int], None] | None = None
-) -> BootOutcome:
-    """Run one boot attempt; see the module docstring for the error contract."""
+def _arm_and_probes(req: BootRequest) -> tuple[ResolvedArm, list[ProbeSet]]:
+    """The arm and probe sets; user mistakes raise SpecabError before anything starts."""
     spec = req.spec
-    arm = resolve_arm(spec, req.spec_file, req.arm)
-    sets = load_probe_sets(spec, req.spec_file)
     if spec.probes.concurrency != 1:
         raise SpecabError(
             "concurrent probes are not implemented yet",
@@ -144,105 +125,127 @@ def run_boot(
             field="probes.concurrency",
             fix="set concurrency = 1",
         )
-    k = num_spec_tokens(arm)
-    log_path = Path(req.log_path)
-    ident = {"experiment": spec.experiment.name, "arm": req.arm, "boot": req.boot}
-    row: dict[str, Any] = {
-        **ident,
-        "attempt": req.attempt,
-        "boot_id": req.boot_id,
-        "status": "failed",
-        "error": None,
-        "order": req.order,
-        "block": req.block,
-        "host": socket.gethostname(),
-        "gpu": os.environ.get("CUDA_VISIBLE_DEVICES", ""),
-        "started_at": _now(),
-        "ready_at": None,
-        "finished_at": None,
-        "boot_seconds": None,
-        "probe_seconds": None,
-        "num_speculative_tokens": k,
-        "vllm_version": "",
-        "log_path": None,
-        **dict.fromkeys(("num_drafts", "num_draft_tokens", "num_accepted_tokens"), None),
-        "accepted_per_pos": None,
-        "engine_seed": req.engine_seed if spec.server.per_boot_seed else None,
-    }
-    workdir = Path(req.workdir)
-    cwd = workdir / "cwd" / req.boot_id  # empty: `python -m` puts cwd on sys.path
-    cwd.mkdir(parents=True, exist_ok=True)
-    plan = launch_plan(arm, workdir, engine_seed=row["engine_seed"])
-    source = choose_source(spec, plan)
-    add_flag = source == "per_request" and PER_REQUEST_FLAG not in plan.argv
-    extra = [PER_REQUEST_FLAG, "detailed"] if add_flag else []
+    return resolve_arm(spec, req.spec_file, req.attempt.arm), load_probe_sets(spec, req.spec_file)
+
+
+def run_boot(
+    req: BootRequest, node: NodeSetup, *, on_started: Callable[[int, int], None] | None = None
+) -> BootOutcome:
+    """Run one boot attempt; see the module docstring for the error contract.
+
+    `on_started(pid, pgid)` lets the caller kill the server group if it is cancelled.
+    """
+    arm, sets = _arm_and_probes(req)
+    t = _Timeline(started_at=_now(), k=arm.num_speculative_tokens)
+    cwd = node.workdir / "cwd" / req.attempt.boot_id  # empty: `python -m` puts cwd on sys.path
     measured: Measured | None = None
+    error: str | None = None
     try:
+        cwd.mkdir(parents=True, exist_ok=True)
+        environ = {**os.environ, **node.server_env}
+        plan = launch_plan(arm, node.workdir, engine_seed=req.engine_seed, environ=environ)
+        source = choose_source(req, plan)
         server = ServerProcess(
             plan,
-            log_path,
-            host=spec.server.host,
-            ready_timeout_s=spec.server.ready_timeout_s,
-            stop_grace_s=spec.server.stop_grace_s,
-            extra_args=extra,
+            node.log_file,
+            host=req.spec.server.host,
+            ready_timeout_s=req.spec.server.ready_timeout_s,
+            stop_grace_s=req.spec.server.stop_grace_s,
+            extra_args=_source_flag(source, plan),
             cwd=cwd,
             on_started=on_started,
         )
-        row["started_at"] = _now()
+        t.started_at = _now()
         with server:
-            server.wait_ready()
-            row["ready_at"] = _now()
-            row["boot_seconds"] = (row["ready_at"] - row["started_at"]).total_seconds()
-            check_patches_applied(plan)
-            with httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client:
-                row["vllm_version"] = _vllm_version(client)
-                if k < 1:  # the method's default (e.g. MTP n_predict): ask the server
-                    k = row["num_speculative_tokens"] = _server_k(client)
-                measured = measure(
-                    client,
-                    sets,
-                    model=_served_model(client, plan),
-                    sampling=Sampling.from_spec(spec.probes),
-                    warmup=spec.probes.warmup,
-                    source=source,
-                    k=k,
-                    base_row={**ident, "boot_id": req.boot_id},
-                )
-        row["probe_seconds"] = measured.probe_seconds
-        row.update(measured.total.as_row())
-        probe_sum = sum((SpecCounts(**_counts(r)) for r in measured.rows), SpecCounts.zero(k))
-        if probe_sum != measured.total:
-            raise BootFailed(
-                f"metrics mismatch: boot /metrics delta {measured.total.as_row()} != "
-                f"sum over probes {probe_sum.as_row()}"
-            )
-        if measured.total.num_drafts == 0:
-            raise BootFailed("no drafts: speculative decoding off?")
-        check_counts(measured.total, "the boot")
-        row["status"] = "ok"
+            measured = _measure_served(req, server, plan, sets, source, t)
+        check_boot_total(measured, t.k)
     except BootFailed as exc:
-        row["error"] = one_line(exc.reason)
-    except (OSError, httpx.HTTPError, ValueError, KeyError) as exc:  # runtime, not user error
-        row["error"] = one_line(f"{type(exc).__name__}: {exc}")
+        error = one_line(exc.reason)
+    except (OSError, httpx.HTTPError) as exc:  # runtime failures; a bug propagates
+        error = one_line(f"{type(exc).__name__}: {exc}")
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
-    row["finished_at"] = _now()
-    row["log_path"] = _relative_log(log_path) if log_path.exists() else None
-    ok = row["status"] == "ok" and measured is not None
-    return BootOutcome(
-        boot_row=row,
-        probe_rows=measured.rows if ok and measured else [],
-        probe_deltas=measured.deltas if ok and measured else [],
+    record = _record(req, node, t, measured, error)
+    if record.status == "ok" and measured is not None:
+        return BootOutcome(record, measured.records, measured.deltas)
+    return BootOutcome(record, [])
+
+
+def _source_flag(source: AcceptanceSource, plan: LaunchPlan) -> list[str]:
+    add = source == "per_request" and PER_REQUEST_FLAG not in plan.argv
+    return [PER_REQUEST_FLAG, "detailed"] if add else []
+
+
+def _measure_served(
+    req: BootRequest,
+    server: ServerProcess,
+    plan: LaunchPlan,
+    sets: list[ProbeSet],
+    source: AcceptanceSource,
+    t: _Timeline,
+) -> Measured:
+    """/health, the patch check, then warmup and probes on the running server."""
+    server.wait_ready()
+    t.ready_at = _now()
+    check_patches_applied(plan)
+    with httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client:
+        t.vllm_version = _vllm_version(client)
+        if t.k < 1:  # the method's default (e.g. MTP n_predict): ask the server
+            t.k = scrape_k(client)
+        return measure(
+            client,
+            sets,
+            model=plan.served_model_name,
+            sampling=Sampling.from_spec(req.spec.probes),
+            warmup=req.spec.probes.warmup,
+            source=source,
+            k=t.k,
+            experiment=req.spec.experiment.name,
+            attempt=req.attempt,
+        )
+
+
+def failed_record(
+    req: BootRequest, error: str, *, started_at: datetime, node: NodeSetup | None = None
+) -> BootRecord:
+    """The record of an attempt that produced none (worker or node died, cancelled)."""
+    return _record(req, node, _Timeline(started_at=started_at), None, error)
+
+
+def _record(
+    req: BootRequest,
+    node: NodeSetup | None,
+    t: _Timeline,
+    measured: Measured | None,
+    error: str | None,
+) -> BootRecord:
+    """The one place a BootRecord is built (by the boot, or for an attempt without one)."""
+    a = req.attempt
+    ready = t.ready_at
+    return BootRecord(
+        experiment=req.spec.experiment.name,
+        arm=a.arm,
+        boot=a.boot,
+        attempt=a.number,
+        boot_id=a.boot_id,
+        status="ok" if error is None else "failed",
+        error=error,
+        order=a.order,
+        block=a.block,
+        host=a.host,
+        gpu=node.gpu if node else "",
+        started_at=t.started_at,
+        ready_at=ready,
+        finished_at=_now(),
+        boot_seconds=(ready - t.started_at).total_seconds() if ready else None,
+        probe_seconds=measured.probe_seconds if measured else None,
+        num_speculative_tokens=t.k,
+        vllm_version=t.vllm_version,
+        log_path=a.log_path,
+        **(measured.total.as_row() if measured else {}),
+        engine_seed=req.engine_seed,
+        compile_cache=node.compile_cache if node else None,
     )
-
-
-def _counts(r: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "num_drafts": r["num_drafts"],
-        "num_draft_tokens": r["num_draft_tokens"],
-        "num_accepted_tokens": r["num_accepted_tokens"],
-        "accepted_per_pos": tuple(r["accepted_per_pos"]),
-    }
 
 
 def build_manifest(spec: Experiment, spec_file: str | Path) -> dict[str, Any]:

@@ -6,22 +6,37 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
 from bench.errors import BootFailed
 from bench.experiment import Probe, ProbeSet
+from bench.records import AcceptanceSource, ProbeRecord
+from bench.run._attempts import Attempt
 from bench.run._metrics import SpecCounts, check_counts, counts_from_response, scrape
 from bench.run._probes import Sampling, run_probe
 
 
-@dataclass
+@dataclass(frozen=True)
 class Measured:
-    rows: list[dict[str, Any]]
-    deltas: list[SpecCounts]
+    records: list[ProbeRecord]
+    counts: list[SpecCounts]  # what each record holds (per-request or /metrics delta)
+    deltas: list[SpecCounts]  # the /metrics delta around each probe
     total: SpecCounts  # the whole /metrics delta over the measured probes
     probe_seconds: float
+
+
+def check_boot_total(m: Measured, k: int) -> None:
+    """The boot's whole /metrics delta must equal the sum over its probes, with drafts."""
+    probe_sum = sum(m.counts, SpecCounts.zero(k))
+    if probe_sum != m.total:
+        raise BootFailed(
+            f"metrics mismatch: boot /metrics delta {m.total.as_row()} != "
+            f"sum over probes {probe_sum.as_row()}"
+        )
+    if m.total.num_drafts == 0:
+        raise BootFailed("no drafts: speculative decoding off?")
+    check_counts(m.total, "the boot")
 
 
 def _settled_delta(
@@ -47,9 +62,10 @@ def measure(
     model: str,
     sampling: Sampling,
     warmup: int,
-    source: str,
+    source: AcceptanceSource,
     k: int,
-    base_row: dict[str, Any],
+    experiment: str,
+    attempt: Attempt,
 ) -> Measured:
     """Warmup (discarded), then every probe sequentially with /metrics scrapes around each."""
     probes: list[Probe] = [p for s in sets for p in s.probes]
@@ -57,7 +73,8 @@ def measure(
         run_probe(client, probes[i % len(probes)], model, sampling)
     t0 = time.perf_counter()
     start = prev = scrape(client, k)
-    rows: list[dict[str, Any]] = []
+    records: list[ProbeRecord] = []
+    counts_seen: list[SpecCounts] = []
     deltas: list[SpecCounts] = []
     for probe in probes:
         resp = run_probe(client, probe, model, sampling)
@@ -78,18 +95,22 @@ def measure(
             counts = delta
         check_counts(counts, what)
         deltas.append(delta)
-        rows.append(
-            {
-                **base_row,
-                "probe_set": probe.set_name,
-                "probe_id": probe.id,
+        counts_seen.append(counts)
+        records.append(
+            ProbeRecord(
+                experiment=experiment,
+                arm=attempt.arm,
+                boot=attempt.boot,
+                boot_id=attempt.boot_id,
+                probe_set=probe.set_name,
+                probe_id=probe.id,
                 **counts.as_row(),
-                "prompt_tokens": resp.prompt_tokens,
-                "completion_tokens": resp.completion_tokens,
-                "output_sha256": resp.output_sha256,
-                "source": source,
-                "latency_s": resp.latency_s,
-            }
+                prompt_tokens=resp.prompt_tokens,
+                completion_tokens=resp.completion_tokens,
+                output_sha256=resp.output_sha256,
+                source=source,
+                latency_s=resp.latency_s,
+            )
         )
     total = prev.minus(start)
-    return Measured(rows, deltas, total, time.perf_counter() - t0)
+    return Measured(records, counts_seen, deltas, total, time.perf_counter() - t0)

@@ -145,22 +145,51 @@ def positions_in_metrics(text: str) -> int:
     return len(positions)
 
 
-def scrape(client: httpx.Client, num_spec_tokens: int) -> SpecCounts:
-    """GET /metrics on a running server (client has base_url set)."""
+def _page(client: httpx.Client) -> str:
     try:
         resp = client.get("/metrics")
         resp.raise_for_status()
     except httpx.HTTPError as exc:
         raise BootFailed(f"cannot scrape /metrics: {exc!r}") from None
-    return parse_metrics_text(resp.text, num_spec_tokens)
+    return resp.text
+
+
+def scrape(client: httpx.Client, num_spec_tokens: int) -> SpecCounts:
+    """GET /metrics on a running server (client has base_url set)."""
+    text = _page(client)
+    try:
+        return parse_metrics_text(text, num_spec_tokens)
+    except (ValueError, KeyError) as exc:  # not Prometheus text: the server's fault
+        raise BootFailed(f"malformed /metrics: {exc!r}") from None
+
+
+def scrape_k(client: httpx.Client) -> int:
+    """num_speculative_tokens as a running server reports it (for a method's default K)."""
+    text = _page(client)
+    try:
+        k = positions_in_metrics(text)
+    except (ValueError, KeyError) as exc:
+        raise BootFailed(f"malformed /metrics: {exc!r}") from None
+    if k < 1:
+        raise BootFailed(
+            "no drafts: speculative decoding off? (/metrics has no spec_decode counters)"
+        )
+    return k
 
 
 def counts_from_response(obj: Mapping[str, Any], num_spec_tokens: int) -> SpecCounts:
     """Counts from a response's `metrics.speculative_decoding` object (vLLM >= 0.32).
 
     Uses the per-step arrays (`detailed`) when present, else the acceptance histogram,
-    and checks that both agree with the summary fields.
+    and checks that both agree with the summary fields. A malformed object is BootFailed.
     """
+    try:
+        return _counts_from_response(obj, num_spec_tokens)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise BootFailed(f"malformed metrics.speculative_decoding: {exc!r}") from None
+
+
+def _counts_from_response(obj: Mapping[str, Any], num_spec_tokens: int) -> SpecCounts:
     k = int(obj["num_spec_tokens"])
     if k != num_spec_tokens:
         raise BootFailed(f"response reports num_spec_tokens={k}, expected {num_spec_tokens}")

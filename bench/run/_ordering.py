@@ -13,6 +13,8 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from bench.experiment import Experiment
+
 _SEED_SPACE = 2**31 - 1  # vLLM's --seed is a C int on some backends
 
 
@@ -64,6 +66,16 @@ def engine_seed(seed: int, arm: str, boot: int, *, common_random_numbers: bool =
     )
     digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:8], "big") % _SEED_SPACE
+
+
+def boot_seed(
+    spec: Experiment, arm: str, boot: int, *, common_random_numbers: bool = False
+) -> int | None:
+    """The engine seed one boot runs with: `engine_seed` when server.per_boot_seed is on,
+    else None (the server's own default). One rule for `specab boot` and run-ab."""
+    if not spec.server.per_boot_seed:
+        return None
+    return engine_seed(spec.experiment.seed, arm, boot, common_random_numbers=common_random_numbers)
 
 
 def pick_next(

@@ -10,12 +10,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from statistics import fmean
-from typing import Any, Protocol
+from typing import Protocol
 
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
+
+from bench.records import BootRecord
 
 
 @dataclass
@@ -62,7 +64,7 @@ class Progress(Protocol):
     def __enter__(self) -> Progress: ...
     def __exit__(self, *exc: object) -> None: ...
     def started(self, boot_id: str, run: Running) -> None: ...
-    def finished(self, boot_id: str, row: dict[str, Any], wall_s: float) -> None: ...
+    def finished(self, record: BootRecord, wall_s: float) -> None: ...
     def note(self, text: str) -> None: ...
     def refresh(self) -> None: ...
 
@@ -75,10 +77,10 @@ class _Base:
     def started(self, boot_id: str, run: Running) -> None:
         self.state.running[boot_id] = run
 
-    def finished(self, boot_id: str, row: dict[str, Any], wall_s: float) -> None:
-        self.state.running.pop(boot_id, None)
-        arm = str(row["arm"])
-        if row["status"] == "ok":
+    def finished(self, record: BootRecord, wall_s: float) -> None:
+        self.state.running.pop(record.boot_id, None)
+        arm = record.arm
+        if record.status == "ok":
             self.state.ok[arm] = self.state.ok.get(arm, 0) + 1
         else:
             self.state.failed[arm] = self.state.failed.get(arm, 0) + 1
@@ -97,16 +99,13 @@ class LineProgress(_Base):
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def finished(self, boot_id: str, row: dict[str, Any], wall_s: float) -> None:
-        super().finished(boot_id, row, wall_s)
+    def finished(self, record: BootRecord, wall_s: float) -> None:
+        super().finished(record, wall_s)
         s = self.state
-        err = (
-            ""
-            if row["status"] == "ok"
-            else f" error={str(row.get('error') or '').splitlines()[0][:160]!r}"
-        )
+        lines = (record.error or "").splitlines()
+        err = "" if record.status == "ok" else f" error={(lines[0] if lines else '')[:160]!r}"
         self.console.print(
-            f"boot {boot_id} {row['status']} host={row.get('host', '')} "
+            f"boot {record.boot_id} {record.status} host={record.host} "
             f"{wall_s:.1f}s done={sum(s.ok.values())}/{sum(s.target.values())} "
             f"eta={_fmt_s(s.eta_s())}{err}",
             markup=False,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,16 +29,15 @@ from typing import Any
 import pytest
 
 from bench.demo import DemoModels
-from bench.experiment import load_spec
 from bench.experiment._patching import read_report
-from bench.run import BootOutcome, BootRequest, run_boot
+from bench.records import BootRecord
+from bench.run import BootOutcome
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCHES = ROOT / "arms" / "patches"
 PROBES = ROOT / "arms" / "probes" / "python-code.jsonl"
-K = 4
 N_PROBES = 12
 ARMS = ("shipped", "overlay", "patched", "never")
 
@@ -50,70 +49,50 @@ def draft_factor(draft: Path) -> float:
     return float(rp.get("partial_rotary_factor", cfg.get("partial_rotary_factor", 1.0)))
 
 
-def write_experiment(tmp: Path, models: DemoModels) -> tuple[Path, float]:
+def write_experiment(
+    make: Callable[..., Path], tmp: Path, models: DemoModels
+) -> tuple[Path, float]:
     lines = PROBES.read_text().splitlines()[:N_PROBES]
     (tmp / "probes.jsonl").write_text("\n".join(lines) + "\n")
     shipped = draft_factor(models.draft)
     flipped = 1.0 if shipped < 1.0 else 0.25
     # the patched arm needs a partial draft to undo: the shipped one, or an overlay
-    patched_overlay = "" if shipped < 1.0 else "draft_config = { partial_rotary_factor = 0.25 }"
-    f = tmp / "arms.toml"
-    f.write_text(
-        f"""
-[experiment]
-name = "arms-real"
-
-[server]
-model = "{models.target}"
-ready_timeout_s = 600
-stop_grace_s = 5
-args = {{ enforce-eager = true, max-model-len = 512 }}
-env = {{ VLLM_CPU_KVCACHE_SPACE = "1", HF_HUB_OFFLINE = "1" }}
-
-[server.speculative_config]
-method = "draft_model"
-model = "{models.draft}"
-num_speculative_tokens = {K}
-
-[probes]
-sets = ["probes.jsonl"]
-max_tokens = 32
-warmup = 1
-
-[[arms]]
-name = "shipped"
-
-[[arms]]
-name = "overlay"
-draft_config = {{ partial_rotary_factor = {flipped} }}
-
-[[arms]]
-name = "patched"
-{patched_overlay}
-patches = ["{PATCHES / "force_full_rotary.py"}", "{PATCHES / "env_report.py"}"]
-env.SPECAB_PROOF = "arm-env-reached"
-env.SPECAB_ENV_REPORT = "SPECAB_PROOF"
-args = {{ served-model-name = "proof-model", uvicorn-log-level = "warning" }}
-
-[[arms]]
-name = "never"
-patches = ["{PATCHES / "never_imported.py"}"]
-"""
+    patched_overlay = {} if shipped < 1.0 else {"draft_config": {"partial_rotary_factor": 0.25}}
+    patched = {
+        "name": "patched",
+        **patched_overlay,
+        "patches": [str(PATCHES / "force_full_rotary.py"), str(PATCHES / "env_report.py")],
+        "env": {"SPECAB_PROOF": "arm-env-reached", "SPECAB_ENV_REPORT": "SPECAB_PROOF"},
+        "args": {"served-model-name": "proof-model", "uvicorn-log-level": "warning"},
+    }
+    arms = [
+        {"name": "shipped"},
+        {"name": "overlay", "draft_config": {"partial_rotary_factor": flipped}},
+        patched,
+        {"name": "never", "patches": [str(PATCHES / "never_imported.py")]},
+    ]
+    spec_file = make(
+        tmp,
+        models,
+        name="arms-real",
+        probes={"sets": ["probes.jsonl"], "max_tokens": 32},
+        arms=arms,
     )
-    return f, shipped
+    return spec_file, shipped
 
 
 @dataclass
 class Boot:
     outcome: BootOutcome
     workdir: Path
+    log: Path
 
     @property
-    def row(self) -> dict[str, Any]:
-        return self.outcome.boot_row
+    def record(self) -> BootRecord:
+        return self.outcome.record
 
     def accepted(self) -> dict[str, int]:
-        return {r["probe_id"]: r["num_accepted_tokens"] for r in self.outcome.probe_rows}
+        return {r.probe_id: r.num_accepted_tokens for r in self.outcome.probes}
 
     def report(self) -> list[dict[str, Any]]:
         return [
@@ -129,39 +108,29 @@ def is_engine(record: dict[str, Any]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def boots(tiny_models: DemoModels, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Boots]:
+def boots(
+    tiny_models: DemoModels,
+    real_experiment: Callable[..., Path],
+    boot_once: Callable[..., BootOutcome],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Boots]:
     tmp = tmp_path_factory.mktemp("arms-real")
     override = os.environ.get("SPECAB_ARMS_TEST_MODELS")
     models = DemoModels.at(Path(override)) if override else tiny_models
-    spec_file, shipped = write_experiment(tmp, models)
-    spec = load_spec(spec_file)
+    spec_file, shipped = write_experiment(real_experiment, tmp, models)
     out: dict[str, Boot] = {}
     for order, arm in enumerate(ARMS):
         workdir = tmp / "work" / arm
-        outcome = run_boot(
-            BootRequest(
-                spec=spec,
-                spec_file=str(spec_file),
-                arm=arm,
-                boot=0,
-                attempt=1,
-                order=order,
-                block=0,
-                engine_seed=0,
-                boot_id=f"{arm}__b000__a1",
-                log_path=str(tmp / "logs" / f"{arm}.log"),
-                workdir=str(workdir),
-            ),
-        )
-        out[arm] = Boot(outcome, workdir)
+        outcome = boot_once(spec_file, arm, workdir, order=order, engine_seed=0)
+        out[arm] = Boot(outcome, workdir, workdir / f"{arm}.log")
     summary = {
         a: {
-            "status": b.row["status"],
-            "error": b.row["error"],
+            "status": b.record.status,
+            "error": b.record.error,
             "accepted": b.accepted(),
-            "boot_seconds": b.row["boot_seconds"],
-            "accepted_total": b.row["num_accepted_tokens"],
-            "drafts": b.row["num_drafts"],
+            "boot_seconds": b.record.boot_seconds,
+            "accepted_total": b.record.num_accepted_tokens,
+            "drafts": b.record.num_drafts,
         }
         for a, b in out.items()
     }
@@ -188,10 +157,10 @@ class Boots:
 
 def test_three_arms_boot_ok(boots: Boots) -> None:
     for arm in ("shipped", "overlay", "patched"):
-        row = boots[arm].row
-        assert row["status"] == "ok", (arm, row["error"])
-        assert len(boots[arm].outcome.probe_rows) == N_PROBES
-        assert row["num_drafts"] > 0
+        rec = boots[arm].record
+        assert rec.status == "ok", (arm, rec.error)
+        assert len(boots[arm].outcome.probes) == N_PROBES
+        assert rec.num_drafts
 
 
 def test_b_draft_overlay_partial_rotary_changes_acceptance(boots: Boots) -> None:
@@ -221,7 +190,7 @@ def test_a_code_patch_changes_the_draft_rope(boots: Boots) -> None:
 
 def server_args_line(boot: Boot) -> str:
     """vLLM's own log of the flags it parsed ("non-default args: {...}")."""
-    log = Path(boot.row["log_path"]).read_text(errors="replace")
+    log = boot.log.read_text(errors="replace")
     return next(line for line in log.splitlines() if "non-default args:" in line)
 
 
@@ -236,12 +205,12 @@ def test_d_arm_env_and_args_reach_the_server(boots: Boots) -> None:
     assert "'uvicorn_log_level': 'warning'" in args
     assert "served_model_name" not in server_args_line(boots["shipped"])
     # probes were requested under the arm's served name, so the server took the flag
-    assert b.row["status"] == "ok"
+    assert b.record.status == "ok"
 
 
 def test_c_patch_whose_module_is_never_imported_fails_the_boot(boots: Boots) -> None:
-    row = boots["never"].row
-    assert row["status"] == "failed"
-    assert "never_imported" in row["error"]
-    assert "vllm.model_executor.models.bloom never imported" in row["error"]
-    assert boots["never"].outcome.probe_rows == []
+    rec = boots["never"].record
+    assert rec.status == "failed" and rec.error
+    assert "never_imported" in rec.error
+    assert "vllm.model_executor.models.bloom never imported" in rec.error
+    assert boots["never"].outcome.probes == []

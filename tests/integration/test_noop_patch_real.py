@@ -12,16 +12,15 @@ arm that silently equals its baseline), the second, identical but with
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.demo import DemoModels
-from bench.experiment import load_spec
 from bench.experiment._patching import read_report
-from bench.run import BootOutcome, BootRequest, run_boot
+from bench.run import BootOutcome
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -31,77 +30,39 @@ PROBES = ROOT / "arms" / "probes" / "python-code.jsonl"
 N_PROBES = 3
 
 
-def write_experiment(tmp: Path, models: DemoModels) -> Path:
-    (tmp / "probes.jsonl").write_text("\n".join(PROBES.read_text().splitlines()[:N_PROBES]) + "\n")
-    f = tmp / "noop.toml"
-    f.write_text(
-        f"""
-[experiment]
-name = "noop-real"
-
-[server]
-model = "{models.target}"
-ready_timeout_s = 600
-stop_grace_s = 5
-args = {{ enforce-eager = true, max-model-len = 512 }}
-env = {{ VLLM_CPU_KVCACHE_SPACE = "1", HF_HUB_OFFLINE = "1" }}
-patches = ["{PATCH}"]
-
-[server.speculative_config]
-method = "draft_model"
-model = "{models.draft}"
-num_speculative_tokens = 3
-
-[probes]
-sets = ["probes.jsonl"]
-max_tokens = 16
-warmup = 0
-
-[[arms]]
-name = "noop"
-draft_config = {{ partial_rotary_factor = 1.0 }}
-
-[[arms]]
-name = "noop-allowed"
-draft_config = {{ partial_rotary_factor = 1.0 }}
-allow_noop_patches = true
-"""
-    )
-    return f
-
-
 @pytest.fixture(scope="module")
 def boots(
-    tiny_models: DemoModels, tmp_path_factory: pytest.TempPathFactory
+    tiny_models: DemoModels,
+    tmp_path_factory: pytest.TempPathFactory,
+    real_experiment: Callable[..., Path],
+    boot_once: Callable[..., BootOutcome],
 ) -> Iterator[dict[str, tuple[BootOutcome, list[dict[str, Any]]]]]:
     tmp = tmp_path_factory.mktemp("noop-real")
-    spec_file = write_experiment(tmp, tiny_models)
-    spec = load_spec(spec_file)
+    overlay = {"partial_rotary_factor": 1.0}
+    probes = tmp / "probes.jsonl"
+    probes.write_text("\n".join(PROBES.read_text().splitlines()[:N_PROBES]) + "\n")
+    spec_file = real_experiment(
+        tmp,
+        tiny_models,
+        name="noop-real",
+        server={"patches": [str(PATCH)]},
+        probes={"sets": [str(probes)], "max_tokens": 16, "warmup": 0},
+        arms=[
+            {"name": "noop", "draft_config": overlay},
+            {"name": "noop-allowed", "draft_config": overlay, "allow_noop_patches": True},
+        ],
+    )
     out = {}
     for order, arm in enumerate(("noop", "noop-allowed")):
         workdir = tmp / "work" / arm
-        outcome = run_boot(
-            BootRequest(
-                spec=spec,
-                spec_file=str(spec_file),
-                arm=arm,
-                boot=0,
-                attempt=1,
-                order=order,
-                block=0,
-                engine_seed=0,
-                boot_id=f"{arm}__b000__a1",
-                log_path=str(tmp / "logs" / f"{arm}.log"),
-                workdir=str(workdir),
-            )
-        )
+        outcome = boot_once(spec_file, arm, workdir, order=order)
         report = [
             r for p in (workdir / "patches" / "reports").glob("*.jsonl") for r in read_report(p)
         ]
         out[arm] = (outcome, report)
     print(
         "\nNOOP-REAL "
-        + json.dumps({a: [o.boot_row["status"], o.boot_row["error"]] for a, (o, _) in out.items()})
+        + json.dumps({a: [o.record.status, o.record.error] for a, (o, _) in out.items()})
     )
     yield out
 
@@ -118,11 +79,11 @@ def engine_applied(report: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_noop_patch_fails_the_boot_naming_it(boots: dict[str, Any]) -> None:
     outcome, report = boots["noop"]
-    row = outcome.boot_row
-    assert row["status"] == "failed"
-    assert "patch 'force_full_rotary' changed nothing" in row["error"]
-    assert "allow_noop_patches = true" in row["error"]
-    assert outcome.probe_rows == []
+    rec = outcome.record
+    assert rec.status == "failed" and rec.error
+    assert "patch 'force_full_rotary' changed nothing" in rec.error
+    assert "allow_noop_patches = true" in rec.error
+    assert outcome.probes == []
     # the real hook ran in the model process and said it changed nothing
     recs = engine_applied(report)
     assert recs and all(r["changed"] is False for r in recs)
@@ -130,8 +91,8 @@ def test_noop_patch_fails_the_boot_naming_it(boots: dict[str, Any]) -> None:
 
 def test_allow_noop_patches_boots_and_measures(boots: dict[str, Any]) -> None:
     outcome, report = boots["noop-allowed"]
-    row = outcome.boot_row
-    assert row["status"] == "ok", row["error"]
-    assert len(outcome.probe_rows) == N_PROBES and row["num_drafts"] > 0
+    rec = outcome.record
+    assert rec.status == "ok", rec.error
+    assert len(outcome.probes) == N_PROBES and (rec.num_drafts or 0) > 0
     recs = engine_applied(report)
     assert recs and all(r["changed"] is False for r in recs)

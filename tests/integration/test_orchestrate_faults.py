@@ -16,10 +16,12 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from bench.cli import run
+from bench.records import BootRecord
 from bench.store import load_results
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -70,8 +72,9 @@ def _ok_per_arm(root: Path) -> dict[str, list[int]]:
 
 @pytest.mark.ray
 def test_each_fault_is_recorded_and_retried(
-    tmp_path: Path, fake_experiment: Callable[..., Path]
+    tmp_path: Path, fake_experiment: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("SPECAB_WORKDIR", str(tmp_path / "node"))  # a fresh compile cache
     arms = {f: {"SPECAB_FAKE_FAULT": f, "SPECAB_FAKE_FAULT_TIMES": "1"} for f in FAULTS}
     spec = fake_experiment(
         tmp_path,
@@ -100,8 +103,23 @@ def test_each_fault_is_recorded_and_retried(
     ok = res.ok_boots()
     assert (ok.groupby("block")["arm"].nunique() == len(FAULTS)).all()
     assert ok["engine_seed"].notna().all() and ok["engine_seed"].nunique() == len(ok)
-    assert set(ok["compile_cache"]) <= {"cold", "warm"}
+    _per_boot_settings_reached_the_server(root, boots)
     assert not [p for p in _fake_pids(tmp_path / "fake-state") if _alive(p)]
+
+
+def _per_boot_settings_reached_the_server(root: Path, boots: Any) -> None:
+    """CPU binding and compile-cache root travel in each server's launch environment; the
+    first attempt of an arm finds its cache cold, and some later one finds it warm."""
+    cpus = {str(c) for c in os.sched_getaffinity(0)}
+    for boot in boots.sort_values("order").itertuples():
+        lines = (root / boot.log_path).read_text().splitlines()
+        line = next(x for x in lines if x.startswith("fake vllm server"))
+        fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+        assert fields["bind"] in cpus, line  # one core per boot (resources.cpu = 1)
+        assert fields["cache"].endswith(f"/vllm-cache/{boot.arm}"), line
+    first = boots.sort_values("order").groupby("arm").head(1)
+    assert set(first["compile_cache"]) == {"cold"}
+    assert "warm" in set(boots["compile_cache"])
 
 
 @pytest.mark.ray
@@ -167,6 +185,7 @@ def test_force_cancel_leaves_no_orphans(
     import ray
 
     from bench.experiment import load_spec
+    from bench.run import Attempt, BootRequest
     from bench.run._task import AttemptSpec, run_attempt
 
     spec_file = fake_experiment(tmp_path, {"slow": {"SPECAB_FAKE_PROBE_S": "60"}}, boots_per_arm=1)
@@ -174,18 +193,10 @@ def test_force_cancel_leaves_no_orphans(
     state = tmp_path / "fake-state"
     ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
     try:
+        attempt = Attempt("slow", 0, 1, 0, 0, "node", "logs/slow__b000__a1.log")
         a = AttemptSpec(
-            spec=spec,
-            spec_file=str(spec_file),
-            arm="slow",
-            boot=0,
-            attempt=1,
-            order=0,
-            block=0,
-            engine_seed=1,
-            boot_id="slow__b000__a1",
-            log_path=str(tmp_path / "slow.log"),
-            driver_node_id="",
+            request=BootRequest(spec, str(spec_file), attempt, engine_seed=1),
+            driver_log=str(tmp_path / "slow.log"),
         )
         ref = ray.remote(run_attempt).options(num_cpus=1, max_retries=0).remote(a)
         deadline = time.monotonic() + 60
@@ -325,6 +336,28 @@ def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> 
         owner.wait()
 
 
+def _record(arm: str, attempt: int, status: str, host: str = "") -> BootRecord:
+    ok = status == "ok"
+    return BootRecord(
+        experiment="e",
+        arm=arm,
+        boot=0,
+        attempt=attempt,
+        boot_id=f"{arm}__b000__a{attempt}",
+        status="ok" if ok else "failed",
+        error=None if ok else "boom\nmore",
+        order=0,
+        block=0,
+        host=host,
+        **(
+            {"num_drafts": 1, "num_draft_tokens": 2, "num_accepted_tokens": 1}
+            | {"accepted_per_pos": (1, 0)}
+            if ok
+            else {}
+        ),
+    )
+
+
 def test_live_progress_renders_per_arm_counts() -> None:
     import io
 
@@ -337,9 +370,9 @@ def test_live_progress_renders_per_arm_counts() -> None:
     state = ProgressState(arms=["base", "fix"], target={"base": 2, "fix": 2}, ok={}, slots=2)
     with make_progress(state, console, quiet=False) as progress:
         progress.started("base__b000__a1", Running("base", 0, 1, "node-a", time.monotonic()))
-        progress.finished("base__b000__a1", {"arm": "base", "status": "ok"}, 30.0)
+        progress.finished(_record("base", 1, "ok"), 30.0)
         progress.started("fix__b000__a1", Running("fix", 0, 1, "node-b", time.monotonic()))
-        progress.finished("fix__b000__a1", {"arm": "fix", "status": "failed", "error": "x"}, 10.0)
+        progress.finished(_record("fix", 1, "failed"), 10.0)
         progress.started("fix__b000__a2", Running("fix", 0, 2, "node-b", time.monotonic()))
         progress.refresh()
     text = buf.getvalue()
@@ -348,8 +381,11 @@ def test_live_progress_renders_per_arm_counts() -> None:
     assert state.eta_s() == pytest.approx(20.0 * 3 / 2)  # mean attempt time x left / slots
     lines = io.StringIO()
     quiet = make_progress(state, Console(file=lines, width=200), quiet=True)
-    quiet.finished("fix__b000__a2", {"arm": "fix", "status": "ok", "host": "h"}, 5.0)
-    assert lines.getvalue().startswith("boot fix__b000__a2 ok host=h")
+    quiet.finished(_record("fix", 2, "ok", host="h"), 5.0)
+    quiet.finished(_record("fix", 3, "failed", host="h"), 5.0)
+    first, second = lines.getvalue().splitlines()
+    assert first.startswith("boot fix__b000__a2 ok host=h")
+    assert second.startswith("boot fix__b000__a3 failed host=h") and "error='boom'" in second
 
 
 @pytest.mark.ray
@@ -364,3 +400,83 @@ def test_resources_no_node_has_is_a_user_error_writing_nothing(
     assert "resources" in err and "GB10" in err and "Fix:" in err
     assert len(err.strip().splitlines()) == 1
     assert not root.exists()
+
+
+def _quiet_driver(spec: Path, root: Path, **kw: Any) -> Any:
+    import io
+
+    from rich.console import Console
+
+    from bench.run import RunOptions
+    from bench.run._orchestrate import Driver
+
+    return Driver(spec, RunOptions(results_dir=root, quiet=True), Console(file=io.StringIO()), **kw)
+
+
+@pytest.mark.ray
+def test_user_error_found_inside_a_boot_reaches_the_user_whole(
+    tmp_path: Path, fake_experiment: Callable[..., Path]
+) -> None:
+    """The fake's vLLM has no per-request metrics: only the task on the node can tell."""
+    from bench.errors import SpecabError
+
+    spec = fake_experiment(
+        tmp_path, {"a": {}, "b": {}}, probes={"acceptance_source": "per_request"}
+    )
+    root = tmp_path / "results"
+    with pytest.raises(SpecabError) as info:
+        _quiet_driver(spec, root).run()
+    err = info.value
+    assert (err.file, err.field) == (str(spec.resolve()), "probes.acceptance_source")
+    assert err.fix is not None and "metrics_delta" in err.fix
+    assert "no --per-request-spec-decode-metrics" in err.problem
+    assert not list((root / "boots").glob("*.parquet"))  # not a failed attempt
+
+
+@pytest.mark.ray
+def test_bug_in_a_task_stops_the_run_with_its_traceback(
+    tmp_path: Path, fake_experiment: Callable[..., Path]
+) -> None:
+    """A programming error is not a failed boot to retry: the run stops, nothing recorded
+    for it, the other boots are cancelled and leave no server behind."""
+
+    def task(a: Any) -> Any:  # pickled by value into the Ray worker
+        from bench.run._task import run_attempt
+
+        if a.request.attempt.arm == "bug":
+            raise KeyError("planted bug")
+        return run_attempt(a)
+
+    spec = fake_experiment(
+        tmp_path,
+        {"slow": {"SPECAB_FAKE_PROBE_S": "0.5"}, "bug": {}},
+        experiment={"max_attempts": 3, "max_failures_per_arm": 5},
+    )
+    root = tmp_path / "results"
+    with pytest.raises(KeyError) as info:
+        _quiet_driver(spec, root, task=task).run()
+    assert "planted bug" in str(info.value) and "in task" in str(info.value)  # remote traceback
+    boots = load_results(root).boots
+    assert "bug" not in set(boots["arm"])
+    left = _wait_dead(_fake_pids(tmp_path / "fake-state"), 30)
+    _kill_leftovers(left)
+    assert left == []
+
+
+def test_bug_inside_a_boot_propagates_and_stops_the_server(
+    tmp_path: Path, fake_experiment: Callable[..., Path], boot_once: Callable[..., Any]
+) -> None:
+    """run_boot records runtime failures; a bug (here in the on_started callback, after the
+    server started) propagates, and the server group is still stopped."""
+    from bench.run._server import group_members
+
+    spec = fake_experiment(tmp_path, {"a": {}})
+    groups: list[int] = []
+
+    def on_started(pid: int, pgid: int) -> None:
+        groups.append(pgid)
+        raise ValueError("bug in a callback")
+
+    with pytest.raises(ValueError, match="bug in a callback"):
+        boot_once(spec, "a", tmp_path / "work", on_started=on_started)
+    assert len(groups) == 1 and group_members(groups[0]) == []

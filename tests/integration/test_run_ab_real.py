@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -20,48 +21,23 @@ from bench.store import load_results
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]
 
-PROBES = Path(__file__).resolve().parents[2] / "arms" / "probes" / "python-code.jsonl"
 SEED = 4242
 ARMS = ("baseline", "same")
 
 
-def _experiment(path: Path, models: DemoModels) -> Path:
-    path.write_text(
-        f"""
-[experiment]
-name = "run-ab-real"
-boots_per_arm = 2
-seed = {SEED}
-
-[server]
-model = "{models.target}"
-ready_timeout_s = 400
-stop_grace_s = 5
-args = {{ enforce-eager = true, max-model-len = 512 }}
-env = {{ VLLM_CPU_KVCACHE_SPACE = "1", HF_HUB_OFFLINE = "1" }}
-
-[server.speculative_config]
-method = "draft_model"
-model = "{models.draft}"
-num_speculative_tokens = 4
-
-[probes]
-sets = ["{PROBES}"]
-max_tokens = 24
-warmup = 1
-
-[resources]
-cpu = 1
-
-[[arms]]
-name = "baseline"
-
-[[arms]]
-name = "same"
-description = "A/A control: identical server, its own engine seeds"
-"""
+def _experiment(make: Callable[..., Path], root: Path, models: DemoModels) -> Path:
+    return make(
+        root,
+        models,
+        name="run-ab-real",
+        experiment={"boots_per_arm": 2, "seed": SEED},
+        server={"ready_timeout_s": 400},
+        resources={"cpu": 1},
+        arms=[
+            {"name": "baseline"},
+            {"name": "same", "description": "A/A control: identical server, its own seeds"},
+        ],
     )
-    return path
 
 
 def _our_servers() -> list[int]:
@@ -83,10 +59,26 @@ def _our_servers() -> list[int]:
     return out
 
 
+def _launch_seeds(root: Path, boot_ids: list[str]) -> list[int]:
+    """The --seed each boot's server was launched with, from its log's launch line."""
+    out = []
+    for boot_id in boot_ids:
+        launch = next(
+            line
+            for line in (root / "logs" / f"{boot_id}.log").read_text().splitlines()
+            if line.startswith("[specab] launching:")
+        ).split()
+        out.append(int(launch[launch.index("--seed") + 1]))
+    return out
+
+
 def test_two_arms_two_boots_with_kill_and_resume(
-    tiny_models: DemoModels, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tiny_models: DemoModels,
+    real_experiment: Callable[..., Path],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    spec = _experiment(tmp_path / "exp.toml", tiny_models)
+    spec = _experiment(real_experiment, tmp_path, tiny_models)
     root = tmp_path / "results"
     args = ["run-ab", str(spec), "--results-dir", str(root), "--slots", "1", "--quiet"]
     driver = subprocess.Popen(
@@ -133,13 +125,18 @@ def test_two_arms_two_boots_with_kill_and_resume(
     assert not res.boots.duplicated(["arm", "boot", "attempt"]).any()
     assert (ok["vllm_version"] == "0.32.0").all()
     assert (ok["num_drafts"] > 0).all()
-    assert ok["engine_seed"].tolist() == [
-        engine_seed(SEED, a, b) for a, b in zip(ok["arm"], ok["boot"], strict=True)
-    ]
+    # every boot's own seed, recorded as the server was launched with it
+    assert ok["engine_seed"].tolist() == _launch_seeds(root, ok["boot_id"].tolist())
+    assert ok["engine_seed"].nunique() == 4
+    # CPU-only boots are pinned to their slot's cores through the launch environment
+    # (--slots 1: always slot 0); vLLM logs the binding it received
+    core = str(min(os.sched_getaffinity(0)))
+    for boot_id in ok["boot_id"]:
+        log = (root / "logs" / f"{boot_id}.log").read_text()
+        assert f"VLLM_CPU_OMP_THREADS_BIND={core!r}" in log, boot_id
     assert set(ok["compile_cache"]) <= {"cold", "warm"}
     assert ok["boot_seconds"].gt(0).all() and ok["probe_seconds"].gt(0).all()
-    n_probes = sum(1 for line in PROBES.read_text().splitlines() if line.strip())
-    assert len(res.probes) == 4 * n_probes
+    assert res.probes.groupby("boot_id").size().tolist() == [40] * 4  # the shipped set
     # boots of one block were launched back to back, blocks in order
     assert ok.sort_values("order")["block"].is_monotonic_increasing
     assert "verdict" in out or "NOT A VERDICT" in out

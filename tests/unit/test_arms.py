@@ -18,6 +18,7 @@ import pytest
 from bench.errors import BootFailed, SpecabError
 from bench.experiment import _arms as arms
 from bench.experiment import _envs as envs
+from bench.experiment import _launch as launch
 from bench.experiment import parse_spec
 from bench.experiment._overlay import materialize_overlay, merge_patch
 from bench.experiment._patching import build_patch_dir, check_patch_report, read_report
@@ -92,15 +93,15 @@ def test_merge_rules_args_env_specconfig_and_paths(tmp_path: Path) -> None:
     assert x.model == str(tmp_path / "models" / "target")
     assert x.speculative_config["model"] == str(tmp_path / "models" / "draft")
 
-    plan = arms.launch_plan(x, tmp_path / "work", engine_seed=11, environ={"PATH": "/bin"})
+    plan = launch.launch_plan(x, tmp_path / "work", engine_seed=11, environ={"PATH": "/bin"})
     argv = plan.argv
-    assert argv[:5] == [x.python, "-m", arms.SERVER_MODULE, "--model", x.model]
+    assert argv[:5] == [x.python, "-m", launch.SERVER_MODULE, "--model", x.model]
     assert "--enforce-eager" not in argv  # false removes the server's flag
     assert argv[argv.index("--max-model-len") + 1] == "1024"
     assert argv[argv.index("--seed") + 1] == "11"
     cfg = json.loads(argv[argv.index("--speculative-config") + 1])
     assert cfg["num_speculative_tokens"] == 5
-    assert "--enforce-eager" in arms.launch_plan(base, tmp_path / "w", engine_seed=None).argv
+    assert "--enforce-eager" in launch.launch_plan(base, tmp_path / "w", engine_seed=None).argv
     assert plan.env["C"] == "arm" and plan.env["PATH"] == "/bin"
 
 
@@ -241,7 +242,7 @@ def test_draft_overlay_is_pointed_at_by_speculative_config(tmp_path: Path) -> No
         target_config = { max_position_embeddings = 4096 }
         """,
     )
-    plan = arms.launch_plan(resolve(f, "a"), tmp_path / "work", engine_seed=None)
+    plan = launch.launch_plan(resolve(f, "a"), tmp_path / "work", engine_seed=None)
     spec_cfg = json.loads(plan.argv[plan.argv.index("--speculative-config") + 1])
     assert spec_cfg["model"] == plan.overlays["draft"]
     assert Path(spec_cfg["model"], "config.json").is_file()
@@ -256,7 +257,7 @@ def test_overlay_of_missing_model_names_arm_field(tmp_path: Path) -> None:
     f = experiment(tmp_path, '[[arms]]\nname = "a"\ndraft_config = { x = 1 }\n')
     f.write_text(f.read_text().replace('model = "models/draft"', 'model = "models/gone"'))
     with pytest.raises(SpecabError, match=r"arms\(a\)\.draft_config: .*not found"):
-        arms.launch_plan(resolve(f, "a"), tmp_path / "w", engine_seed=None)
+        launch.launch_plan(resolve(f, "a"), tmp_path / "w", engine_seed=None)
     assert not (tmp_path / "w").exists()
 
 
@@ -505,8 +506,8 @@ def test_allow_noop_patches_field_merges_and_reaches_the_plan(tmp_path: Path) ->
     f = experiment(tmp_path, arms_toml, server_extra="allow_noop_patches = true\n")
     inherit, off, on = (resolve(f, n) for n in ("inherit", "off", "on"))
     assert (inherit.allow_noop_patches, off.allow_noop_patches) == (True, False)
-    assert arms.launch_plan(inherit, tmp_path / "w", engine_seed=None).allow_noop_patches
-    assert not arms.launch_plan(off, tmp_path / "w", engine_seed=None).allow_noop_patches
+    assert launch.launch_plan(inherit, tmp_path / "w", engine_seed=None).allow_noop_patches
+    assert not launch.launch_plan(off, tmp_path / "w", engine_seed=None).allow_noop_patches
     # part of the definition only when set: arms that never use it keep their old hashes
     assert "allow_noop_patches" not in off.definition()
     assert on.definition()["allow_noop_patches"] is True
@@ -526,7 +527,7 @@ def test_per_arm_python_keeps_venv_symlink_and_records_vllm_version(tmp_path: Pa
     a, b = resolve(f, "a"), resolve(f, "b")
     assert a.python == sys.executable
     assert b.python == str(venv_bin / "python")  # not resolved out of the venv
-    assert arms.launch_plan(b, tmp_path / "w", engine_seed=None).argv[0] == b.python
+    assert launch.launch_plan(b, tmp_path / "w", engine_seed=None).argv[0] == b.python
     # the version is that interpreter's: the bare symlink outside a venv sees no vLLM
     assert a.definition()["vllm_version"] == envs.interpreter_vllm_version(sys.executable)
     assert a.definition()["vllm_version"] is not None

@@ -3,7 +3,9 @@ httpx MockTransport that injects faults), the manifest, and a failing boot throu
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +15,12 @@ import pytest
 from bench.cli import run
 from bench.errors import BootFailed
 from bench.experiment import ProbeSet, load_probe_set, load_spec
-from bench.run._boot import build_manifest, one_line
-from bench.run._measure import measure
+from bench.run import Attempt, BootRequest, Ledger
+from bench.run._boot import build_manifest, failed_record, one_line
+from bench.run._measure import check_boot_total, measure
+from bench.run._metrics import SpecCounts
 from bench.run._probes import Sampling
-from bench.store import load_results
+from bench.store import ResultsWriter, load_results
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
 BEFORE = (FIX / "metrics_before.txt").read_text()
@@ -30,16 +34,21 @@ def one_probe(tmp_path: Path) -> ProbeSet:
     return load_probe_set(f)
 
 
-def replay(metrics_pages: list[str]) -> httpx.Client:
-    """Serve /metrics pages in order (the last one repeats) and the recorded completion."""
+def replay_with(metrics_pages: list[str], completion: dict[str, Any]) -> httpx.Client:
+    """Serve /metrics pages in order (the last one repeats) and `completion`."""
     pages = list(metrics_pages)
 
     def handler(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/metrics":
             return httpx.Response(200, text=pages.pop(0) if len(pages) > 1 else pages[0])
-        return httpx.Response(200, json=COMPLETION)
+        return httpx.Response(200, json=completion)
 
     return httpx.Client(base_url="http://server", transport=httpx.MockTransport(handler))
+
+
+def replay(metrics_pages: list[str]) -> httpx.Client:
+    """The recorded real completion, with these /metrics pages."""
+    return replay_with(metrics_pages, COMPLETION)
 
 
 def run_measure(tmp_path: Path, pages: list[str], source: str) -> Any:
@@ -51,22 +60,25 @@ def run_measure(tmp_path: Path, pages: list[str], source: str) -> Any:
         warmup=0,
         source=source,
         k=4,
-        base_row={"experiment": "e", "arm": "a", "boot": 0, "boot_id": "a__b000__a1"},
+        experiment="e",
+        attempt=Attempt("a", 0, 1, 0, 0, "h", "logs/a__b000__a1.log"),
     )
 
 
 def test_per_request_counts_checked_against_the_metrics_delta(tmp_path: Path) -> None:
     m = run_measure(tmp_path, [BEFORE, AFTER], "per_request")
-    (row,) = m.rows
-    assert row["source"] == "per_request" and row["probe_id"] == "p1"
-    assert (row["num_drafts"], row["num_accepted_tokens"]) == (12, 39)
-    assert row["accepted_per_pos"] == [10, 10, 10, 9]
+    (rec,) = m.records
+    assert rec.source == "per_request" and rec.probe_id == "p1"
+    assert (rec.boot_id, rec.arm, rec.experiment) == ("a__b000__a1", "a", "e")
+    assert (rec.num_drafts, rec.num_accepted_tokens) == (12, 39)
+    assert rec.accepted_per_pos == (10, 10, 10, 9)
     assert m.deltas[0].num_drafts == 12 and m.total == m.deltas[0]
+    check_boot_total(m, 4)  # the boot's delta equals its one probe
 
 
 def test_metrics_delta_path(tmp_path: Path) -> None:
     m = run_measure(tmp_path, [BEFORE, AFTER], "metrics_delta")
-    assert m.rows[0]["source"] == "metrics_delta" and m.rows[0]["num_draft_tokens"] == 48
+    assert m.records[0].source == "metrics_delta" and m.records[0].num_draft_tokens == 48
 
 
 def test_disagreeing_paths_fail_the_boot(tmp_path: Path) -> None:
@@ -78,6 +90,34 @@ def test_disagreeing_paths_fail_the_boot(tmp_path: Path) -> None:
 def test_counter_going_down_fails_the_boot(tmp_path: Path) -> None:
     with pytest.raises(BootFailed, match="counter reset"):
         run_measure(tmp_path, [AFTER, BEFORE], "metrics_delta")
+
+
+def test_malformed_server_data_is_a_boot_failure_not_a_crash(tmp_path: Path) -> None:
+    with pytest.raises(BootFailed, match="malformed /metrics"):
+        run_measure(tmp_path, ["vllm:spec_decode_num_drafts_total{engine= 1\n"], "metrics_delta")
+    bad = json.loads(json.dumps(COMPLETION))
+    del bad["metrics"]["speculative_decoding"]["acceptance_histogram"]
+    with pytest.raises(BootFailed, match=r"malformed metrics\.speculative_decoding"):
+        measure(
+            replay_with([BEFORE, AFTER], bad),
+            [one_probe(tmp_path)],
+            model="m",
+            sampling=Sampling(),
+            warmup=0,
+            source="per_request",
+            k=4,
+            experiment="e",
+            attempt=Attempt("a", 0, 1, 0, 0, "h", "logs/a__b000__a1.log"),
+        )
+
+
+def test_boot_total_must_equal_the_probe_sum(tmp_path: Path) -> None:
+    m = run_measure(tmp_path, [BEFORE, AFTER], "metrics_delta")
+    one_more = dataclasses.replace(m.total, num_drafts=m.total.num_drafts + 1)
+    with pytest.raises(BootFailed, match="metrics mismatch: boot /metrics delta"):
+        check_boot_total(dataclasses.replace(m, total=one_more), 4)
+    with pytest.raises(BootFailed, match="no drafts"):
+        check_boot_total(dataclasses.replace(m, counts=[], total=SpecCounts.zero(4)), 4)
 
 
 def test_one_line() -> None:
@@ -136,6 +176,28 @@ def test_cli_records_a_failed_boot(tmp_path: Path, capsys: pytest.CaptureFixture
     assert (row["status"], row["arm"], row["attempt"]) == ("failed", "fix", 1)
     assert "\n" not in row["error"] and row["log_path"] == "logs/fix__b000__a1.log"
     assert len(res.probes) == 0
-    # a second try appends attempt 2 to the same directory
+    # a second try appends attempt 2 to the same directory, launched after the first
     assert run(["boot", str(toml), "--arm", "fix", "--results-dir", str(out)]) == 1
-    assert sorted(load_results(out).boots["attempt"]) == [1, 2]
+    boots = load_results(out).boots.sort_values("attempt")
+    assert boots["attempt"].tolist() == [1, 2] and boots["order"].tolist() == [0, 1]
+
+
+def test_ledger_numbers_attempts_and_launch_order_after_the_disk(tmp_path: Path) -> None:
+    """One rule for `specab boot` and run-ab: attempts of (arm, boot) count from 1 past the
+    highest on disk, launch order continues past the highest on disk."""
+    toml = experiment(tmp_path)
+    spec = load_spec(toml)
+    writer = ResultsWriter.create(tmp_path / "r", build_manifest(spec, toml))
+    ledger = Ledger.read(writer.root)
+    a1 = ledger.claim(writer, "fix", 0, block=0, host="n1")
+    a2 = ledger.claim(writer, "fix", 0, block=0, host="n1")
+    b1 = ledger.claim(writer, "baseline", 3, block=3, host="n2")
+    assert [(a.number, a.order) for a in (a1, a2, b1)] == [(1, 0), (2, 1), (1, 2)]
+    assert (a2.boot_id, a2.log_path, b1.host) == ("fix__b000__a2", "logs/fix__b000__a2.log", "n2")
+    for a in (a1, b1):  # a2 never wrote anything (e.g. the driver was killed)
+        req = BootRequest(spec, str(toml), a, engine_seed=None)
+        writer.write_boot(failed_record(req, "worker died", started_at=datetime.now(UTC)))
+    again = Ledger.read(writer.root)  # the next run, or `specab boot`
+    assert (again.ok, again.next_order) == ({}, 3)
+    c = again.claim(writer, "fix", 0, block=0, host="n1")
+    assert (c.number, c.order) == (2, 3)

@@ -123,7 +123,8 @@ def test_missing_interpreter_is_a_boot_failure(tmp_path: Path) -> None:
 def test_free_port_is_bindable() -> None:
     port = free_port()
     with socket.socket() as s:
-        s.bind(("127.0.0.1", port))
+        s.bind(("127.0.0.1", port))  # raises if the port were taken
+        assert s.getsockname()[1] == port > 0
 
 
 def test_summarize_tail_prefers_the_error_line() -> None:

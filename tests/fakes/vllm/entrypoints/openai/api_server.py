@@ -92,7 +92,15 @@ def main() -> None:
     )
     if state is not None:
         (state / f"pids-{os.getpid()}").write_text(f"{os.getpid()} {child.pid}\n")
-    print(f"fake vllm server pid={os.getpid()} child={child.pid} fault={fault}", flush=True)
+    cache = os.environ.get("VLLM_CACHE_ROOT", "")
+    if cache:  # like vLLM's compile cache: later boots of the arm find it warm
+        Path(cache, "fake-compiled").write_text(f"{os.getpid()}\n")
+    bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "")
+    print(
+        f"fake vllm server pid={os.getpid()} child={child.pid} fault={fault} "
+        f"bind={bind} cache={cache}",
+        flush=True,
+    )
     if fault == "crash_at_boot":
         print("ERROR fake server: injected crash at boot", flush=True)
         child.kill()

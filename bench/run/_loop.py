@@ -1,0 +1,190 @@
+"""The dispatch loop of one run-ab: launch attempts where the Dispatcher finds room, write
+each finished one at once, retry failures, stop on limits, sequential looks or errors.
+
+Results are written only here (the driver is the only writer); Ray tasks return records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from pathlib import Path
+from typing import Any
+
+from bench.experiment import Experiment
+from bench.records import BootRecord, ProbeRecord
+from bench.run._attempts import Ledger, RunOptions, RunSummary
+from bench.run._boot import BootRequest, failed_record
+from bench.run._dispatch import Dispatcher, InFlight, Place
+from bench.run._ordering import PlannedBoot, boot_seed
+from bench.run._progress import Progress, Running
+from bench.run._sequential import SequentialRun
+from bench.run._task import AttemptSpec, TaskResult
+from bench.store import ResultsWriter, atomic_write_bytes
+
+CANCEL_GRACE_S = 30.0
+
+
+def _task_spec_file(spec_file: Path) -> str:
+    """Inside a Ray job with a working_dir (`ray job submit`), tasks on other nodes see
+    their own copy of it: pass the experiment file relative to it."""
+    import ray
+
+    env = ray.get_runtime_context().runtime_env or {}
+    if env.get("working_dir"):
+        try:
+            return str(spec_file.relative_to(Path.cwd().resolve()))
+        except ValueError:
+            pass
+    return str(spec_file)
+
+
+class RunLoop:
+    """The dispatch loop of one run: launch, collect, write, retry, stop."""
+
+    def __init__(
+        self,
+        spec: Experiment,
+        spec_file: Path,
+        opts: RunOptions,
+        *,
+        writer: ResultsWriter,
+        ledger: Ledger,
+        summary: RunSummary,
+        progress: Progress,
+        dispatch: Dispatcher,
+        seq: SequentialRun | None,
+    ) -> None:
+        import ray
+
+        self.spec, self.opts = spec, opts
+        self.writer, self.ledger, self.summary = writer, ledger, summary
+        self.progress, self.dispatch, self.seq = progress, dispatch, seq
+        self.spec_file = _task_spec_file(spec_file)
+        self.driver_node = str(ray.get_runtime_context().get_node_id())
+        res = self.spec.resources
+        self.cpu_only = res.gpu == 0 and res.cpu >= 1
+        self.tries: Counter[tuple[str, int]] = Counter()  # attempts in this run
+
+    def run(self, todo: deque[PlannedBoot]) -> None:
+        t_loop = time.monotonic()
+        try:
+            self._loop(todo)
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+            self.progress.note("interrupted: stopping every boot (the directory stays resumable)")
+            self._cancel_all()
+        except BaseException:  # a user mistake found inside a boot, or a bug: stop the others
+            self._cancel_all()
+            raise
+        finally:
+            self.summary.loop_s = time.monotonic() - t_loop
+
+    def _loop(self, todo: deque[PlannedBoot]) -> None:
+        while todo or self.dispatch.inflight:
+            while (place := self.dispatch.reserve(todo)) is not None:
+                self._launch(place)
+            for ref, f in self.dispatch.finished(timeout_s=1.0):
+                record = self._collect(ref, f)
+                if record.status != "ok" and self._after_failure(f.place.plan, record, todo):
+                    return
+            if self.seq is not None and self.seq.check(self.summary.ok, self.progress.note):
+                todo.clear()  # sequential stop: launch nothing new, running boots finish
+            self.progress.refresh()
+
+    def _launch(self, place: Place) -> None:
+        p, node = place.plan, place.node
+        attempt = self.ledger.claim(self.writer, p.arm, p.boot, block=p.block, host=node.label)
+        self.tries[(p.arm, p.boot)] += 1
+        crn = self.opts.common_random_numbers
+        seed = boot_seed(self.spec, p.arm, p.boot, common_random_numbers=crn)
+        spec = AttemptSpec(
+            request=BootRequest(self.spec, self.spec_file, attempt, seed),
+            driver_log=str(self.writer.log_path(attempt.boot_id)),
+            driver_node_id=self.driver_node,
+            compile_cache=self.opts.compile_cache,
+            cpu_slot=place.slot if self.cpu_only else None,
+        )
+        f = self.dispatch.launch(place, spec)
+        run = Running(p.arm, p.boot, attempt.number, node.label, f.t0)
+        self.progress.started(attempt.boot_id, run)
+
+    def _after_failure(self, p: PlannedBoot, record: BootRecord, todo: deque[PlannedBoot]) -> bool:
+        """Retry the boot or give it up; True when the run must stop."""
+        if self._too_many_failures(p.arm, record):
+            self.progress.note(f"stopping: {self.summary.stopped}")
+            self._cancel_all()
+            return True
+        if self.tries[(p.arm, p.boot)] < self.spec.experiment.max_attempts:
+            todo.appendleft(p)  # retry next, keeping the block order intact
+        else:
+            self.summary.lost.append((p.arm, p.boot))
+        return False
+
+    def _too_many_failures(self, arm: str, record: BootRecord) -> bool:
+        summary = self.summary
+        summary.failed[arm] += 1
+        limit = self.spec.experiment.max_failures_per_arm
+        if summary.failed[arm] <= limit:
+            return False
+        error = (record.error or "").strip().splitlines()
+        summary.stopped = (
+            f"arm {arm!r} had {summary.failed[arm]} failed attempts in this run, more than "
+            f"experiment.max_failures_per_arm = {limit}; last error: "
+            f"{error[0][:300] if error else '?'} (log: {record.log_path}). "
+            "Fix the cause, then rerun with --resume"
+        )
+        return True
+
+    def _result(self, ref: Any, f: InFlight) -> tuple[BootRecord, list[ProbeRecord]]:
+        """The task's record and probes; a record of our own when the task produced none."""
+        import ray
+        from ray.exceptions import RayError, RayTaskError, TaskCancelledError
+
+        try:
+            res: TaskResult = ray.get(ref)
+        except RayError as exc:
+            if isinstance(exc, RayTaskError) and not isinstance(exc, TaskCancelledError):
+                raise  # the task's code raised: a bug, shown with its remote traceback
+            text = str(exc).strip()  # worker or node died, task cancelled
+            error = f"ray: {type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+            return failed_record(f.spec.request, error, started_at=f.started_at), []
+        if res.user_error is not None:
+            raise res.user_error
+        assert res.record is not None, "a task returns a record or a user error"
+        if res.log_bytes is not None:
+            atomic_write_bytes(self.writer.log_path(res.record.boot_id), res.log_bytes)
+        return res.record, res.probes
+
+    def _collect(self, ref: Any, f: InFlight, *, only_ok: bool = False) -> BootRecord:
+        """Write a finished attempt and count it; return its record.
+
+        `only_ok` (while cancelling): write only boots that completed, not the cancellations.
+        """
+        record, probes = self._result(ref, f)
+        if only_ok and record.status != "ok":
+            return record
+        self.writer.write_boot(record, probes)
+        arm, summary = record.arm, self.summary
+        if record.status == "ok":
+            summary.ok[arm] += 1
+            node_counts = summary.per_node.setdefault(f.place.node.label, {})
+            node_counts[arm] = node_counts.get(arm, 0) + 1
+        summary.busy_s += (record.boot_seconds or 0.0) + (record.probe_seconds or 0.0)
+        self.progress.finished(record, time.monotonic() - f.t0)
+        return record
+
+    def _cancel_all(self) -> None:
+        """Graceful cancel, then force. Boots that complete during the grace period are
+        written; the rest are simply missing, which `--resume` reruns."""
+        self.dispatch.cancel(force=False)
+        deadline = time.monotonic() + CANCEL_GRACE_S
+        try:
+            while self.dispatch.inflight and time.monotonic() < deadline:
+                for ref, f in self.dispatch.finished(timeout_s=0.5):
+                    self._collect(ref, f, only_ok=True)
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: go straight to force
+        finally:
+            self.dispatch.cancel(force=True)
+            self.dispatch.drop_all(timeout_s=10.0)
