@@ -8,7 +8,6 @@ instead, labelled as *not a verdict*: pooled ratios carry no between-boot uncert
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from rich.console import Console
@@ -17,7 +16,7 @@ from rich.table import Table
 from bench.errors import SpecabError
 from bench.report._render import write_report
 from bench.report._tables import verdict_table
-from bench.stats import analyze
+from bench.stats import Analysis, analyze
 from bench.store import Results, load_results
 
 
@@ -51,12 +50,12 @@ def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
     console.print(table)
 
 
-def _print_verdicts(console: Console, analysis: dict[str, Any]) -> None:
+def _print_verdicts(console: Console, analysis: Analysis) -> None:
     table = verdict_table(analysis)
     if table.empty:
         console.print("no comparison: only one arm has results", markup=False)
         return
-    cols = [c for c in table.columns if c not in ("why", "method", "margin")]
+    cols = [c for c in table.columns if c not in ("why", "method", "margin", "p (raw / Holm)")]
     _print_df(console, table[cols], "verdict (boot-level statistics)")
     for arm, metric, why in zip(table["arm"], table["metric"], table["why"], strict=True):
         if why:
@@ -81,7 +80,7 @@ def print_end(
         console.print("no ok boots yet: nothing to analyze")
         return None
     try:
-        analysis = analyze(results.probes, results.boots, results.manifest)
+        analysis = analyze(results.probes, results.boots, results.manifest, source=str(root))
     except SpecabError as exc:
         console.print(f"no verdict: {exc.one_line()}", markup=False)
         _print_df(
