@@ -294,7 +294,8 @@ def _check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None
     for bad, what in zip(checks, (*whats, "sum differs from num_accepted_tokens"), strict=True):
         if bad.any():
             i = int(np.argmax(bad))
-            raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{list(a[i])}: {what}")
+            shown = "[" + ", ".join(f"{x:g}" for x in a[i]) + "]"
+            raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{shown}: {what}")
 
 
 def load_results(root: str | Path) -> Results:

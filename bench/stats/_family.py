@@ -77,6 +77,8 @@ class Family:
 
 
 def _stack(values: Sequence[F | float]) -> F:
+    if not values:  # one arm: an empty family
+        return np.zeros(0)
     return np.stack(np.broadcast_arrays(*[np.asarray(v, dtype=np.float64) for v in values]), -1)
 
 
@@ -93,7 +95,7 @@ def family(pairs: Sequence[tuple[Est, Est, float]], alpha: float) -> Family:
     det = (se_i == 0) & (se_j == 0)
     p = t_pvalue(diff, se, df)
     p_adj = holm(p) if p.shape[-1] else p
-    level = np.broadcast_to(holm_level(p_adj, alpha)[..., None], p.shape)
+    level = np.broadcast_to(np.asarray(holm_level(p_adj, alpha))[..., None], p.shape)
     lo, hi = interval(diff, se, df, alpha)
     lo2, hi2 = interval(diff, se, df, 2.0 * alpha)
     v_lo, v_hi = interval(diff, se, df, level)
