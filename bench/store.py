@@ -242,10 +242,7 @@ def _frame(parts: list[tuple[Path, pd.DataFrame]], schema: pa.Schema) -> pd.Data
     return df.assign(**{n: None for n in schema.names if n not in df.columns})
 
 
-_FIX = (
-    "the file breaks the results contract (DESIGN.md); rerun that boot (delete its boots/ and "
-    "probes/ files, then --resume) or fix the tool that wrote it"
-)
+_FIX = "rerun that boot (delete its files, then --resume) or fix the tool that wrote them"
 
 
 def _bad(path: Path, row: pd.Series | None, field: str, what: str) -> SpecabError:
@@ -263,7 +260,9 @@ def _counts(df: pd.DataFrame, path: Path, cols: Sequence[str], prefix: str) -> N
         bad = ~np.isfinite(v) | (v < 0)
         if bad.any():
             i = int(np.argmax(bad))
-            raise _bad(path, df.iloc[i], f"{prefix}.{col}", f"{df[col].iloc[i]!r} is not a count")
+            val = df[col].iloc[i]
+            shown = "null" if pd.isna(val) else f"{val:g}" if isinstance(val, float) else str(val)
+            raise _bad(path, df.iloc[i], f"{prefix}.{col}", f"{shown} is not a count")
 
 
 def _check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:

@@ -275,7 +275,7 @@ def plot_positions(analysis: Analysis) -> Figure:
             ax.errorbar(
                 x,
                 est,
-                yerr=[np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)],
+                yerr=np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)]),
                 color=colour,
                 marker=marker,
                 markersize=6,

@@ -52,9 +52,7 @@ def compare_one(m: Totals, metric: str, i: int, j: int, alpha: float) -> Family:
     return family([(estimate(num[:, i], den[:, i]), estimate(num[:, j], den[:, j]), 0.01)], alpha)
 
 
-def primary_family(
-    m: Totals, arms: int, alpha: float, margins: dict[str, float]
-) -> Family:
+def primary_family(m: Totals, arms: int, alpha: float, margins: dict[str, float]) -> Family:
     """Arms 1.. vs arm 0 on both metrics, Holm across them (the primary family)."""
     est = [arm_estimates(m, a) for a in range(arms)]
     pairs = [(est[0][k], est[a][k], margins[k]) for a in range(1, arms) for k in METRICS]

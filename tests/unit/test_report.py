@@ -149,3 +149,30 @@ def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
     md = page.with_name("report.md").read_text()
     assert "| b | acceptance_pos0 | — [—, —] |" in md and "| inconclusive |" in md
     assert "0 failed boot attempt(s)" in md
+
+
+def test_each_verdict_shows_the_interval_it_rests_on_beside_the_raw_one(rendered: Path) -> None:
+    md = (rendered / "report.md").read_text()
+    analysis = json.loads((rendered / "analysis.json").read_text())
+    header = next(line for line in md.splitlines() if line.startswith("| arm | metric |"))
+    assert "difference [raw 95% CI]" in header and "verdict interval" in header
+    for c in analysis["comparisons"]:
+        row = next(
+            line for line in md.splitlines() if line.startswith(f"| {c['arm']} | {c['metric']} |")
+        )
+        lo, hi = c["verdict_ci"]
+        assert (
+            f"[{lo:+.4f}, {hi:+.4f}]" in row and f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]" in row
+        )
+        kind = "TOST" if c["verdict"] == "equivalent" else "Holm"
+        assert f"{kind} interval" in row
+
+
+def test_one_speculative_token_report(tmp_path: Path) -> None:
+    results = simulate_results(
+        tmp_path / "k1", {"a": 0.0, "b": 0.2}, boots=3, prompts=20, positions=1
+    )
+    page = render_report(results, n_resamples=0)
+    assert {p.name for p in page.parent.iterdir()} == FILES
+    analysis = json.loads(page.with_name("analysis.json").read_text())
+    assert [len(a["per_position"]) for a in analysis["arms"]] == [1, 1]

@@ -202,7 +202,8 @@ def _identical_boots(tmp_path: Path, shift: int, boots: int = 3) -> Path:
             )
     probes = pd.concat(rows, ignore_index=True)
     # +shift accepted at position 0 wherever a probe has room for it (A_0 < drafts)
-    room = np.array([x[0] < d for x, d in zip(probes["accepted_per_pos"], probes["num_drafts"])])
+    first_pos = np.array([x[0] for x in probes["accepted_per_pos"]])
+    room = first_pos < probes["num_drafts"].to_numpy()
     bmask = (probes["arm"] == "b").to_numpy() & room
     probes.loc[bmask, "accepted_per_pos"] = probes.loc[bmask, "accepted_per_pos"].map(
         lambda x: [x[0] + shift, *x[1:]]

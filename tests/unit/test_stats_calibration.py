@@ -97,9 +97,8 @@ def test_aa_false_positive_rate_on_realistic_departures(case: int, boots: int) -
         print(f"{label} B={boots} {metric}: raw FPR {raw:.4f} ± {mcse(raw, reps):.4f}")
     fam = primary_family(m, 2, ALPHA, MARGINS)
     fwer = float(np.mean(((fam.v_lo > 0) | (fam.v_hi < 0)).any(axis=-1)))
-    print(
-        f"{label} B={boots} family (Holm): FPR {fwer:.4f} ± {mcse(fwer, reps):.4f} (limit {limit:.4f})"
-    )
+    err = mcse(fwer, reps)
+    print(f"{label} B={boots} family (Holm): FPR {fwer:.4f} ± {err:.4f} (limit {limit:.4f})")
     assert fwer <= limit
 
 

@@ -161,7 +161,7 @@ def test_boots_needed_honours_the_requested_power(tmp_path: Path) -> None:
             c95["boots_needed"],
         )
 
-        def planned(b: int) -> float:  # noncentral-free planning formula, v = 2B - 2
+        def planned(b: int, sd: float = sd) -> float:  # the planning formula, v = 2B - 2
             nu = 2 * b - 2
             return float((st.t.ppf(0.975, nu) + st.t.ppf(0.95, nu)) * sd * np.sqrt(2 / b))
 
