@@ -8,10 +8,9 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from bench.report import METRIC_SHORT as METRIC_LABEL
 from bench.report import verdict_interval
 from bench.stats import Analysis, MetricEstimate
-
-METRIC_LABEL = {"acceptance_pos0": "pos0", "mean_accepted_length": "mean length"}
 
 
 def _ci(est: float | None, lo: float | None, hi: float | None, digits: int = 4) -> str:

@@ -3,6 +3,7 @@
 `bench.stats.analyze` computed; no statistic is computed here."""
 
 from bench.report._plots import per_boot_frame
+from bench.report._plots_common import METRIC_SHORT
 from bench.report._provenance import provenance
 from bench.report._render import (
     analyze_results,
@@ -24,8 +25,8 @@ from bench.report._tables import (
 )
 
 __all__ = [
-    "analyze_results", "build_figures", "failed_attempts", "figure_png", "identity_summary",
-    "output_identity", "per_boot_frame", "print_end", "probe_temperature", "provenance",
-    "render_report", "variance_table", "verdict_interval", "verdict_markdown", "verdict_table",
-    "write_report",
+    "METRIC_SHORT", "analyze_results", "build_figures", "failed_attempts", "figure_png",
+    "identity_summary", "output_identity", "per_boot_frame", "print_end", "probe_temperature",
+    "provenance", "render_report", "variance_table", "verdict_interval", "verdict_markdown",
+    "verdict_table", "write_report",
 ]  # fmt: skip

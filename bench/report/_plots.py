@@ -143,7 +143,8 @@ def _forest_row(ax: Axes, y: int, c: Comparison, colour: str, marker: str) -> li
     the verdict word at the right. Returns the x extents drawn."""
     span = []
     if c.ci_low is not None and c.ci_high is not None:
-        ax.hlines(y, c.ci_low, c.ci_high, color=colour, linewidth=1.0, linestyle=(0, (2, 1)))
+        # just under the thick one: the raw interval is usually inside it
+        ax.hlines(y - 0.2, c.ci_low, c.ci_high, color=colour, linewidth=1.0, linestyle=(0, (2, 1)))
         span += [abs(c.ci_low), abs(c.ci_high)]
     lo, hi = c.verdict_ci or (None, None)
     if lo is not None and hi is not None:
@@ -290,6 +291,7 @@ def plot_positions(analysis: Analysis) -> Figure:
         ax.grid(alpha=0.3)
         positions = sorted(set(df["position"].astype(int)))
         ax.set_xticks(positions)
+        ax.set_xlim(positions[0] - 0.5, positions[-1] + 0.5)  # one position stays centred
     axes[0].set_title("Cumulative acceptance", loc="left", fontsize=10)
     axes[1].set_title("Conditional acceptance", loc="left", fontsize=10)
     if arms:

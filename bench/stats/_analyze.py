@@ -107,6 +107,11 @@ def analyze_data(
                 f"{max(e.effective_boots - 1, 0):.1f} df, so they are wider: rerun boots with "
                 "the same probes and max_tokens to recover the power"
             )
+    if {e.positions for e in arm_entries if e.boots} == {1}:
+        notes.append(
+            "one speculative token: mean accepted length is 1 + pos0, so the two primary "
+            "comparisons are one test counted twice (Holm is conservative here)"
+        )
     comps = _comparisons(prim, s, power, n_resamples, np.random.default_rng(seed), notes)
     if decision is not None:
         n = decision.looks[(decision.look or 1) - 1]
