@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from bench.report import METRIC_SHORT as METRIC_LABEL
@@ -55,7 +56,7 @@ def render(result: Analysis, out: Console) -> None:
     out.print(arms)
     comps = Table(title="Each arm vs baseline (Welch on boot values; Holm across the family)")
     for col in ("arm", "metric", "difference [raw CI]", "verdict interval", "p", "p Holm"):
-        comps.add_column(col)
+        comps.add_column(escape(col))  # "[raw CI]" is not rich markup
     comps.add_column("verdict")
     for c in result.comparisons:
         comps.add_row(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from bench.errors import SpecabError
@@ -44,9 +45,9 @@ def pooled_table(results: Results) -> pd.DataFrame:
 def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
     table = Table(title=title, title_justify="left")
     for col in df.columns:
-        table.add_column(str(col))
+        table.add_column(escape(str(col)))  # "[raw 95% CI]" is not rich markup
     for _, r in df.iterrows():
-        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.tolist()])
+        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else escape(str(v)) for v in r.tolist()])
     console.print(table)
 
 

@@ -331,15 +331,14 @@ def test_permutation_minimum_p_is_stated() -> None:
         np.array([700.0, 702, 701, 699]), den, np.array([800.0, 801, 799, 802]), den, 10_000, rng
     )
     assert exact and pmin == pytest.approx(2 / comb(8, 4)) and p == pytest.approx(pmin)
-    p, pmin, exact = permutation_test(
-        rng.normal(700, 5, 10),
-        np.full(10, 1e3),
-        rng.normal(700, 5, 10),
-        np.full(10, 1e3),
-        5000,
-        rng,
-    )
-    assert not exact and pmin == pytest.approx(1 / 5001) and 0 < p <= 1
+    # Monte Carlo when relabelings outnumber the resamples: it estimates the exact p.
+    num_i, num_j = rng.normal(700, 5, 6), rng.normal(705, 5, 6)
+    den = np.full(6, 1e3)
+    exact_p, _, is_exact = permutation_test(num_i, den, num_j, den, 10_000, rng)
+    p, pmin, exact = permutation_test(num_i, den, num_j, den, 500, rng)  # C(12, 6) = 924
+    assert is_exact and not exact and pmin == pytest.approx(1 / 501)
+    assert abs(p - exact_p) <= 4 * np.sqrt(exact_p * (1 - exact_p) / 500) + 1 / 501
+    assert 0.001 < exact_p < 0.5  # a case where the estimate has something to estimate
 
 
 def test_obrien_fleming_boundaries_are_exact() -> None:
