@@ -17,29 +17,8 @@ from rich.table import Table
 from bench.errors import SpecabError
 from bench.report._render import write_report
 from bench.report._tables import verdict_table
-from bench.stats import Analysis, analyze
-from bench.store import Results, load_results
-
-
-def pooled_table(results: Results) -> pd.DataFrame:
-    """Per arm, over ok boots: Σ accepted@pos0 / Σ drafts and 1 + Σ accepted / Σ drafts."""
-    ok = results.ok_boots()
-    rows = []
-    for arm in results.arms():
-        b = ok[ok["arm"] == arm]
-        drafts = int(b["num_drafts"].sum()) if len(b) else 0
-        acc = int(b["num_accepted_tokens"].sum()) if len(b) else 0
-        pos0 = sum(int(x[0]) for x in b["accepted_per_pos"] if x is not None and len(x))
-        rows.append(
-            {
-                "arm": arm,
-                "ok boots": len(b),
-                "drafts": drafts,
-                "acceptance_pos0 (pooled)": pos0 / drafts if drafts else float("nan"),
-                "mean_accepted_length (pooled)": 1 + acc / drafts if drafts else float("nan"),
-            }
-        )
-    return pd.DataFrame(rows)
+from bench.stats import Analysis, analyze, pooled_ratios
+from bench.store import load_results
 
 
 def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
@@ -86,7 +65,7 @@ def print_end(
         console.print(f"no verdict: {exc.one_line()}", markup=False)
         _print_df(
             console,
-            pooled_table(results),
+            pooled_ratios(results.ok_boots(), results.arms()),
             "per-arm pooled numbers — NOT A VERDICT (no between-boot uncertainty)",
         )
         return None

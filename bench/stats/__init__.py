@@ -16,6 +16,7 @@ from bench.stats._models import (
     MetricEstimate,
     PositionEstimate,
 )
+from bench.stats._parts import pooled_ratios
 from bench.stats._plan import plan_from_results, prior_from_results
 from bench.stats._settings import Prior
 from bench.stats._split import split_arm
@@ -24,5 +25,5 @@ from bench.stats._text import level_name
 __all__ = [
     "COMPARISON_KEYS", "VERDICTS", "Analysis", "ArmResult", "BootMetrics", "Comparison",
     "Decision", "MetricEstimate", "PositionEstimate", "Prior", "analyze", "decide",
-    "level_name", "plan_from_results", "prior_from_results", "split_arm",
+    "level_name", "plan_from_results", "pooled_ratios", "prior_from_results", "split_arm",
 ]  # fmt: skip

@@ -4,6 +4,7 @@ conditional, simultaneous), per-boot metrics, position differences, variance com
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from bench.records import METRICS
 from bench.stats._core import effective_boots, interval
@@ -144,3 +145,25 @@ def components(data: dict[str, ArmData], arms: list[str]) -> VarianceComponents:
         "a crossed boots x prompts ANOVA on per-cell ratios; design_effect = (boot-level SE / "
         "naive cell-level SE)^2",
     )
+
+
+def pooled_ratios(ok_boots: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
+    """Per arm, from the ok boots' /metrics deltas: sum accepted@pos0 / sum drafts and
+    1 + sum accepted / sum drafts. No between-boot uncertainty: NOT a verdict; shown only
+    when the analysis refuses the data."""
+    rows = []
+    for arm in arms:
+        b = ok_boots[ok_boots["arm"] == arm]
+        drafts = int(b["num_drafts"].sum()) if len(b) else 0
+        acc = int(b["num_accepted_tokens"].sum()) if len(b) else 0
+        pos0 = sum(int(x[0]) for x in b["accepted_per_pos"] if x is not None and len(x))
+        rows.append(
+            {
+                "arm": arm,
+                "ok boots": len(b),
+                "drafts": drafts,
+                "acceptance_pos0 (pooled)": pos0 / drafts if drafts else float("nan"),
+                "mean_accepted_length (pooled)": 1 + acc / drafts if drafts else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
