@@ -22,8 +22,8 @@ from scipy import stats as st
 
 from bench import stats
 from bench.stats._data import arm_data
-from bench.stats._settings import arm_names
 from bench.stats._resample import cluster_bootstrap, permutation_test
+from bench.stats._settings import arm_names
 from bench.stats.simulate import simulate_results
 from bench.store import load_results
 
