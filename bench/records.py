@@ -9,13 +9,21 @@ writes exactly these columns; readers of other tools see the same layout as befo
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from types import MappingProxyType
 from typing import Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
+# The primary metrics (DESIGN.md `analyze --json`) and their pre-registered default margins,
+# defined once: the experiment file, the statistics and the report all read these.
+METRICS = ("acceptance_pos0", "mean_accepted_length")
+DEFAULT_MARGINS: Mapping[str, float] = MappingProxyType(
+    {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
+)
 BootStatus = Literal["ok", "failed"]
 AcceptanceSource = Literal["per_request", "metrics_delta"]
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -215,23 +216,85 @@ def load_manifest(root: Path) -> dict[str, Any]:
     return manifest
 
 
-def _read_dir(sub: Path, schema: pa.Schema) -> pd.DataFrame:
-    files = sorted(sub.glob("*.parquet")) if sub.is_dir() else []
-    frames = []
-    for f in files:
+def _read_dir(sub: Path) -> list[tuple[Path, pd.DataFrame]]:
+    """Every Parquet file of a directory. A file without specab's metadata key is accepted
+    (other tools write this contract; the manifest's schema_version governs); a key that is
+    present and different is refused."""
+    out = []
+    for f in sorted(sub.glob("*.parquet")) if sub.is_dir() else []:
         try:
             table = pq.read_table(f)
         except (pa.ArrowInvalid, OSError) as exc:
             raise SpecabError(
                 f"unreadable Parquet file ({exc})", file=f, fix="delete it and rerun with --resume"
             ) from None
-        meta = table.schema.metadata or {}
-        version = meta.get(_META_KEY)
-        _check_version(int(version) if version and version.isdigit() else version, f)
-        frames.append(table.to_pandas())
-    if not frames:
-        return schema.empty_table().to_pandas()
-    return pd.concat(frames, ignore_index=True)
+        version = (table.schema.metadata or {}).get(_META_KEY)
+        if version is not None:
+            _check_version(int(version) if version.isdigit() else version, f)
+        out.append((f, table.to_pandas()))
+    return out
+
+
+def _frame(parts: list[tuple[Path, pd.DataFrame]], schema: pa.Schema) -> pd.DataFrame:
+    """One frame; columns of the schema a writer left out (additive ones) become nulls."""
+    frames = [d for _, d in parts]
+    df = pd.concat(frames, ignore_index=True) if frames else schema.empty_table().to_pandas()
+    return df.assign(**{n: None for n in schema.names if n not in df.columns})
+
+
+_FIX = "rerun that boot (delete its files, then --resume) or fix the tool that wrote them"
+
+
+def _bad(path: Path, row: pd.Series | None, field: str, what: str) -> SpecabError:
+    where = "" if row is None else f"boot {row.get('boot_id')}"
+    if row is not None and "probe_id" in row:
+        where += f" probe {row.get('probe_set')}/{row.get('probe_id')}"
+    return SpecabError(f"{where}: {what}".lstrip(": "), file=path, field=field, fix=_FIX)
+
+
+def _counts(df: pd.DataFrame, path: Path, cols: Sequence[str], prefix: str) -> None:
+    for col in cols:
+        if col not in df.columns:
+            raise _bad(path, None, f"{prefix}.{col}", "column missing")
+        v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype="float64")
+        bad = ~np.isfinite(v) | (v < 0)
+        if bad.any():
+            i = int(np.argmax(bad))
+            val = df[col].iloc[i]
+            shown = "null" if pd.isna(val) else f"{val:g}" if isinstance(val, float) else str(val)
+            raise _bad(path, df.iloc[i], f"{prefix}.{col}", f"{shown} is not a count")
+
+
+def _check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
+    """Counts a real run can write: non-null, non-negative, K per-position counts that never
+    grow with k, A_0 <= drafts and num_accepted_tokens = sum_k A_k (vLLM's counters)."""
+    for col in ("boot_id", "probe_set", "probe_id", "accepted_per_pos"):
+        if col not in df.columns:
+            raise _bad(path, None, f"probes.{col}", "column missing")
+    _counts(df, path, ("num_drafts", "num_accepted_tokens"), "probes")
+    lists = df["accepted_per_pos"]
+    n = lists.map(lambda x: -1 if x is None else len(x)).to_numpy()
+    want = df["boot_id"].map(k_of).fillna(0).to_numpy(dtype=int)
+    want = np.where(want > 0, want, n[0] if len(n) else 0)
+    bad = (n != want) | (n < 1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        got = "missing" if n[i] < 0 else f"of length {n[i]}"
+        raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{got}, expected {want[i]}")
+    a = np.stack([np.asarray(x, dtype="float64") for x in lists]) if len(df) else np.zeros((0, 1))
+    d = df["num_drafts"].to_numpy(dtype="float64")
+    checks = (
+        (~np.isfinite(a) | (a < 0)).any(axis=1),
+        a[:, 0] > d,
+        (np.diff(a, axis=1) > 0).any(axis=1),
+        a.sum(axis=1) != df["num_accepted_tokens"].to_numpy(dtype="float64"),
+    )
+    whats = ("holds a null or negative count", "A_0 exceeds num_drafts", "A_k exceeds A_(k-1)")
+    for bad, what in zip(checks, (*whats, "sum differs from num_accepted_tokens"), strict=True):
+        if bad.any():
+            i = int(np.argmax(bad))
+            shown = "[" + ", ".join(f"{x:g}" for x in a[i]) + "]"
+            raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{shown}: {what}")
 
 
 def load_results(root: str | Path) -> Results:
@@ -244,10 +307,20 @@ def load_results(root: str | Path) -> Results:
             fix="pass results/<experiment> as written by `specab run-ab` or `specab boot`",
         )
     manifest = load_manifest(root)
-    boots = _read_dir(root / "boots", BOOT_SCHEMA)
-    probes = _read_dir(root / "probes", PROBE_SCHEMA)
-    ok_ids = set(boots.loc[boots["status"] == "ok", "boot_id"]) if len(boots) else set()
-    probes = probes[probes["boot_id"].isin(ok_ids)].reset_index(drop=True)
+    boot_parts = _read_dir(root / "boots")
+    for path, df in boot_parts:
+        ok = df[df["status"] == "ok"] if "status" in df.columns else df
+        _counts(ok, path, ("num_drafts", "num_draft_tokens", "num_accepted_tokens"), "boots")
+    boots = _frame(boot_parts, BOOT_SCHEMA)
+    ok_rows = boots[boots["status"] == "ok"]
+    ok_ids = set(ok_rows["boot_id"])
+    k_of = dict(zip(ok_rows["boot_id"], ok_rows["num_speculative_tokens"].fillna(0), strict=True))
+    probe_parts = []
+    for path, df in _read_dir(root / "probes"):
+        df = df[df["boot_id"].isin(ok_ids)] if "boot_id" in df.columns else df
+        _check_probes(df, path, k_of)  # orphans (no boot row: a crash) are ignored
+        probe_parts.append((path, df))
+    probes = _frame(probe_parts, PROBE_SCHEMA).reset_index(drop=True)
     if len(boots):
         boots = boots.sort_values(["order", "arm", "boot", "attempt"], kind="stable").reset_index(
             drop=True

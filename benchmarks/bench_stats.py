@@ -21,8 +21,9 @@ import numpy as np
 from scipy import stats as st
 
 from bench import stats
-from bench.stats._data import arm_data, arm_names
+from bench.stats._data import arm_data
 from bench.stats._resample import cluster_bootstrap, permutation_test
+from bench.stats._settings import arm_names
 from bench.stats.simulate import simulate_results
 from bench.store import load_results
 
@@ -32,7 +33,7 @@ TARGET_S = 2.0
 def scipy_loop(results, n_resamples: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """The straightforward way: scipy.stats.bootstrap per comparison, statistic in Python."""
     arms = arm_names(results.manifest, results.boots)
-    data = arm_data(results.probes, results.boots, arms, None)
+    data = arm_data(results.probes, results.boots, arms, None).arms
     t0, c0 = time.perf_counter(), time.process_time()
     base = data[arms[0]]
     for arm in arms[1:]:
@@ -72,7 +73,7 @@ def same_work(results, n_resamples: int) -> tuple[float, float]:  # type: ignore
     """Only the parts of analyze that the scipy loop also does: per comparison, the
     studentized cluster bootstrap and the boot-label permutation test."""
     arms = arm_names(results.manifest, results.boots)
-    data = arm_data(results.probes, results.boots, arms, None)
+    data = arm_data(results.probes, results.boots, arms, None).arms
     rng = np.random.default_rng(0)
     t0, c0 = time.perf_counter(), time.process_time()
     base = data[arms[0]]
@@ -122,8 +123,9 @@ def main() -> None:
         f"over {args.repeat} runs (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
     )
     print(
-        "  (analyze = estimates, Welch, Holm, exact/MC permutation, studentized cluster "
-        "bootstrap, pigeonhole bootstrap, max-|t| positions, variance components)"
+        "  (analyze = common-probe selection, jackknife estimates, Welch, Holm, exact/MC "
+        "permutation, studentized cluster bootstrap, pigeonhole bootstrap, simultaneous "
+        "cumulative and conditional positions, variance components, typed result)"
     )
     print(
         "scipy loop (bootstrap BCa + permutation_test, 4 comparisons; no pigeonhole): "

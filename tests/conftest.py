@@ -209,7 +209,7 @@ def boot_once() -> Callable[..., BootOutcome]:
 # report (owner: report) — a simulated results directory with realistic output identity,
 # a failed attempt and arm definitions, for the report, plot and notebook tests.
 # ---------------------------------------------------------------------------------------
-SIM_ARMS = {"baseline": 0.0, "aux-fix": 0.0, "aux+rope-fix": 0.12}
+SIM_ARMS = {"baseline": 0.0, "aux-fix": 0.0, "aux+rope-fix": 0.2}
 SIM_DIFFERING_PROBES = 3  # aux+rope-fix generates different text for p0000..p0002
 
 

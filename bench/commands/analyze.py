@@ -1,38 +1,27 @@
-"""`specab analyze DIR` (boot-level verdicts) and `specab plan DIR --effect X` (power)."""
+"""`specab analyze DIR` (boot-level verdicts, a CI gate with --fail-on) and `specab plan DIR
+--effect X` (power)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
+from bench.commands._analyze_view import render, render_plan, render_split
+from bench.commands._options import as_flags, parse_floats
 from bench.errors import SpecabError
+
+if TYPE_CHECKING:
+    from bench.stats import Prior
 
 # Tables are wide (estimate [CI] columns); do not squeeze them into 80 columns in a pipe.
 console = Console(highlight=False, soft_wrap=True, width=None if Console().is_terminal else 132)
 
-METRIC_LABEL = {"acceptance_pos0": "pos0", "mean_accepted_length": "mean length"}
 
-
-def parse_floats(text: str | None, option: str) -> list[float] | None:
-    """'0.008,0.038' -> [0.008, 0.038]; a SpecabError naming the option otherwise."""
-    if text is None:
-        return None
-    try:
-        return [float(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise SpecabError(
-            f"{text!r} is not a comma-separated list of numbers",
-            field=option,
-            fix="pass numbers separated by commas, e.g. 3,6,10",
-        ) from None
-
-
-def _prior(text: str | None) -> dict[str, float] | None:
+def _prior_sd(text: str | None) -> dict[str, float] | None:
     vals = parse_floats(text, "--prior-between-boot-sd")
     if vals is None:
         return None
@@ -54,79 +43,40 @@ def _looks(text: str | None) -> list[int] | None:
     return [int(v) for v in vals]
 
 
-def _ci(m: dict[str, Any], digits: int = 4) -> str:
-    est, lo, hi = m.get("estimate"), m.get("ci_low"), m.get("ci_high")
-    if est is None:
-        return "-"
-    if lo is None or hi is None:
-        return f"{est:.{digits}f} [n/a]"
-    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+def _fail_on(text: str | None) -> set[str]:
+    from bench.stats import VERDICTS
 
-
-def _num(x: float | None, spec: str = ".3g") -> str:
-    return "-" if x is None else format(x, spec)
-
-
-def render(result: dict[str, Any], out: Console) -> None:
-    """The human view of an `analyze` object: arms, comparisons with why, notes."""
-    out.print(
-        f"[bold]{result['experiment']}[/bold]  baseline: {result['baseline']}  "
-        f"alpha: {result['alpha']}  margins: pos0 ±{result['margins']['acceptance_pos0']}, "
-        f"mean length ±{result['margins']['mean_accepted_length']}"
-    )
-    arms = Table(title="Arms (ratio of sums over ok boots; t interval over boots)")
-    for col in ("arm", "boots", "failed", "pos0", "sd", "mean length", "sd"):
-        arms.add_column(col, justify="left" if col in ("arm", "pos0", "mean length") else "right")
-    for a in result["arms"]:
-        p0, ml = a["metrics"]["acceptance_pos0"], a["metrics"]["mean_accepted_length"]
-        arms.add_row(
-            a["arm"],
-            str(a["boots"]),
-            str(a["failed_boots"]),
-            _ci(p0),
-            _num(p0["between_boot_sd"], ".4f"),
-            _ci(ml),
-            _num(ml["between_boot_sd"], ".4f"),
+    names = {x.strip() for x in (text or "").split(",") if x.strip()}
+    unknown = sorted(names - set(VERDICTS))
+    if unknown:
+        raise SpecabError(
+            f"unknown verdict(s) {unknown}", field="--fail-on", fix=f"use some of: {VERDICTS}"
         )
-    out.print(arms)
-    comps = Table(title="Each arm vs baseline (Welch on boot values; Holm across the family)")
-    for col in ("arm", "metric", "difference [CI]", "p", "p Holm", "verdict"):
-        comps.add_column(col)
-    for c in result["comparisons"]:
-        d = {"estimate": c["difference"], "ci_low": c["ci_low"], "ci_high": c["ci_high"]}
-        comps.add_row(
-            f"{c['arm']} vs {c['baseline']}",
-            METRIC_LABEL[c["metric"]],
-            _ci(d),
-            _num(c["p_value"]),
-            _num(c["p_adjusted"]),
-            c["verdict"],
+    return names
+
+
+def _prior(sd: str | None, df: float | None, from_dir: Path | None) -> Prior:
+    from bench.stats import Prior, prior_from_results
+    from bench.store import load_results
+
+    if from_dir is None:
+        return Prior.from_values(_prior_sd(sd), df)
+    if sd is not None or df is not None:
+        raise SpecabError(
+            "--prior-from reads the SD and its df from an A/A run",
+            field="--prior-from",
+            fix="pass either --prior-from DIR or --prior-between-boot-sd X --prior-df N",
         )
-    out.print(comps)
-    for c in result["comparisons"]:
-        out.print(f"- {c['arm']} {METRIC_LABEL[c['metric']]}: {c['verdict']}: {c['why']}")
-        extra = []
-        if c.get("permutation_p") is not None:
-            extra.append(
-                f"permutation p {c['permutation_p']:.3g} (min attainable "
-                f"{c['permutation_min_p']:.3g})"
-            )
-        if c.get("new_prompts_ci"):
-            lo, hi = c["new_prompts_ci"]
-            if lo is not None:
-                extra.append(f"on new prompts [{lo:+.4f}, {hi:+.4f}]")
-        if extra:
-            out.print("    " + "; ".join(extra))
-    seq = result.get("sequential")
-    if seq:
-        out.print(f"sequential: [bold]{seq['action']}[/bold]: {seq['reason']}")
-    for note in result.get("notes", []):
-        out.print(f"note: {note}", markup=False)
+    aa = load_results(from_dir)
+    return prior_from_results(aa.probes, aa.boots, aa.manifest, source=str(from_dir))
 
 
 def analyze(
     results_dir: Annotated[Path, typer.Argument(help="Results directory (results/<name>).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON object only.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    fmt: Annotated[
+        str, typer.Option("--format", help="table, json, or markdown (CI job summaries).")
+    ] = "table",
     baseline: Annotated[str | None, typer.Option(help="Arm compared against.")] = None,
     alpha: Annotated[float | None, typer.Option(help="Two-sided level, (0, 0.5).")] = None,
     margin_pos0: Annotated[float | None, typer.Option(help="Margin for pos0.")] = None,
@@ -134,6 +84,12 @@ def analyze(
     prior_between_boot_sd: Annotated[
         str | None,
         typer.Option(help="A/A-measured between-boot SD for 1-boot arms: X (pos0) or X,Y."),
+    ] = None,
+    prior_df: Annotated[
+        float | None, typer.Option(help="Degrees of freedom of that SD: arms x (boots - 1).")
+    ] = None,
+    prior_from: Annotated[
+        Path | None, typer.Option(help="A/A results directory to read the SD and its df from.")
     ] = None,
     split_arm: Annotated[
         str | None, typer.Option(help="A/A check: split this arm's boots into two pseudo-arms.")
@@ -143,52 +99,73 @@ def analyze(
     ] = None,
     resamples: Annotated[int, typer.Option(help="Resamples for the resampling parts.")] = 10_000,
     seed: Annotated[int, typer.Option(help="Seed of the resampling parts.")] = 0,
-) -> None:
-    """Boot-level verdicts: every arm vs the baseline on pos0 acceptance and mean length."""
+    power: Annotated[float, typer.Option(help="Power for mde and boots needed.")] = 0.8,
+    fail_on: Annotated[
+        str | None,
+        typer.Option(help="Exit 1 if a primary verdict is one of these, e.g. regressed."),
+    ] = None,
+) -> int:
+    """Boot-level verdicts: every arm vs the baseline on pos0 acceptance and mean length.
+
+    Exit 0, or 1 when --fail-on names a verdict that occurred; 2 on any error."""
     from bench import stats
+    from bench.report import verdict_markdown
     from bench.store import load_results
 
     if resamples < 0:
         raise SpecabError("must be >= 0", field="--resamples", fix="pass e.g. 10000")
+    if fmt not in ("table", "json", "markdown"):
+        raise SpecabError(f"{fmt!r}", field="--format", fix="use table, json or markdown")
+    if not 0 < power < 1:
+        raise SpecabError(f"{power!r} is out of range", field="--power", fix="use e.g. 0.8")
+    out_fmt = "json" if as_json else fmt
+    gate = _fail_on(fail_on)
     results = load_results(results_dir)
     src = str(results_dir)
-    opts: dict[str, Any] = {
-        "alpha": alpha,
-        "margin_pos0": margin_pos0,
-        "margin_length": margin_length,
-    }
-    if split_arm is not None:
-        split = stats.split_arm(
-            results.probes, results.boots, results.manifest, split_arm, source=src, **opts
+    with as_flags():
+        prior = _prior(prior_between_boot_sd, prior_df, prior_from)
+        if split_arm is not None:
+            if gate:
+                raise SpecabError(
+                    "the split check has no verdicts", field="--fail-on", fix="drop --fail-on"
+                )
+            split = stats.split_arm(
+                results.probes,
+                results.boots,
+                results.manifest,
+                split_arm,
+                alpha=alpha,
+                margin_pos0=margin_pos0,
+                margin_length=margin_length,
+                source=src,
+            )
+            if out_fmt == "json":
+                typer.echo(json.dumps(split, indent=2, allow_nan=False))
+            else:
+                render_split(split, console)
+            return 0
+        result = stats.analyze(
+            results.probes,
+            results.boots,
+            results.manifest,
+            baseline=baseline,
+            alpha=alpha,
+            margin_pos0=margin_pos0,
+            margin_length=margin_length,
+            prior=prior,
+            looks=_looks(looks),
+            n_resamples=resamples,
+            seed=seed,
+            power=power,
+            source=src,
         )
-        if as_json:
-            typer.echo(json.dumps(split, indent=2, allow_nan=False))
-            return
-        console.print(
-            f"split-arm {split['arm']} ({split['boots']} boots, {split['splits']} splits"
-            f"{'' if split['exhaustive'] else ', sampled'}): a difference was claimed in "
-            f"{split['any_claimed_rate']:.1%} of splits (pos0 "
-            f"{split['claimed_rate']['acceptance_pos0']:.1%}, mean length "
-            f"{split['claimed_rate']['mean_accepted_length']:.1%}); alpha {split['alpha']}"
-        )
-        console.print(f"note: {split['note']}", markup=False)
-        return
-    result = stats.analyze(
-        results.probes,
-        results.boots,
-        results.manifest,
-        baseline=baseline,
-        prior_between_boot_sd=_prior(prior_between_boot_sd),
-        looks=_looks(looks),
-        n_resamples=resamples,
-        seed=seed,
-        source=src,
-        **opts,
-    )
-    if as_json:
-        typer.echo(json.dumps(result, indent=2, allow_nan=False))
+    if out_fmt == "json":
+        typer.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
+    elif out_fmt == "markdown":
+        typer.echo(verdict_markdown(result), nl=False)
     else:
         render(result, console)
+    return 1 if any(c.verdict in gate for c in result.comparisons) else 0
 
 
 def plan(
@@ -206,43 +183,21 @@ def plan(
     from bench.store import load_results
 
     results = load_results(results_dir)
-    p = plan_from_results(
-        results.probes,
-        results.boots,
-        results.manifest,
-        effect=effect,
-        metric=metric,
-        power=power,
-        alpha=alpha,
-        source=str(results_dir),
-    )
+    with as_flags():
+        p = plan_from_results(
+            results.probes,
+            results.boots,
+            results.manifest,
+            effect=effect,
+            metric=metric,
+            power=power,
+            alpha=alpha,
+            source=str(results_dir),
+        )
     if as_json:
         typer.echo(json.dumps(p, indent=2, allow_nan=False))
-        return
-    console.print(
-        f"[bold]{METRIC_LABEL[metric]}[/bold]: effect {effect} at {power:.0%} power, "
-        f"alpha {p['alpha']}; pooled between-boot SD {_num(p['between_boot_sd'], '.4g')} "
-        f"(measured boots per arm: {p['boots_measured']})"
-    )
-    n = p["boots_per_arm"]
-    console.print(
-        f"boots per arm: {n if n is not None else 'n/a'} "
-        f"(at {p['prompts_per_boot_now']} prompts per boot)"
-    )
-    if p["prompts_per_boot"] is not None:
-        console.print(
-            f"prompts per boot (Kalibera & Jones, boot {p['boot_cost_s']:.1f} s, prompt "
-            f"{p['prompt_cost_s']:.3f} s): {p['prompts_per_boot']}; then boots per arm: "
-            f"{_num(p['boots_per_arm_at_optimum'], 'd')}"
-        )
-        now, opt = p.get("seconds_per_arm_now"), p.get("seconds_per_arm_at_optimum")
-        if now is not None and opt is not None:
-            console.print(
-                f"machine time per arm: {now / 60:.1f} min now vs {opt / 60:.1f} min at the "
-                "optimum allocation"
-            )
-    if p.get("note"):
-        console.print(f"note: {p['note']}", markup=False)
+    else:
+        render_plan(p, console)
 
 
 def register(app: typer.Typer) -> None:

@@ -34,15 +34,17 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Render the verdicts, provenance and figures of a results directory."""
+        from bench.commands._options import as_flags
         from bench.report import render_report
 
-        page = render_report(
-            results_dir,
-            out,
-            baseline=baseline,
-            alpha=alpha,
-            margin_pos0=margin_pos0,
-            margin_length=margin_length,
-        )
+        with as_flags():
+            page = render_report(
+                results_dir,
+                out,
+                baseline=baseline,
+                alpha=alpha,
+                margin_pos0=margin_pos0,
+                margin_length=margin_length,
+            )
         typer.echo(f"report {page}")
         typer.echo(f"markdown {page.with_name('report.md')}")

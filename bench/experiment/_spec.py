@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import SpecabError
+from bench.records import DEFAULT_MARGINS
 
 ArgValue = str | int | float | bool | None
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -29,10 +30,14 @@ class _Model(BaseModel):
 
 class Margins(_Model):
     acceptance_pos0: float = Field(
-        0.005, gt=0, description="Equivalence margin for acceptance at draft position 0."
+        DEFAULT_MARGINS["acceptance_pos0"],
+        gt=0,
+        description="Equivalence margin for acceptance at draft position 0.",
     )
     mean_accepted_length: float = Field(
-        0.02, gt=0, description="Equivalence margin for mean accepted length (tokens)."
+        DEFAULT_MARGINS["mean_accepted_length"],
+        gt=0,
+        description="Equivalence margin for mean accepted length (tokens).",
     )
 
 

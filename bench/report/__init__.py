@@ -2,13 +2,15 @@
 `run-ab` prints at the end. Everything here reads what `bench.store` loads and what
 `bench.stats.analyze` computed; no statistic is computed here."""
 
-from bench.report._plots_common import baseline_of
+from bench.report._plots import per_boot_frame
+from bench.report._plots_common import METRIC_SHORT
 from bench.report._provenance import provenance
 from bench.report._render import (
     analyze_results,
     build_figures,
     figure_png,
     render_report,
+    verdict_markdown,
     write_report,
 )
 from bench.report._summary import print_end
@@ -18,11 +20,13 @@ from bench.report._tables import (
     output_identity,
     probe_temperature,
     variance_table,
+    verdict_interval,
     verdict_table,
 )
 
 __all__ = [
-    "analyze_results", "baseline_of", "build_figures", "failed_attempts", "figure_png",
-    "identity_summary", "output_identity", "print_end", "probe_temperature", "provenance",
-    "render_report", "variance_table", "verdict_table", "write_report",
+    "METRIC_SHORT", "analyze_results", "build_figures", "failed_attempts", "figure_png",
+    "identity_summary", "output_identity", "per_boot_frame", "print_end", "probe_temperature",
+    "provenance", "render_report", "variance_table", "verdict_interval", "verdict_markdown",
+    "verdict_table", "write_report",
 ]  # fmt: skip

@@ -1,6 +1,6 @@
 """Report figures 1-3: per-boot strip, forest of differences, acceptance per draft position.
 
-Every function takes data frames and/or the `analyze --json` dict and returns a
+Every function takes the typed analysis (`bench.stats.Analysis`) and returns a
 `matplotlib.figure.Figure` built without pyplot (no global state, no I/O), so figures can be
 rendered in a report, a notebook or a test alike. Figures 4-6 live in `bench.report._plots_runs`.
 Colours are Okabe-Ito (colour-blind safe) and every arm also gets its own marker.
@@ -10,37 +10,46 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
+from bench.records import METRICS
 from bench.report._plots_common import (
     FEASIBLE,
     METRIC_LABELS,
     METRIC_TITLES,
     OKABE_ITO,
     VERDICT_COLOURS,
-    Analysis,
     add_legend,
     analysis_arms,
-    arm_metric_of,
     arm_styles,
-    baseline_of,
-    finite,
     new_figure,
     no_data,
 )
-from bench.stats import METRICS
+from bench.stats import Analysis, Comparison
 
 
-def plot_boot_strip(per_boot: pd.DataFrame, analysis: Analysis) -> Figure:
+def per_boot_frame(analysis: Analysis) -> pd.DataFrame:
+    """The analysis' per-boot metrics as a table, in launch order (figure 1, the notebook)."""
+    cols = ["arm", "boot", "boot_id", "order", "drafts", *METRICS]
+    rows = [{"arm": a.arm, **b.model_dump()} for a in analysis.arms for b in a.per_boot]
+    df = pd.DataFrame(rows, columns=cols)
+    return df.sort_values(["order", "arm", "boot"], kind="stable").reset_index(drop=True)
+
+
+def plot_boot_strip(analysis: Analysis) -> Figure:
     """Figure 1: each boot's metric in launch order (drift shows), and each arm's estimate.
 
     Left: one point per ok boot at its global launch order. Right: the arm's estimate with
     its (1 - alpha) interval from the analysis, on the same y scale.
     """
-    arms = analysis_arms(analysis) or list(dict.fromkeys(per_boot["arm"]))
+    per_boot = per_boot_frame(analysis)
+    arms = analysis_arms(analysis)
     styles = arm_styles(arms)
-    alpha = float(analysis.get("alpha", 0.05))
+    alpha = analysis.alpha
     fig = new_figure(10.5, 6.4)
     grid = fig.add_gridspec(2, 2, width_ratios=[4, 1.4])
     for row, metric in enumerate(METRICS):
@@ -72,12 +81,13 @@ def plot_boot_strip(per_boot: pd.DataFrame, analysis: Analysis) -> Figure:
         clipped = any_ci = False
         for i, arm in enumerate(arms):
             colour, marker = styles[arm]
-            m = arm_metric_of(analysis, arm, metric)
-            if m is None or not finite(m.get("estimate")):
+            entry = analysis.arm(arm)
+            m = entry.metrics.get(metric) if entry is not None else None
+            if m is None or m.estimate is None:
                 continue
-            est = float(m["estimate"])
-            lo, hi = m.get("ci_low"), m.get("ci_high")
-            if lo is not None and hi is not None and finite(lo, hi):
+            est = m.estimate
+            lo, hi = m.ci_low, m.ci_high
+            if lo is not None and hi is not None:
                 # A t interval from few boots can leave the metric's range (acceptance < 0);
                 # draw it to the edge and mark the cut with an arrow instead of a cap.
                 f_lo, f_hi = FEASIBLE[metric]
@@ -128,64 +138,67 @@ def plot_boot_strip(per_boot: pd.DataFrame, analysis: Analysis) -> Figure:
     return fig
 
 
+def _forest_row(ax: Axes, y: int, c: Comparison, colour: str, marker: str) -> list[float]:
+    """One comparison: thin raw interval, thick interval the verdict rests on, the estimate,
+    the verdict word at the right. Returns the x extents drawn."""
+    span = []
+    if c.ci_low is not None and c.ci_high is not None:
+        # just under the thick one: the raw interval is usually inside it
+        ax.hlines(y - 0.2, c.ci_low, c.ci_high, color=colour, linewidth=1.0, linestyle=(0, (2, 1)))
+        span += [abs(c.ci_low), abs(c.ci_high)]
+    lo, hi = c.verdict_ci or (None, None)
+    if lo is not None and hi is not None:
+        ax.hlines(y, lo, hi, color=colour, linewidth=3.0)
+        span += [abs(lo), abs(hi)]
+    if c.difference is not None:
+        ax.plot(
+            [c.difference],
+            [y],
+            marker=marker,
+            markersize=9,
+            color=colour,
+            markeredgecolor="black",
+            markeredgewidth=0.5,
+        )
+        span.append(abs(c.difference))
+    ax.annotate(
+        c.verdict.replace("_", " "),
+        xy=(1.02, y),
+        xycoords=("axes fraction", "data"),
+        va="center",
+        ha="left",
+        fontsize=10,
+        fontweight="bold",
+        color=VERDICT_COLOURS.get(c.verdict, "#555555"),
+    )
+    return span
+
+
 def plot_forest(analysis: Analysis) -> Figure:
-    """Figure 2: each arm minus baseline with its interval, the ± margin band and the verdict."""
-    comps = list(analysis.get("comparisons") or [])
-    arms = [a for a in analysis_arms(analysis) if any(c["arm"] == a for c in comps)]
+    """Figure 2: each arm minus baseline, the ± margin band and the verdict. Thick: the
+    interval the verdict rests on (Holm-compatible; TOST for equivalence); dashed: the raw
+    (1 - alpha) interval."""
+    comps = analysis.comparisons
+    arms = [a for a in analysis_arms(analysis) if any(c.arm == a for c in comps)]
     styles = arm_styles(analysis_arms(analysis))
-    alpha = float(analysis.get("alpha", 0.05))
-    fig = new_figure(10.5, 1.6 + 1.1 * max(1, len(arms)))
+    fig = new_figure(10.5, 1.9 + 1.1 * max(1, len(arms)))
     axes = fig.subplots(1, 2)
-    base = baseline_of(analysis) or "baseline"
+    base = analysis.baseline
     for ax, metric in zip(axes, METRICS, strict=True):
-        rows = [c for c in comps if c["metric"] == metric]
+        rows = [c for c in comps if c.metric == metric]
         if not rows:
             no_data(ax, "no comparison\n(only one arm)")
             ax.set_title(METRIC_TITLES[metric], fontsize=10)
             continue
-        margin = rows[0].get("margin")
-        if finite(margin):
-            ax.axvspan(
-                -float(margin),
-                float(margin),
-                color="#BBBBBB",
-                alpha=0.45,
-                linewidth=0,
-                label=f"± margin {float(margin):g}",
-            )
+        margin = rows[0].margin
+        ax.axvspan(-margin, margin, color="#BBBBBB", alpha=0.45, linewidth=0)
         ax.axvline(0, color="black", linewidth=0.8)
-        span = [float(margin) if finite(margin) else 0.0]
+        span = [margin]
         for y, arm in enumerate(reversed(arms)):
-            c = next((r for r in rows if r["arm"] == arm), None)
-            if c is None:
-                continue
-            colour, marker = styles.get(arm, (OKABE_ITO[0], "o"))
-            diff, lo, hi = c.get("difference"), c.get("ci_low"), c.get("ci_high")
-            if finite(lo, hi):
-                ax.hlines(y, float(lo), float(hi), color=colour, linewidth=2.5)
-                span += [abs(float(lo)), abs(float(hi))]
-            if finite(diff):
-                ax.plot(
-                    [float(diff)],
-                    [y],
-                    marker=marker,
-                    markersize=9,
-                    color=colour,
-                    markeredgecolor="black",
-                    markeredgewidth=0.5,
-                )
-                span.append(abs(float(diff)))
-            verdict = str(c.get("verdict", "")).replace("_", " ")
-            ax.annotate(
-                verdict,
-                xy=(1.02, y),
-                xycoords=("axes fraction", "data"),
-                va="center",
-                ha="left",
-                fontsize=10,
-                fontweight="bold",
-                color=VERDICT_COLOURS.get(str(c.get("verdict")), "#555555"),
-            )
+            c = next((r for r in rows if r.arm == arm), None)
+            if c is not None:
+                colour, marker = styles.get(arm, (OKABE_ITO[0], "o"))
+                span += _forest_row(ax, y, c, colour, marker)
         lim = 1.15 * max(span) if max(span) > 0 else 1.0
         ax.set_xlim(-lim, lim)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=6, symmetric=True))  # uncrowded ticks
@@ -193,11 +206,21 @@ def plot_forest(analysis: Analysis) -> Figure:
         ax.set_yticks(range(len(arms)), list(reversed(arms)))
         unit = "" if metric == "acceptance_pos0" else " (tokens)"
         ax.set_xlabel(f"{METRIC_TITLES[metric].lower()}: arm − {base}{unit}")
-        ax.set_title(METRIC_TITLES[metric], fontsize=10, loc="left")
+        ax.set_title(f"{METRIC_TITLES[metric]} (± margin {margin:g})", fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)
-        ax.legend(loc="lower left", fontsize=8, frameon=False)
+    handles = [
+        Line2D([], [], color="#333333", linewidth=3.0),
+        Line2D([], [], color="#333333", linewidth=1.0, linestyle=(0, (2, 1))),
+        Patch(color="#BBBBBB", alpha=0.45),
+    ]
+    labels = [
+        "interval the verdict rests on (Holm; TOST for equivalent)",
+        f"raw {1 - analysis.alpha:.0%} interval",
+        "± margin",
+    ]
+    add_legend(fig, handles, labels)
     fig.suptitle(
-        f'Each arm minus the baseline arm "{base}", {1 - alpha:.0%} CI; verdict at right',
+        f'Each arm minus the baseline arm "{base}"; verdict at right',
         x=0.01,
         ha="left",
         fontsize=12,
@@ -209,39 +232,32 @@ def _dodge(n: int, width: float = 0.24) -> list[float]:
     return [0.0] if n <= 1 else list(np.linspace(-width / 2, width / 2, n))
 
 
-def plot_positions(analysis: Analysis, conditional: pd.DataFrame | None = None) -> Figure:
+def plot_positions(analysis: Analysis) -> Figure:
     """Figure 3: acceptance per draft position, cumulative and conditional, one line per arm.
 
-    Cumulative = ΣA_k/ΣD (from the analysis `per_position`, simultaneous intervals).
-    Conditional = ΣA_k/ΣA_{k-1}: from `conditional` (columns arm, position, estimate,
-    ci_low, ci_high; `bench.stats.conditional_positions`) when given, else the
-    analysis' point estimates `per_position[].conditional` without intervals.
+    Cumulative = ΣA_k/ΣD and conditional = ΣA_k/ΣA_{k-1}, each with the analysis'
+    simultaneous intervals over positions (any K >= 1; one position is a single point).
     """
     arms = analysis_arms(analysis)
     styles = arm_styles(arms)
     fig = new_figure(10.5, 4.4)
     axes = fig.subplots(1, 2, sharex=True)
-    cum_rows = [
-        {"arm": a["arm"], **p} for a in analysis.get("arms", []) for p in a.get("per_position", [])
-    ]
-    if conditional is None:
-        conditional = pd.DataFrame(  # the analysis has conditional point estimates only
-            [
-                {
-                    "arm": a["arm"],
-                    "position": p["position"],
-                    "estimate": p["conditional"],
-                    "ci_low": p["conditional"],
-                    "ci_high": p["conditional"],
-                }
-                for a in analysis.get("arms", [])
-                for p in a.get("per_position", [])
-                if p.get("conditional") is not None
-            ]
-        )
+    rows = [(a.arm, p) for a in analysis.arms for p in a.per_position]
+    cum = pd.DataFrame(
+        [(arm, p.position, p.estimate, p.ci_low, p.ci_high) for arm, p in rows],
+        columns=["arm", "position", "estimate", "ci_low", "ci_high"],
+    )
+    cond = pd.DataFrame(
+        [
+            (arm, p.position, p.conditional, p.conditional_ci_low, p.conditional_ci_high)
+            for arm, p in rows
+            if p.conditional is not None
+        ],
+        columns=["arm", "position", "estimate", "ci_low", "ci_high"],
+    )
     panels = (
-        (axes[0], pd.DataFrame(cum_rows), "cumulative: P(first k+1 drafts accepted)\n(ΣA_k / ΣD)"),
-        (axes[1], conditional, "conditional: P(k accepted | k−1 accepted)\n(ΣA_k / ΣA_k−1)"),
+        (axes[0], cum, "cumulative: P(first k+1 drafts accepted)\n(ΣA_k / ΣD)"),
+        (axes[1], cond, "conditional: P(k accepted | k−1 accepted)\n(ΣA_k / ΣA_k−1)"),
     )
     offsets = dict(zip(arms, _dodge(len(arms), min(0.5, 0.08 * len(arms))), strict=True))
     for ax, df, ylabel in panels:
@@ -260,7 +276,7 @@ def plot_positions(analysis: Analysis, conditional: pd.DataFrame | None = None) 
             ax.errorbar(
                 x,
                 est,
-                yerr=[np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)],
+                yerr=np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)]),
                 color=colour,
                 marker=marker,
                 markersize=6,
@@ -275,12 +291,13 @@ def plot_positions(analysis: Analysis, conditional: pd.DataFrame | None = None) 
         ax.grid(alpha=0.3)
         positions = sorted(set(df["position"].astype(int)))
         ax.set_xticks(positions)
+        ax.set_xlim(positions[0] - 0.5, positions[-1] + 0.5)  # one position stays centred
     axes[0].set_title("Cumulative acceptance", loc="left", fontsize=10)
     axes[1].set_title("Conditional acceptance", loc="left", fontsize=10)
     if arms:
         handles, labels = axes[0].get_legend_handles_labels()
         add_legend(fig, handles, labels)
-    replicated = any(int(a.get("boots") or 0) >= 2 for a in analysis.get("arms", []))
+    replicated = any(a.boots >= 2 for a in analysis.arms)
     note = "simultaneous intervals" if replicated else "1 boot per arm: no intervals"
     fig.suptitle(f"Acceptance per draft position ({note})", x=0.01, ha="left", fontsize=12)
     return fig

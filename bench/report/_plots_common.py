@@ -1,15 +1,17 @@
-"""Shared pieces of the report figures: palette, markers, labels, figure/legend helpers,
-and the per-boot metrics table. No pyplot, no I/O.
+"""Shared pieces of the report figures: palette, markers, labels, figure/legend helpers and
+accessors of the typed analysis. No pyplot, no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from bench.stats import Analysis
 
 # Okabe & Ito (2008), ordered so the first two arms differ in hue and lightness.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
@@ -26,14 +28,13 @@ METRIC_LABELS = {
     "acceptance_pos0": "acceptance at position 0\n(accepted / drafts)",
     "mean_accepted_length": "mean accepted length\n(tokens per draft step)",
 }
+METRIC_SHORT = {"acceptance_pos0": "pos0", "mean_accepted_length": "mean length"}
 # Possible values of each metric: the arm plot cuts intervals that leave them.
 FEASIBLE = {"acceptance_pos0": (0.0, 1.0), "mean_accepted_length": (1.0, float("inf"))}
 METRIC_TITLES = {
     "acceptance_pos0": "Acceptance at draft position 0",
     "mean_accepted_length": "Mean accepted length",
 }
-
-Analysis = Mapping[str, Any]
 
 
 def arm_styles(arms: Sequence[str]) -> dict[str, tuple[str, str]]:
@@ -61,23 +62,11 @@ def add_legend(fig: Figure, handles: Sequence[Any], labels: Sequence[str]) -> No
 
 
 def analysis_arms(analysis: Analysis) -> list[str]:
-    return [str(a["arm"]) for a in analysis.get("arms", [])]
+    return [a.arm for a in analysis.arms]
 
 
-def baseline_of(analysis: Analysis) -> str | None:
-    comps = analysis.get("comparisons") or []
-    if comps:
-        return str(comps[0]["baseline"])
-    base = analysis.get("baseline")
-    return str(base) if base else None
-
-
-def arm_metric_of(analysis: Analysis, arm: str, metric: str) -> Mapping[str, Any] | None:
-    for a in analysis.get("arms", []):
-        if a["arm"] == arm:
-            m = a.get("metrics", {}).get(metric)
-            return m if isinstance(m, Mapping) else None
-    return None
+def baseline_of(analysis: Analysis) -> str:
+    return analysis.baseline
 
 
 def finite(*values: Any) -> bool:

@@ -12,17 +12,16 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from bench.records import METRICS
 from bench.report._plots_common import (
     METRIC_TITLES,
-    Analysis,
     add_legend,
     analysis_arms,
     arm_styles,
-    baseline_of,
     new_figure,
     no_data,
 )
-from bench.stats import METRICS
+from bench.stats import Analysis
 
 # (column in variance_table, legend label, colour)
 SD_BARS = (
@@ -40,7 +39,7 @@ def plot_variance(components: pd.DataFrame, analysis: Analysis) -> Figure:
     crossed-ANOVA variances of the per-(boot, prompt) cell metric and the between-boot SD
     of the boot-level metric. Bars are SDs on a log axis (components span decades): prompts
     usually dominate a cell but cancel between arms, so the boot-level SD is what matters.
-    Right: boots per arm for 80 % power at max(|difference|, margin).
+    Right: boots per arm for the analysis' power at max(|difference|, margin).
     """
     arms = analysis_arms(analysis) or list(dict.fromkeys(components.get("arm", [])))
     n = max(1, len(arms))
@@ -115,17 +114,18 @@ def _plot_boots_needed(ax: object, analysis: Analysis) -> None:
     from matplotlib.axes import Axes
 
     assert isinstance(ax, Axes)
-    comps = [c for c in analysis.get("comparisons") or [] if c.get("boots_needed") is not None]
-    base = baseline_of(analysis) or "baseline"
+    comps = [c for c in analysis.comparisons if c.boots_needed is not None]
+    base = analysis.baseline
+    power = f"{analysis.settings.power:.0%}"
     if not comps:
         no_data(ax, "no boots-needed estimate\n(needs two arms with ≥ 2 ok boots)")
-        ax.set_title("Boots per arm for 80 % power", loc="left", fontsize=10)
+        ax.set_title(f"Boots per arm for {power} power", loc="left", fontsize=10)
         return
     labels, values = [], []
     for c in comps:
-        short = "pos0" if c["metric"] == "acceptance_pos0" else "length"
-        labels.append(f"{c['arm']} ({short})")
-        values.append(float(c["boots_needed"]))
+        short = "pos0" if c.metric == "acceptance_pos0" else "length"
+        labels.append(f"{c.arm} ({short})")
+        values.append(float(c.boots_needed or 0))
     y = np.arange(len(values))[::-1]
     colours = ["#555555" if "pos0" in lab else "#AAAAAA" for lab in labels]
     finite = [v for v in values if np.isfinite(v)]
@@ -141,7 +141,7 @@ def _plot_boots_needed(ax: object, analysis: Analysis) -> None:
             va="center",
             fontsize=8,
         )
-    booted = [int(a.get("boots", 0)) for a in analysis.get("arms", [])]
+    booted = [a.boots for a in analysis.arms]
     if booted and min(booted) > 0:
         ax.axvline(
             min(booted),
@@ -157,7 +157,7 @@ def _plot_boots_needed(ax: object, analysis: Analysis) -> None:
     ax.set_xlim(right=cap * 1.25)
     ax.set_xlabel("boots per arm")
     ax.set_title(
-        f"Boots/arm for 80 % power vs {base}\n(effect = max(|difference|, margin))",
+        f"Boots/arm for {power} power vs {base}\n(effect = max(|difference|, margin))",
         loc="left",
         fontsize=10,
     )

@@ -20,8 +20,8 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from bench.records import METRICS
 from bench.report._plots import plot_boot_strip, plot_forest, plot_positions
-from bench.report._plots_common import baseline_of
 from bench.report._plots_runs import plot_output_identity, plot_timing, plot_variance
 from bench.report._provenance import provenance
 from bench.report._tables import (
@@ -32,7 +32,7 @@ from bench.report._tables import (
     variance_table,
     verdict_table,
 )
-from bench.stats import analyze, boot_metrics, conditional_positions
+from bench.stats import Analysis, MetricEstimate, analyze
 from bench.store import Results, atomic_write_bytes, load_results
 
 
@@ -53,23 +53,22 @@ def figure_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def analyze_results(results: Results, **analyze_options: Any) -> dict[str, Any]:
-    """The `analyze --json` dict for loaded results (options as `specab analyze`)."""
+def analyze_results(results: Results, **analyze_options: Any) -> Analysis:
+    """The analysis of loaded results (options as `bench.stats.analyze`)."""
     opts = {k: v for k, v in analyze_options.items() if v is not None}
-    return analyze(results.probes, results.boots, results.manifest, **opts)
+    return analyze(
+        results.probes, results.boots, results.manifest, source=str(results.root), **opts
+    )
 
 
-def build_figures(results: Results, analysis: Mapping[str, Any]) -> dict[str, Figure]:
+def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
     """The report's figures keyed by file stem, in reading order (notebook uses this too)."""
     arms = results.arms()
-    base = baseline_of(analysis) or (arms[0] if arms else "")
-    conditional = conditional_positions(
-        results.probes, results.boots, arms, float(analysis.get("alpha", 0.05))
-    )
+    base = analysis.baseline
     return {
-        "fig1_boots": plot_boot_strip(boot_metrics(results.probes, results.boots), analysis),
+        "fig1_boots": plot_boot_strip(analysis),
         "fig2_forest": plot_forest(analysis),
-        "fig3_positions": plot_positions(analysis, conditional),
+        "fig3_positions": plot_positions(analysis),
         "fig4_variance": plot_variance(variance_table(analysis), analysis),
         "fig5_timing": plot_timing(results.boots, arms),
         "fig6_identity": plot_output_identity(
@@ -88,20 +87,22 @@ CAPTIONS = {
     ),
     "fig2_forest": (
         "Each arm minus baseline",
-        "Difference with its interval; the grey band is the pre-registered ± margin. Verdict "
-        "words are the analysis' verdicts (Holm-adjusted family of primary metrics).",
+        "Difference with the interval its verdict rests on (thick: Holm-compatible across the "
+        "family of primary metrics; for equivalent, the TOST interval) and the raw interval "
+        "(dashed); the grey band is the pre-registered ± margin.",
     ),
     "fig3_positions": (
         "Acceptance per draft position",
         "Cumulative: share of drafts whose first k+1 tokens were all accepted. Conditional: "
-        "acceptance at k given k−1 was accepted. Positions k ≥ 1 are secondary metrics.",
+        "acceptance at k given k−1 was accepted. Intervals hold jointly over positions; "
+        "positions k ≥ 1 are secondary metrics.",
     ),
     "fig4_variance": (
         "Variance components and planning",
         "Standard deviations by source: the SD of a boot's metric (what the intervals use) "
         "and the crossed-ANOVA components of the per-(boot, prompt) cells. Prompts dominate "
         "a cell but are shared by every arm and cancel; the between-boot part does not. "
-        "Right: boots per arm for 80 % power at max(|difference|, margin).",
+        "Right: boots per arm for the stated power at max(|difference|, margin).",
     ),
     "fig5_timing": (
         "Boot and probe time",
@@ -136,9 +137,7 @@ def render_report(
     return write_report(results, analyze_results(results, **analyze_options), out_dir)
 
 
-def write_report(
-    results: Results, analysis: Mapping[str, Any], out_dir: str | Path | None = None
-) -> Path:
+def write_report(results: Results, analysis: Analysis, out_dir: str | Path | None = None) -> Path:
     """Write report.md, report.html, analysis.json and the PNGs of an analysis already made;
     return the report.html path. Everything is rendered before the first file is written."""
     out = Path(out_dir) if out_dir is not None else results.root / "report"
@@ -149,7 +148,8 @@ def write_report(
     for f in figures:
         atomic_write_bytes(out / f"{f.stem}.png", f.png)
     atomic_write_bytes(
-        out / "analysis.json", (json.dumps(analysis, indent=2, default=str) + "\n").encode()
+        out / "analysis.json",
+        (json.dumps(analysis.to_json(), indent=2, allow_nan=False) + "\n").encode(),
     )
     atomic_write_bytes(out / "report.md", md.encode())
     atomic_write_bytes(out / "report.html", page.encode())
@@ -161,26 +161,24 @@ def write_report(
 Section = tuple[str, str, pd.DataFrame | None]  # heading, paragraph, optional table
 
 
-def _sections(results: Results, analysis: Mapping[str, Any]) -> list[Section]:
+def _sections(results: Results, analysis: Analysis) -> list[Section]:
     arms = results.arms()
-    base = baseline_of(analysis) or (arms[0] if arms else "")
+    base = analysis.baseline
     prov = provenance(results, base)
     verdicts = verdict_table(analysis)
     identity = output_identity(results.probes, base, arms)
     failed = failed_attempts(results.boots)
-    notes = [str(n) for n in analysis.get("notes") or []]
+    notes = analysis.notes
     arm_rows = pd.DataFrame(
         [
             {
-                "arm": a["arm"],
-                "boots": a.get("boots"),
-                "failed": a.get("failed_boots"),
-                **{
-                    m: _est(a.get("metrics", {}).get(m))
-                    for m in ("acceptance_pos0", "mean_accepted_length")
-                },
+                "arm": a.arm,
+                "boots": a.boots,
+                "failed": a.failed_boots,
+                "effective boots": "—" if a.effective_boots is None else f"{a.effective_boots:.1f}",
+                **{m: _est(a.metrics.get(m)) for m in METRICS},
             }
-            for a in analysis.get("arms", [])
+            for a in analysis.arms
         ]
     )
     ident_text = identity_summary(identity, base, probe_temperature(results.manifest))
@@ -194,7 +192,9 @@ def _sections(results: Results, analysis: Mapping[str, Any]) -> list[Section]:
     return [
         (
             "Verdicts",
-            f"Baseline **{base}**, α = {analysis.get('alpha')}."
+            f"Baseline **{base}**, α = {analysis.alpha}. Each verdict rests on the interval "
+            "beside it (Holm-compatible across the primary family; TOST for equivalent); the "
+            "raw interval is shown too."
             + ("" if len(verdicts) else " No comparison: only one arm has results."),
             verdicts,
         ),
@@ -210,12 +210,12 @@ def _sections(results: Results, analysis: Mapping[str, Any]) -> list[Section]:
     ]
 
 
-def _est(m: Mapping[str, Any] | None) -> str:
-    if not m or m.get("estimate") is None:
+def _est(m: MetricEstimate | None) -> str:
+    if m is None or m.estimate is None:
         return "—"
-    lo, hi = m.get("ci_low"), m.get("ci_high")
-    ci = f" [{float(lo):.4f}, {float(hi):.4f}]" if lo is not None and hi is not None else ""
-    return f"{float(m['estimate']):.4f}{ci}"
+    lo, hi = m.ci_low, m.ci_high
+    ci = f" [{lo:.4f}, {hi:.4f}]" if lo is not None and hi is not None else ""
+    return f"{m.estimate:.4f}{ci}"
 
 
 def _md_table(df: pd.DataFrame) -> str:
@@ -228,9 +228,22 @@ def _md_table(df: pd.DataFrame) -> str:
     return "\n".join([head, rule, *body])
 
 
+def verdict_markdown(analysis: Analysis) -> str:
+    """The verdict table as GitHub-flavoured markdown, for CI job summaries."""
+    table = verdict_table(analysis).drop(columns=["method"])
+    parts = [
+        f"### specab {analysis.experiment}: each arm vs {analysis.baseline} (α = {analysis.alpha})",
+        "",
+        _md_table(table) if len(table) else "No comparison: only one arm has results.",
+        "",
+    ]
+    parts += [f"- note: {n}" for n in analysis.notes]
+    return "\n".join(parts).rstrip() + "\n"
+
+
 def _markdown(
     results: Results,
-    analysis: Mapping[str, Any],
+    analysis: Analysis,
     sections: list[Section],
     figures: list[ReportFigure],
 ) -> str:
@@ -267,7 +280,7 @@ def _inline_md(text: str) -> str:
 
 def _html(
     results: Results,
-    analysis: Mapping[str, Any],
+    analysis: Analysis,
     sections: list[Section],
     figures: list[ReportFigure],
 ) -> str:

@@ -8,55 +8,34 @@ instead, labelled as *not a verdict*: pooled ratios carry no between-boot uncert
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from bench.errors import SpecabError
 from bench.report._render import write_report
 from bench.report._tables import verdict_table
-from bench.stats import analyze
-from bench.store import Results, load_results
-
-
-def pooled_table(results: Results) -> pd.DataFrame:
-    """Per arm, over ok boots: Σ accepted@pos0 / Σ drafts and 1 + Σ accepted / Σ drafts."""
-    ok = results.ok_boots()
-    rows = []
-    for arm in results.arms():
-        b = ok[ok["arm"] == arm]
-        drafts = int(b["num_drafts"].sum()) if len(b) else 0
-        acc = int(b["num_accepted_tokens"].sum()) if len(b) else 0
-        pos0 = sum(int(x[0]) for x in b["accepted_per_pos"] if x is not None and len(x))
-        rows.append(
-            {
-                "arm": arm,
-                "ok boots": len(b),
-                "drafts": drafts,
-                "acceptance_pos0 (pooled)": pos0 / drafts if drafts else float("nan"),
-                "mean_accepted_length (pooled)": 1 + acc / drafts if drafts else float("nan"),
-            }
-        )
-    return pd.DataFrame(rows)
+from bench.stats import Analysis, analyze, pooled_ratios
+from bench.store import load_results
 
 
 def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
     table = Table(title=title, title_justify="left")
     for col in df.columns:
-        table.add_column(str(col))
+        table.add_column(escape(str(col)))  # "[raw 95% CI]" is not rich markup
     for _, r in df.iterrows():
-        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.tolist()])
+        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else escape(str(v)) for v in r.tolist()])
     console.print(table)
 
 
-def _print_verdicts(console: Console, analysis: dict[str, Any]) -> None:
+def _print_verdicts(console: Console, analysis: Analysis) -> None:
     table = verdict_table(analysis)
     if table.empty:
         console.print("no comparison: only one arm has results", markup=False)
         return
-    cols = [c for c in table.columns if c not in ("why", "method", "margin")]
+    cols = [c for c in table.columns if c not in ("why", "method", "margin", "p (raw / Holm)")]
     _print_df(console, table[cols], "verdict (boot-level statistics)")
     for arm, metric, why in zip(table["arm"], table["metric"], table["why"], strict=True):
         if why:
@@ -81,12 +60,12 @@ def print_end(
         console.print("no ok boots yet: nothing to analyze")
         return None
     try:
-        analysis = analyze(results.probes, results.boots, results.manifest)
+        analysis = analyze(results.probes, results.boots, results.manifest, source=str(root))
     except SpecabError as exc:
         console.print(f"no verdict: {exc.one_line()}", markup=False)
         _print_df(
             console,
-            pooled_table(results),
+            pooled_ratios(results.ok_boots(), results.arms()),
             "per-arm pooled numbers — NOT A VERDICT (no between-boot uncertainty)",
         )
         return None

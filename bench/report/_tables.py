@@ -1,7 +1,7 @@
-"""Tables for the report and the notebook, computed from stored results and the analysis dict.
+"""Tables for the report and the notebook, from stored results and the typed analysis.
 
-Output identity, failed attempts, provenance, variance components and the verdict table.
-Pure functions of data frames / dicts; no I/O.
+Output identity, failed attempts, variance components and the verdict table. Pure functions
+of data frames and the analysis; no I/O, no statistics.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 import pandas as pd
 
-from bench.report._plots_common import Analysis
-from bench.stats import METRICS
+from bench.records import METRICS
+from bench.stats import Analysis, Comparison, level_name
 
 IDENTITY_COLUMNS = [
     "arm",
@@ -114,34 +114,23 @@ def failed_attempts(boots: pd.DataFrame) -> pd.DataFrame:
 
 
 def variance_table(analysis: Analysis) -> pd.DataFrame:
-    """Long table arm, metric, boot, prompt, residual (variances) from the analysis dict.
-
-    Reads `variance_components.per_arm[arm][metric]` with keys `sigma2_boot`,
-    `sigma2_prompt`, `sigma2_res` (STATISTICS.md's crossed ANOVA on per-cell ratios) and
-    `between_boot_sd` (of the boot-level metric). Incomplete entries are left out.
-    """
-    vc = analysis.get("variance_components") or {}
-    per_arm = vc.get("per_arm", vc) if isinstance(vc, Mapping) else {}
+    """Long table arm, metric, boot, prompt, residual (variances) and between_boot_sd, from
+    `variance_components.per_arm` (STATISTICS.md's crossed ANOVA on per-cell ratios).
+    Entries without every component are left out."""
     rows = []
-    for arm, per_metric in per_arm.items() if isinstance(per_arm, Mapping) else []:
-        if not isinstance(per_metric, Mapping):
-            continue
+    for arm, per_metric in analysis.variance_components.per_arm.items():
         for metric in METRICS:
             m = per_metric.get(metric)
-            if not isinstance(m, Mapping):
+            if m is None or None in (m.sigma2_boot, m.sigma2_prompt, m.sigma2_res):
                 continue
-            vals = [m.get(k) for k in ("sigma2_boot", "sigma2_prompt", "sigma2_res")]
-            if any(v is None for v in vals):
-                continue
-            sd = m.get("between_boot_sd")
             rows.append(
                 {
                     "arm": arm,
                     "metric": metric,
-                    "boot": _float(vals[0]),
-                    "prompt": _float(vals[1]),
-                    "residual": _float(vals[2]),
-                    "between_boot_sd": _float(sd),
+                    "boot": m.sigma2_boot,
+                    "prompt": m.sigma2_prompt,
+                    "residual": m.sigma2_res,
+                    "between_boot_sd": _nan(m.between_boot_sd),
                 }
             )
     return pd.DataFrame(
@@ -149,66 +138,43 @@ def variance_table(analysis: Analysis) -> pd.DataFrame:
     )
 
 
-def _float(v: Any) -> float:
-    """float(v), NaN for None or anything not numeric (the analysis uses null, not NaN)."""
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return float("nan")
+def _nan(v: float | None) -> float:
+    return float("nan") if v is None else float(v)
 
 
-def _fmt(v: Any, digits: int = 4) -> str:
-    if v is None:
+def _fmt(v: float | None, digits: int = 4) -> str:
+    return "—" if v is None else f"{v:+.{digits}f}"
+
+
+def verdict_interval(c: Comparison) -> str:
+    """'[lo, hi] 97.5 % Holm interval': the interval the verdict rests on, named."""
+    if c.verdict_ci is None:
         return "—"
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    if f != f:  # NaN
-        return "—"
-    return f"{f:+.{digits}f}" if digits else f"{f:.0f}"
+    lo, hi = c.verdict_ci
+    return f"[{_fmt(lo)}, {_fmt(hi)}] {level_name(c.verdict_ci_level, c.verdict_ci_kind)}"
 
 
 def verdict_table(analysis: Analysis) -> pd.DataFrame:
-    """One row per comparison: difference [CI], p (raw / Holm), margin, verdict, why."""
-    rows = []
-    for c in analysis.get("comparisons") or []:
-        rows.append(
-            {
-                "arm": c["arm"],
-                "metric": c["metric"],
-                "difference [CI]": f"{_fmt(c.get('difference'))} "
-                f"[{_fmt(c.get('ci_low'))}, {_fmt(c.get('ci_high'))}]",
-                "p (raw / Holm)": f"{_p(c.get('p_value'))} / {_p(c.get('p_adjusted'))}",
-                "margin": f"±{float(c['margin']):g}" if c.get("margin") is not None else "—",
-                "method": str(c.get("method", "")),
-                "verdict": str(c.get("verdict", "")),
-                "why": why_sentence(c, analysis),
-            }
-        )
-    return pd.DataFrame(rows)
+    """One row per comparison: difference [raw CI], the interval the verdict rests on,
+    p (raw / Holm), margin, method, verdict, why."""
+    raw = f"difference [raw {1 - analysis.alpha:.0%} CI]"
+    rows = [
+        {
+            "arm": c.arm,
+            "metric": c.metric,
+            raw: f"{_fmt(c.difference)} [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]",
+            "verdict interval": verdict_interval(c),
+            "p (raw / Holm)": f"{_p(c.p_value)} / {_p(c.p_adjusted)}",
+            "margin": f"±{c.margin:g}",
+            "method": c.method,
+            "verdict": c.verdict,
+            "why": " ".join(c.why.split()),
+        }
+        for c in analysis.comparisons
+    ]
+    cols = ["arm", "metric", raw, "verdict interval", "p (raw / Holm)", "margin"]
+    return pd.DataFrame(rows, columns=[*cols, "method", "verdict", "why"])
 
 
-def _p(v: Any) -> str:
-    return "—" if v is None else f"{float(v):.3g}"
-
-
-def why_sentence(comp: Mapping[str, Any], analysis: Analysis) -> str:
-    """One sentence explaining the verdict: the analysis' own `why` (bench.stats writes one);
-    a plain restatement of the interval for analysis files that lack it."""
-    if comp.get("why"):
-        return " ".join(str(comp["why"]).split())
-    span = (
-        f"{_fmt(comp.get('difference'))} [{_fmt(comp.get('ci_low'))}, {_fmt(comp.get('ci_high'))}]"
-    )
-    sd = _boot_sd(analysis, str(comp["arm"]), str(comp["metric"]))
-    noise = f", between-boot SD {sd:.3g}" if sd is not None else ""
-    return f"{span} against a margin of ±{comp.get('margin')}{noise}."
-
-
-def _boot_sd(analysis: Analysis, arm: str, metric: str) -> float | None:
-    for a in analysis.get("arms", []):
-        if a["arm"] == arm:
-            sd = _float(a.get("metrics", {}).get(metric, {}).get("between_boot_sd"))
-            return sd if sd == sd else None
-    return None
+def _p(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3g}"

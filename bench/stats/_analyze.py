@@ -1,98 +1,40 @@
-"""The statistics engine: `analyze` returns DESIGN.md's `analyze --json` object (schema 1).
+"""The statistics engine: `analyze` returns the typed `analyze --json` object (`Analysis`).
 
 Pure functions of the loaded frames (no I/O, no printing). Method: STATISTICS.md. The boot
-is the unit of replication; ratio of sums within boot; Welch intervals on linearized boot
-values; Holm across the primary family (each arm vs baseline x {pos0, mean length}).
-
-Additive keys beyond DESIGN.md (documented here; readers may ignore them):
-- top level: `baseline`, `margins`, `notes` (list of sentences), `per_position_comparisons`
-  (positions k >= 1, simultaneous max-|t| intervals), `sequential` (when looks are set),
-  `settings` (n_resamples, seed, power).
-- per arm metric: `se`, `df`, `unreplicated`, `prior_sd_used`; per position: `conditional`
-  (sum A_k / sum A_{k-1}) and `simultaneous: true`.
-- per comparison: `why` (one sentence), `se`, `df`, `tost_ci` (the 1 - 2 alpha interval),
-  `unreplicated`, `deterministic`, `no_boots`, `between_boot_sd` (pooled over the pair),
-  `permutation_p`/`permutation_min_p`/`permutation_exact` (B >= 4 per arm),
-  `bootstrap_ci` (studentized cluster bootstrap, B >= 10 per arm), `new_prompts_ci`
-  (pigeonhole bootstrap: would it hold on new prompts?).
-`mde` is the effect this comparison detects with 80 % power; `boots_needed` is boots per arm
-for 80 % power at max(|difference|, margin). Unavailable numbers are null, never NaN.
+is the unit of replication; ratio of sums within boot; Welch intervals on jackknife
+(leverage-robust) boot SEs; Holm across the primary family (each arm vs baseline x {pos0,
+mean length}); each verdict rests on the Holm-compatible interval it quotes (`verdict_ci`).
+With sequential looks the family is the one the design decided at the look reached.
+Additive keys beyond DESIGN.md are described on the models (`bench.stats._models`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from bench.errors import SpecabError
-from bench.stats._compare import ArmMetric, arm_metric, arm_metric_json, comparisons
-from bench.stats._data import (
-    METRICS,
-    ArmData,
-    Settings,
-    arm_data,
-    arm_names,
-    failed_counts,
-    resolve_settings,
+from bench.records import METRICS
+from bench.stats._core import VERDICTS, boots_needed, detectable
+from bench.stats._data import Dataset, failed_counts
+from bench.stats._decide import Primary, prepare, primary
+from bench.stats._extras import Extras, Wanted, resampling_extras
+from bench.stats._models import (
+    Analysis,
+    AnalysisSettings,
+    Comparison,
+    PriorInfo,
 )
-from bench.stats._position import per_position, per_position_comparisons
-from bench.stats._resample import (
-    cluster_bootstrap,
-    permutation_test,
-    pigeonhole_interval,
-    pigeonhole_ratios,
-    pigeonhole_weights,
-)
-from bench.stats._sequential import Decision, decide_data
-from bench.stats._text import clean, why
-from bench.stats._variance import arm_components, pooled_components
+from bench.stats._parts import arm_result, components, position_comparisons
+from bench.stats._settings import Prior, Settings
+from bench.stats._text import why
+from bench.stats._variance import pooled_sd
 
-PriorSD = float | Mapping[str, float] | None
-COMPARISON_KEYS = (
-    "arm",
-    "baseline",
-    "metric",
-    "difference",
-    "ci_low",
-    "ci_high",
-    "p_value",
-    "p_adjusted",
-    "method",
-    "margin",
-    "verdict",
-    "mde",
-    "boots_needed",
-)
-
-
-def _prior(value: PriorSD) -> dict[str, float]:
-    """A single number is the pos0 SD; a mapping may give both metrics."""
-    if value is None:
-        return {}
-    items = {"acceptance_pos0": value} if isinstance(value, int | float) else dict(value)
-    for k, v in items.items():
-        if k not in METRICS or not float(v) >= 0:
-            raise SpecabError(
-                f"prior between-boot SD {k}={v!r} is invalid",
-                field="--prior-between-boot-sd",
-                fix="pass X (pos0) or X,Y (pos0, mean length) with X, Y >= 0 from an A/A run",
-            )
-    return {k: float(v) for k, v in items.items()}
-
-
-def _prepare(
-    probes: pd.DataFrame,
-    boots: pd.DataFrame,
-    manifest: Mapping[str, Any],
-    source: str | None,
-    **opts: Any,
-) -> tuple[list[str], Settings, dict[str, ArmData]]:
-    arms = arm_names(manifest, boots)
-    settings = resolve_settings(manifest, arms, **opts)
-    return arms, settings, arm_data(probes, boots, arms, source)
+COMPARISON_KEYS = tuple(list(Comparison.model_fields)[:13])
+BEFF_WARN = 0.75  # warn when Kish effective boots fall below this share of the boots
 
 
 def analyze(
@@ -104,15 +46,15 @@ def analyze(
     alpha: float | None = None,
     margin_pos0: float | None = None,
     margin_length: float | None = None,
-    prior_between_boot_sd: PriorSD = None,
+    prior: Prior | None = None,
     looks: Sequence[int] | None = None,
     n_resamples: int = 10_000,
     seed: int = 0,
     power: float = 0.8,
     source: str | None = None,
-) -> dict[str, Any]:
-    """The `analyze --json` object for loaded results (only status == "ok" boots count)."""
-    arms, s, data = _prepare(
+) -> Analysis:
+    """The analysis of loaded results (only status == "ok" boots count)."""
+    arms, s, ds = prepare(
         probes,
         boots,
         manifest,
@@ -123,175 +65,186 @@ def analyze(
         margin_length=margin_length,
         looks=list(looks) if looks is not None else None,
     )
-    prior = _prior(prior_between_boot_sd)
-    result = analyze_data(data, arms, s, prior, n_resamples=n_resamples, seed=seed, power=power)
-    failed = failed_counts(boots, arms)
-    for entry in result["arms"]:
-        entry["failed_boots"] = failed[entry["arm"]]
-    result["experiment"] = str(manifest.get("experiment", ""))
-    return clean(result)
+    return analyze_data(
+        ds,
+        arms,
+        s,
+        prior or Prior(),
+        failed=failed_counts(boots, arms),
+        experiment=str(manifest.get("experiment", "")),
+        n_resamples=n_resamples,
+        seed=seed,
+        power=power,
+    )
 
 
 def analyze_data(
-    data: dict[str, ArmData],
+    ds: Dataset,
     arms: list[str],
     s: Settings,
-    prior: dict[str, float],
+    prior: Prior,
     *,
+    failed: Mapping[str, int],
+    experiment: str = "",
     n_resamples: int = 10_000,
     seed: int = 0,
     power: float = 0.8,
-) -> dict[str, Any]:
+) -> Analysis:
     """Everything `analyze` reports, from per-arm count arrays."""
-    notes: list[str] = []
-    stats: dict[tuple[str, str], ArmMetric | None] = {
-        (a, m): arm_metric(data[a], m, prior) for a in arms for m in METRICS
-    }
-    arm_entries = []
-    for a in arms:
-        ad = data[a]
-        arm_entries.append(
-            {
-                "arm": a,
-                "boots": ad.n_boots,
-                "failed_boots": 0,
-                "metrics": {
-                    m: arm_metric_json(stats[(a, m)], m, s.alpha, ad.per_pos.shape[2])
-                    for m in METRICS
-                },
-                "per_position": per_position(ad, s.alpha),
-            }
+    data = ds.arms
+    notes = list(ds.notes)
+    prim, decision = primary(data, arms, s, prior)
+    arm_entries = [arm_result(data[a], s.alpha, prior, failed.get(a, 0)) for a in arms]
+    for e in arm_entries:
+        if e.boots == 1:
+            notes.append(f"arm {e.arm}: 1 boot (unreplicated): no between-boot variance")
+        elif e.boots == 0:
+            notes.append(f"arm {e.arm}: no ok boots")
+        elif e.effective_boots is not None and e.effective_boots < BEFF_WARN * e.boots:
+            notes.append(
+                f"arm {e.arm}: unequal work per boot: {e.effective_boots:.1f} effective boots "
+                f"of {e.boots} (Kish, by drafts); its intervals use a jackknife SE and "
+                f"{max(e.effective_boots - 1, 0):.1f} df, so they are wider: rerun boots with "
+                "the same probes and max_tokens to recover the power"
+            )
+    if {e.positions for e in arm_entries if e.boots} == {1}:
+        notes.append(
+            "one speculative token: mean accepted length is 1 + pos0, so the two primary "
+            "comparisons are one test counted twice (Holm is conservative here)"
         )
-        if ad.n_boots == 1:
-            notes.append(f"arm {a}: 1 boot (unreplicated): no between-boot variance")
-        elif ad.n_boots == 0:
-            notes.append(f"arm {a}: no ok boots")
-    comps = comparisons(stats, arms, s.baseline, s.alpha, s.margins, power)
-    rng = np.random.default_rng(seed)
-    if n_resamples > 0:
-        _resampling(comps, data, s.alpha, n_resamples, rng, notes)
-    for i, c in enumerate(comps):
-        c["between_boot_sd"] = c.pop("_between_boot_sd", None)
-        c["why"] = why(c, s.alpha, c["between_boot_sd"])
-        if c["deterministic"]:
-            notes.append(f"{c['arm']} vs {c['baseline']}: deterministic on this probe set")
-        comps[i] = {k: c[k] for k in COMPARISON_KEYS} | {
-            k: v for k, v in c.items() if k not in COMPARISON_KEYS
-        }
-    return {
-        "schema_version": 1,
-        "experiment": "",
-        "alpha": s.alpha,
-        "baseline": s.baseline,
-        "margins": s.margins,
-        "arms": arm_entries,
-        "comparisons": comps,
-        "per_position_comparisons": per_position_comparisons(data, arms, s),
-        "variance_components": _components(data, arms),
-        "sequential": decide_data(data, arms, s, prior).to_dict() if s.looks else None,
-        "settings": {"n_resamples": n_resamples, "seed": seed, "power": power},
-        "notes": list(dict.fromkeys(notes)),
-    }
+    comps = _comparisons(prim, s, power, n_resamples, np.random.default_rng(seed), notes)
+    if decision is not None:
+        n = decision.looks[(decision.look or 1) - 1]
+        notes.append(
+            f"sequential design: comparisons use the first {n} boots per arm at the look's "
+            f"nominal alpha {prim.level:.3g} ({decision.action})"
+        )
+    return Analysis(
+        experiment=experiment,
+        alpha=s.alpha,
+        arms=arm_entries,
+        comparisons=comps,
+        variance_components=components(data, arms),
+        baseline=s.baseline,
+        margins=s.margins,
+        compared_probes=ds.compared_probes,
+        per_position_comparisons=position_comparisons(data, arms, s),
+        sequential=decision,
+        settings=AnalysisSettings(
+            n_resamples=n_resamples,
+            seed=seed,
+            power=power,
+            prior=PriorInfo(between_boot_sd=dict(prior.sd), df=dict(prior.df), source=prior.source)
+            if prior.sd
+            else None,
+        ),
+        notes=list(dict.fromkeys(notes)),
+    )
 
 
-def _resampling(
-    comps: list[dict[str, Any]],
-    data: dict[str, ArmData],
-    alpha: float,
+def _comparisons(
+    prim: Primary,
+    s: Settings,
+    power: float,
     n_resamples: int,
     rng: np.random.Generator,
     notes: list[str],
-) -> None:
-    """Permutation p, cluster-bootstrap and pigeonhole intervals, added to each comparison."""
-    usable = [a for a, ad in data.items() if ad.n_boots >= 2]
-    star: dict[tuple[str, str], np.ndarray[Any, Any]] = {}
-    if usable:
-        n_p = data[usable[0]].drafts.shape[1]
-        wp, wb = pigeonhole_weights(n_p, [data[a].n_boots for a in usable], n_resamples, rng)
-        for a, w in zip(usable, wb, strict=True):
-            ad = data[a]
-            nums = [ad.cells(m)[0] for m in METRICS]
-            for m, r in zip(METRICS, pigeonhole_ratios(nums, ad.drafts, wp, w), strict=True):
-                star[(a, m)] = r
-    for c in comps:
-        c.update(
-            permutation_p=None,
-            permutation_min_p=None,
-            permutation_exact=None,
-            bootstrap_ci=None,
-            new_prompts_ci=None,
-        )
-        di, dj = data[c["baseline"]], data[c["arm"]]
-        if c["difference"] is None or c["deterministic"]:
-            continue
-        ti, tj = di.totals(c["metric"]), dj.totals(c["metric"])
-        if min(di.n_boots, dj.n_boots) >= 4:
-            p, pmin, exact = permutation_test(*ti, *tj, n_resamples, rng)
-            c.update(permutation_p=p, permutation_min_p=pmin, permutation_exact=exact)
-        if min(di.n_boots, dj.n_boots) >= 10:
-            c["bootstrap_ci"] = list(cluster_bootstrap(*ti, *tj, alpha, n_resamples, rng))
-        key_i, key_j = (c["baseline"], c["metric"]), (c["arm"], c["metric"])
-        if key_i in star and key_j in star and c["df"] is not None:
-            diff_star = star[key_j] - star[key_i]
-            c["new_prompts_ci"] = list(
-                pigeonhole_interval(c["difference"], diff_star, c["df"], alpha)
-            )
-    small = [c for c in comps if c["permutation_min_p"] and c["permutation_min_p"] > alpha / 4]
-    if small:
+) -> list[Comparison]:
+    f = prim.fam
+    keys = [(a, m) for a in prim.others for m in METRICS]
+    wanted = [
+        None
+        if f.deterministic[i] or f.unreplicated[i] or f.no_boots[i]
+        else Wanted(s.baseline, a, m, float(f.diff[i]), float(f.df[i]))
+        for i, (a, m) in enumerate(keys)
+    ]
+    extras = resampling_extras(wanted, prim.data, prim.level, n_resamples, rng)
+    out = []
+    for i, (a, m) in enumerate(keys):
+        c = _one(prim, i, a, m, s, power, extras[i])
+        if c.deterministic:
+            notes.append(f"{a} vs {s.baseline}: deterministic on this probe set")
+        out.append(c.model_copy(update={"why": _why(c, prim)}))
+    small = [c.permutation_min_p for c in out if c.permutation_min_p]
+    if small and min(small) > prim.level / 4:
         notes.append(
-            f"permutation test: with these boot counts the smallest attainable p is "
-            f"{min(c['permutation_min_p'] for c in small):.3g}"
+            "permutation test: with these boot counts the smallest attainable p is "
+            f"{min(small):.3g}"
         )
+    return out
 
 
-def _components(data: dict[str, ArmData], arms: list[str]) -> dict[str, Any]:
-    per_arm: dict[str, Any] = {}
-    pooled: dict[str, Any] = {}
-    for m in METRICS:
-        comps, boots = [], []
-        for a in arms:
-            if data[a].n_boots == 0:
-                continue
-            comp = arm_components(*data[a].cells(m), binomial=m == "acceptance_pos0")
-            per_arm.setdefault(a, {})[m] = comp
-            comps.append(comp)
-            boots.append(data[a].n_boots)
-        pooled[m] = pooled_components(comps, boots) if comps else None
-    return {
-        "per_arm": per_arm,
-        "pooled": pooled,
-        "units": "between_boot_sd in metric units; sigma2_* from a crossed boots x prompts "
-        "ANOVA on per-cell ratios; design_effect = (boot-level SE / naive cell-level SE)^2",
-    }
+def _why(c: Comparison, prim: Primary) -> str:
+    if prim.before_first_look and not c.no_boots:
+        return (
+            f"{why(c, prim.level)} — but the sequential design has not reached its first "
+            "look, so nothing is decided yet"
+        )
+    return why(c, prim.level)
 
 
-def decide(
-    probes: pd.DataFrame,
-    boots: pd.DataFrame,
-    manifest: Mapping[str, Any],
-    looks: Sequence[int] | None = None,
-    *,
-    baseline: str | None = None,
-    alpha: float | None = None,
-    margin_pos0: float | None = None,
-    margin_length: float | None = None,
-    prior_between_boot_sd: PriorSD = None,
-    source: str | None = None,
-) -> Decision:
-    """Sequential decision at the current look: stop (decided) or continue (add boots)."""
-    arms, s, data = _prepare(
-        probes,
-        boots,
-        manifest,
-        source,
-        baseline=baseline,
-        alpha=alpha,
-        margin_pos0=margin_pos0,
-        margin_length=margin_length,
-        looks=list(looks) if looks is not None else None,
+def _one(
+    prim: Primary, i: int, arm: str, metric: str, s: Settings, power: float, ex: Extras
+) -> Comparison:
+    f = prim.fam
+    ei, ej = prim.est[s.baseline][metric], prim.est[arm][metric]
+    det, unrep = bool(f.deterministic[i]), bool(f.unreplicated[i])
+    margin = s.margins[metric]
+    d = float(f.diff[i])
+    sd, _ = pooled_sd([_f(ei.sd), _f(ej.sd)], [_f(ei.df) or 0.0, _f(ej.df) or 0.0])
+    code = int(f.code[i])
+    if prim.before_first_look:
+        code = VERDICTS.index("inconclusive")
+    verdict = VERDICTS[code]
+    if det or unrep or bool(f.no_boots[i]):
+        method = "deterministic" if det else "unreplicated"
+    else:
+        method = "welch_prior_sd" if (ei.prior_used or ej.prior_used) else "welch"
+    if det:
+        vci, level, kind = (d, d), None, "exact"
+    elif verdict == "equivalent":
+        vci, level, kind = (float(f.lo2[i]), float(f.hi2[i])), 2 * prim.level, "tost"
+    else:
+        vci = (float(f.v_lo[i]), float(f.v_hi[i]))
+        level, kind = float(f.level[i]), "holm_sequential" if prim.sequential else "holm"
+    need = None
+    if det:
+        need = 2
+    elif sd is not None and not math.isnan(d):
+        need = boots_needed(sd, max(abs(d), margin), s.alpha, power)
+    return Comparison(
+        arm=arm,
+        baseline=s.baseline,
+        metric=metric,
+        difference=f.diff[i],
+        ci_low=f.lo[i],
+        ci_high=f.hi[i],
+        p_value=f.p[i],
+        p_adjusted=f.p_adj[i],
+        method=method,
+        margin=margin,
+        verdict=verdict,
+        mde=float(detectable(f.se[i], f.df[i], prim.level, power)) if not det else None,
+        boots_needed=need,
+        why="",
+        verdict_ci=None if math.isnan(vci[0]) else vci,
+        verdict_ci_level=level,
+        verdict_ci_kind=kind if not math.isnan(vci[0]) else None,
+        se=f.se[i],
+        df=f.df[i],
+        tost_ci=None if math.isnan(f.lo2[i]) else (f.lo2[i], f.hi2[i]),
+        unreplicated=unrep,
+        deterministic=det,
+        no_boots=bool(f.no_boots[i]),
+        between_boot_sd=sd,
+        permutation_p=ex.permutation_p,
+        permutation_min_p=ex.permutation_min_p,
+        permutation_exact=ex.permutation_exact,
+        bootstrap_ci=ex.bootstrap_ci,
+        new_prompts_ci=ex.new_prompts_ci,
     )
-    if not s.looks:
-        raise SpecabError(
-            "no sequential looks planned", field="--looks", fix="pass e.g. --looks 3,6,10"
-        )
-    return decide_data(data, arms, s, _prior(prior_between_boot_sd))
+
+
+def _f(x: Any) -> float | None:
+    v = float(x)
+    return v if math.isfinite(v) else None

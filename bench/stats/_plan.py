@@ -1,4 +1,5 @@
-"""`specab plan`: boots per arm and prompts per boot from a measured results directory."""
+"""`specab plan`: boots per arm and prompts per boot from a measured results directory, and
+a prior between-boot SD (with its df) read from an A/A results directory."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
-from bench.stats._data import METRICS, arm_data, arm_names, resolve_settings
+from bench.records import METRICS
+from bench.stats._data import arm_data
+from bench.stats._family import estimate
+from bench.stats._settings import Prior, arm_names, resolve_settings
 from bench.stats._text import clean
-from bench.stats._variance import arm_components, plan, pooled_components
+from bench.stats._variance import arm_components, plan, pooled_components, pooled_sd
 
 
 def plan_from_results(
@@ -29,16 +33,16 @@ def plan_from_results(
     Kalibera & Jones prompts per boot from measured boot_seconds and probe latency_s."""
     if metric not in METRICS:
         raise SpecabError(
-            f"unknown metric {metric!r}", field="--metric", fix=f"use one of: {', '.join(METRICS)}"
+            f"unknown metric {metric!r}", field="metric", fix=f"use one of: {', '.join(METRICS)}"
         )
     if not effect > 0:
         raise SpecabError(
             f"effect {effect!r} must be > 0",
-            field="--effect",
+            field="effect",
             fix="pass the smallest effect worth detecting, in metric units (e.g. 0.01 for pos0)",
         )
     if not 0 < power < 1:
-        raise SpecabError(f"power {power!r} is out of range", field="--power", fix="use e.g. 0.8")
+        raise SpecabError(f"power {power!r} is out of range", field="power", fix="use e.g. 0.8")
     arms = arm_names(manifest, boots)
     s = resolve_settings(
         manifest,
@@ -48,8 +52,9 @@ def plan_from_results(
         margin_pos0=None,
         margin_length=None,
         looks=None,
+        source=source,
     )
-    data = arm_data(probes, boots, arms, source)
+    data = arm_data(probes, boots, arms, source).arms
     comps, counts = [], []
     for a in arms:
         if data[a].n_boots:
@@ -75,7 +80,7 @@ def plan_from_results(
     out.update(
         metric=metric, boots_measured=dict(zip(arms, [data[a].n_boots for a in arms], strict=True))
     )
-    out["components"] = pooled
+    out["components"] = pooled.model_dump(mode="json")
     return clean(out)
 
 
@@ -83,3 +88,32 @@ def _mean(col: pd.Series) -> float | None:
     vals = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
     vals = vals[np.isfinite(vals)]
     return float(vals.mean()) if vals.size else None
+
+
+def prior_from_results(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Mapping[str, Any],
+    *,
+    source: str | None = None,
+) -> Prior:
+    """Between-boot SD per primary metric pooled over the arms of an (A/A) results directory,
+    with its degrees of freedom (sum over arms of min(B, B_eff) - 1), for 1-boot arms of a
+    later run on the same setup and probe set."""
+    arms = arm_names(manifest, boots)
+    data = arm_data(probes, boots, arms, source).arms
+    sd: dict[str, float] = {}
+    df: dict[str, float] = {}
+    for m in METRICS:
+        ests = [estimate(*data[a].totals(m)) for a in arms if data[a].n_boots >= 2]
+        pooled, dof = pooled_sd([float(e.sd) for e in ests], [float(e.df) for e in ests])
+        if pooled is not None:
+            sd[m], df[m] = pooled, dof
+    if not sd:
+        raise SpecabError(
+            "no arm has 2 or more ok boots: no between-boot SD to carry over",
+            file=source,
+            field="prior",
+            fix="point at an A/A run with at least 2 ok boots per arm",
+        )
+    return Prior(sd, df, source)

@@ -1,126 +1,113 @@
-"""Positions k >= 0 (STATISTICS.md: secondary): per-arm sum A_k / sum D with simultaneous
-max-|t| intervals over positions, and arm-vs-baseline differences for k >= 1 with
-simultaneous max-|t| intervals (Welch SEs, the smallest Welch df across positions).
+"""Positions k >= 0 (STATISTICS.md: secondary). Per arm: cumulative sum A_k / sum D and
+conditional sum A_k / sum A_{k-1}, each with simultaneous intervals over positions; arm vs
+baseline differences for k >= 1 with simultaneous intervals (Welch SEs, the smallest Welch df
+across positions). Simultaneous critical values: `_core.simultaneous_critical` (plain t for
+one position, Bonferroni-t at small B, max-|t| otherwise). Works for any K >= 1.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
-from bench.stats._core import linearize, max_t_critical, welch
-from bench.stats._data import ArmData, Settings, arm_data
+from bench.stats._core import (
+    DETERMINISTIC_RTOL,
+    F,
+    effective_boots,
+    pseudo_values,
+    simultaneous_critical,
+    welch,
+)
+from bench.stats._data import ArmData
 
 
-def position_z(ad: ArmData) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Per-position estimates (K,) and linearized boot values (B, K)."""
-    k = ad.per_pos.shape[2]
+@dataclass(frozen=True)
+class PositionBand:
+    """Estimates (K,) with simultaneous intervals; method names the critical value used."""
+
+    estimate: F
+    ci_low: F
+    ci_high: F
+    method: str
+
+
+def _psi(num: F, den: F) -> tuple[F, F, F]:
+    """Estimates (K,), pseudo-values (B, K) and SEs (K,) of ratios num[:, k] / den[:, k]."""
+    est, psi = pseudo_values(num.T, den.T)  # (K,), (K, B)
+    b = num.shape[0]
+    if b < 2:
+        return est, psi.T, np.full(est.shape, np.nan)
+    se = psi.std(axis=1, ddof=1) / np.sqrt(b)
+    return est, psi.T, np.where(se <= DETERMINISTIC_RTOL * np.abs(est), 0.0, se)
+
+
+def simultaneous_band(num: F, den: F, alpha: float) -> PositionBand:
+    """Ratios of sums num[:, k] / den[:, k] over boots (B, K) with simultaneous intervals
+    over the K positions (B - 1 df, fewer when a few boots carry most of the work)."""
+    est, psi, se = _psi(num, den)
+    b = num.shape[0]
+    if b < 2:
+        nan = np.full(est.shape, np.nan)
+        return PositionBand(est, nan, nan, "none")
+    df = min(float(b), float(effective_boots(den[:, 0]))) - 1.0
+    cov = np.atleast_2d(np.cov(psi.T, ddof=1)) / b
+    crit, method = simultaneous_critical(cov, df, alpha)
+    half = np.where(se == 0, 0.0, crit * se)
+    return PositionBand(est, est - half, est + half, method)
+
+
+def cumulative_band(ad: ArmData, alpha: float) -> PositionBand:
     num = ad.per_pos.sum(axis=1)  # (B, K)
-    den = np.repeat(ad.drafts.sum(axis=1)[:, None], k, axis=1)
-    est, z = linearize(num.T, den.T)
-    return est, z.T
+    den = np.repeat(ad.drafts.sum(axis=1)[:, None], num.shape[1], axis=1)
+    return simultaneous_band(num, den, alpha)
 
 
-def per_position(ad: ArmData, alpha: float) -> list[dict[str, Any]]:
-    if ad.n_boots == 0:
+def conditional_band(ad: ArmData, alpha: float) -> PositionBand:
+    """sum A_k / sum A_{k-1} (position 0: / sum D). A position nobody reached (sum A_{k-1}
+    = 0) has no estimate (NaN)."""
+    num = ad.per_pos.sum(axis=1)
+    den = np.concatenate([ad.drafts.sum(axis=1)[:, None], num[:, :-1]], axis=1)
+    reached = den.sum(axis=0) > 0
+    k = num.shape[1]
+    est = np.full(k, np.nan)
+    lo, hi = est.copy(), est.copy()
+    method = "none"
+    if reached.any():
+        band = simultaneous_band(num[:, reached], den[:, reached], alpha)
+        est[reached], lo[reached], hi[reached] = band.estimate, band.ci_low, band.ci_high
+        method = band.method
+    return PositionBand(est, lo, hi, method)
+
+
+@dataclass(frozen=True)
+class PositionDiff:
+    position: int
+    difference: float
+    ci_low: float
+    ci_high: float
+    method: str
+
+
+def position_differences(base: ArmData, arm: ArmData, alpha: float) -> list[PositionDiff]:
+    """arm - baseline at positions 1..K-1 (common to both), simultaneous over those."""
+    k = min(base.positions, arm.positions)
+    if base.n_boots < 2 or arm.n_boots < 2 or k < 2:
         return []
-    est, z = position_z(ad)
-    tot = ad.per_pos.sum(axis=(0, 1))
+    parts = []
+    for ad in (base, arm):
+        num = ad.per_pos.sum(axis=1)[:, :k]
+        den = np.repeat(ad.drafts.sum(axis=1)[:, None], k, axis=1)
+        est, psi, se = _psi(num, den)
+        dof = min(float(ad.n_boots), float(effective_boots(den[:, 0]))) - 1.0
+        parts.append((est, np.atleast_2d(np.cov(psi.T, ddof=1)) / ad.n_boots, se, dof))
+    (ei, ci, si, dfi), (ej, cj, sj, dfj) = parts
+    se, df = welch(si, dfi, sj, dfj)
+    sub = slice(1, None)  # positions >= 1 are the secondary family
+    crit, method = simultaneous_critical((ci + cj)[sub, sub], float(np.min(df[sub])), alpha)
     out = []
-    b = ad.n_boots
-    crit = max_t_critical(np.cov(z.T, ddof=1) / b, b - 1, alpha) if b >= 2 else np.nan
-    se = z.std(axis=0, ddof=1) / np.sqrt(b) if b >= 2 else np.full(est.shape, np.nan)
-    for k in range(est.size):
-        cond = tot[k] / tot[k - 1] if k and tot[k - 1] > 0 else (est[0] if k == 0 else None)
-        half = crit * se[k] if np.isfinite(crit) else (0.0 if se[k] == 0 else np.nan)
-        out.append(
-            {
-                "position": k,
-                "estimate": est[k],
-                # a share of drafts: clipped to [0, 1] (np.clip keeps NaN for B = 1)
-                "ci_low": float(np.clip(est[k] - half, 0.0, 1.0)),
-                "ci_high": float(np.clip(est[k] + half, 0.0, 1.0)),
-                "conditional": cond,
-                "simultaneous": True,
-            }
-        )
+    for pos in range(1, k):
+        d = float(ej[pos] - ei[pos])
+        half = 0.0 if se[pos] == 0 else crit * float(se[pos])
+        out.append(PositionDiff(pos, d, d - half, d + half, f"welch_{method}"))
     return out
-
-
-def per_position_comparisons(
-    data: dict[str, ArmData], arms: list[str], s: Settings
-) -> list[dict[str, Any]]:
-    base = data[s.baseline]
-    out: list[dict[str, Any]] = []
-    for a in arms:
-        ad = data[a]
-        if a == s.baseline or ad.n_boots < 2 or base.n_boots < 2:
-            continue
-        (ei, zi), (ej, zj) = position_z(base), position_z(ad)
-        cov = np.cov(zi.T, ddof=1) / base.n_boots + np.cov(zj.T, ddof=1) / ad.n_boots
-        cov = np.atleast_2d(cov)
-        se_i, se_j = zi.std(axis=0, ddof=1), zj.std(axis=0, ddof=1)
-        se_i, se_j = se_i / np.sqrt(base.n_boots), se_j / np.sqrt(ad.n_boots)
-        se, df = welch(se_i, np.full(se_i.shape, base.n_boots - 1.0), se_j, ad.n_boots - 1.0)
-        sub = slice(1, None)  # positions >= 1 are the secondary family
-        if ei.size < 2:
-            continue
-        crit = max_t_critical(cov[sub, sub], float(np.min(df[sub])), s.alpha)
-        for k in range(1, ei.size):
-            d = ej[k] - ei[k]
-            half = crit * se[k] if np.isfinite(crit) else (0.0 if se[k] == 0 else np.nan)
-            out.append(
-                {
-                    "arm": a,
-                    "baseline": s.baseline,
-                    "position": k,
-                    "difference": d,
-                    "ci_low": d - half,
-                    "ci_high": d + half,
-                    "method": "welch_max_t",
-                }
-            )
-    return out
-
-
-def conditional_positions(
-    probes: pd.DataFrame, boots: pd.DataFrame, arms: list[str], alpha: float
-) -> pd.DataFrame:
-    """Conditional acceptance ΣA_k/ΣA_{k-1} per arm and position, simultaneous intervals.
-
-    Same method as the analysis' cumulative `per_position`: ratio of sums over boots,
-    linearized boot values, max-|t| critical value across positions (B - 1 df). Position 0
-    is conditional on nothing (= cumulative). Arms with < 2 boots get no interval.
-    """
-    cols = ["arm", "position", "estimate", "ci_low", "ci_high"]
-    if probes.empty:
-        return pd.DataFrame(columns=cols)
-    data = arm_data(probes, boots, arms, None)
-    rows = []
-    for arm in arms:
-        ad = data[arm]
-        if ad.n_boots == 0:
-            continue
-        acc = ad.per_pos.sum(axis=1)  # (B, K) cumulative accepted per position
-        den = np.concatenate([ad.drafts.sum(axis=1)[:, None], acc[:, :-1]], axis=1)
-        keep = den.sum(axis=0) > 0
-        est, z = linearize(acc[:, keep].T, den[:, keep].T)  # (K',), (K', B)
-        b = ad.n_boots
-        if b >= 2:
-            crit = max_t_critical(np.atleast_2d(np.cov(z, ddof=1)) / b, b - 1, alpha)
-            half = crit * z.std(axis=1, ddof=1) / np.sqrt(b)
-        else:
-            half = np.full(est.shape, np.nan)
-        for k, e, h in zip(np.flatnonzero(keep), est, half, strict=True):
-            rows.append(
-                {
-                    "arm": arm,
-                    "position": int(k),
-                    "estimate": float(e),
-                    "ci_low": float(e - h),
-                    "ci_high": float(e + h),
-                }
-            )
-    return pd.DataFrame(rows, columns=cols)

@@ -1,94 +1,73 @@
 """Sequential design: planned looks with O'Brien-Fleming boundaries (STATISTICS.md).
 
 Looks are boots per arm (e.g. 3, 6, 10). Alpha is spent with the Lan-DeMets O'Brien-Fleming
-function alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)), t = n_look / n_last; the boundary
-z values come from a fixed-seed simulation of the look statistics (a Brownian motion at the
-information fractions) and are turned into a nominal two-sided level per look. At a look a
-comparison stops for a difference when its Holm-adjusted p is below that level, and for
-equivalence when its (1 - 2 level) interval lies inside the margin. Re-testing after every
-boot without this spending inflates the false-positive rate and is not offered.
+function alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)), t = n_look / n_last. Boundaries are
+exact: the first in closed form (c_1 = z_{1-alpha/2} / sqrt(t_1)), the others by numerical
+integration of the look statistics (a Brownian motion at the information fractions) over the
+continuation region (Armitage, McPherson & Rowe 1969), each solved so that the probability of
+first crossing at that look is the alpha spent there. At a look the primary family is tested
+at the look's nominal level (Holm inside it); a comparison is decided when its verdict is a
+difference or `equivalent`. Re-testing after every boot inflates the false-positive rate and
+is not offered.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
+from scipy import optimize
 from scipy import stats as st
 
-from bench.stats._compare import arm_metric, comparisons
-from bench.stats._data import METRICS, ArmData, Settings
+from bench.stats._core import CLAIMS, EQUIVALENT
+from bench.stats._family import Est, Family, family
+
+GRID = 401  # Simpson nodes; boundaries agree with 2001 nodes to 1e-8
+
+
+def _simpson(a: float, b: float, n: int = GRID) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    x = np.linspace(a, b, n)
+    w = np.ones(n)
+    w[1:-1:2], w[2:-1:2] = 4.0, 2.0
+    return x, w * (x[1] - x[0]) / 3.0
+
+
+def _excess(
+    b: float, x: NDArray[np.float64], mass: NDArray[np.float64], sig: float, target: float
+) -> float:
+    """P(first crossing of +-b at this look) - target, from the continuation mass at x."""
+    tails = st.norm.sf((b - x) / sig) + st.norm.cdf((-b - x) / sig)
+    return float(np.sum(mass * tails)) - target
 
 
 @lru_cache(maxsize=64)
 def obf_boundaries(
-    looks: tuple[int, ...], alpha: float, draws: int = 400_000, seed: int = 0
+    looks: tuple[int, ...], alpha: float
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(z boundaries, nominal two-sided alpha) per look for Lan-DeMets O'Brien-Fleming."""
     n = np.asarray(looks, dtype=np.float64)
     if n.size == 0 or np.any(np.diff(n) <= 0) or n[0] < 1:
         raise ValueError("looks must be strictly increasing positive boot counts")
     t = n / n[-1]
-    z_half = st.norm.ppf(1.0 - alpha / 2.0)
+    z_half = float(st.norm.isf(alpha / 2.0))
     spent = 2.0 - 2.0 * st.norm.cdf(z_half / np.sqrt(t))
-    rng = np.random.default_rng(seed)
-    inc = rng.standard_normal((draws, n.size)) * np.sqrt(np.diff(np.concatenate([[0.0], t])))
-    z = np.abs(np.cumsum(inc, axis=1) / np.sqrt(t))
-    alive = np.ones(draws, dtype=bool)
-    bounds, nominal = [], []
-    prev = 0.0
-    for i in range(n.size):
-        target = (spent[i] - prev) * draws  # paths that may newly cross at this look
-        zi = np.sort(z[alive, i])[::-1]
-        c = float(zi[int(target)]) if target >= 1 and int(target) < zi.size else float(zi[0])
-        bounds.append(c)
-        nominal.append(float(2.0 * st.norm.sf(c)))
-        alive &= z[:, i] < c
-        prev = spent[i]
-    return tuple(bounds), tuple(nominal)
-
-
-@dataclass(frozen=True)
-class Decision:
-    """What a sequential design says at the current look."""
-
-    action: str  # "stop" | "continue"
-    reason: str
-    boots_per_arm: int
-    look: int | None  # 1-based index of the look reached, None before the first
-    looks: tuple[int, ...]
-    next_look: int | None  # boots per arm at the next look, None when stopping
-    nominal_alpha: float | None
-    comparisons: list[dict[str, Any]] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "reason": self.reason,
-            "boots_per_arm": self.boots_per_arm,
-            "look": self.look,
-            "looks": list(self.looks),
-            "next_look": self.next_look,
-            "nominal_alpha": self.nominal_alpha,
-            "comparisons": self.comparisons,
-        }
-
-
-def sequential_status(
-    p_adjusted: np.ndarray[Any, Any],
-    lo2: np.ndarray[Any, Any],
-    hi2: np.ndarray[Any, Any],
-    margin: np.ndarray[Any, Any] | float,
-    level: float,
-) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-    """Per comparison: (difference at this look, equivalence at this look); vectorized.
-
-    `lo2`/`hi2` must be the (1 - 2 level) interval."""
-    diff = np.nan_to_num(p_adjusted, nan=1.0) < level
-    equiv = (lo2 > -margin) & (hi2 < margin) & ~diff
-    return diff, equiv
+    # On the Brownian scale S = Z sqrt(t) the first boundary is z_half itself.
+    bounds = [z_half]
+    x, w = _simpson(-z_half, z_half)
+    dens = st.norm.pdf(x, scale=np.sqrt(t[0]))  # density of S_1 where no boundary was crossed
+    for i in range(1, n.size):
+        sig = float(np.sqrt(t[i] - t[i - 1]))
+        target = float(spent[i] - spent[i - 1])
+        mass = w * dens
+        b = float(optimize.brentq(_excess, 1e-9, 40.0, args=(x, mass, sig, target), xtol=1e-14))
+        bounds.append(b)
+        nx, nw = _simpson(-b, b)
+        dens = st.norm.pdf((nx[:, None] - x[None, :]) / sig) @ mass / sig
+        x, w = nx, nw
+    z = np.asarray(bounds) / np.sqrt(t)
+    return tuple(float(c) for c in z), tuple(float(2.0 * st.norm.sf(c)) for c in z)
 
 
 def look_index(looks: tuple[int, ...], boots: int) -> int | None:
@@ -97,77 +76,30 @@ def look_index(looks: tuple[int, ...], boots: int) -> int | None:
     return reached[-1] if reached else None
 
 
-def decide_data(
-    data: dict[str, ArmData], arms: list[str], s: Settings, prior: dict[str, float]
-) -> Decision:
-    """Decision at the last look reached, using the first n_look boots of every arm."""
-    looks = s.looks or ()
-    b_now = min(data[a].n_boots for a in arms)
-    idx = look_index(looks, b_now)
-    if idx is None:
-        return Decision(
-            "continue",
-            f"{b_now} boots per arm; the first planned look is at {looks[0]}",
-            b_now,
-            None,
-            looks,
-            looks[0],
-            None,
-        )
-    n = looks[idx]
-    _, nominal = obf_boundaries(looks, s.alpha)
-    level = nominal[idx]
-    head = {a: data[a].head(n) for a in arms}
-    stats = {(a, m): arm_metric(head[a], m, prior) for a in arms for m in METRICS}
-    comps = comparisons(stats, arms, s.baseline, level, s.margins)
-    p_adj = np.array([np.nan if c["p_adjusted"] is None else c["p_adjusted"] for c in comps])
-    tost = [c["tost_ci"] or [np.nan, np.nan] for c in comps]
-    lo2 = np.array([t[0] for t in tost], dtype=np.float64)
-    hi2 = np.array([t[1] for t in tost], dtype=np.float64)
-    margin = np.array([c["margin"] for c in comps], dtype=np.float64)
-    diff, equiv = sequential_status(p_adj, lo2, hi2, margin, level)
-    det = np.array([c["deterministic"] for c in comps], dtype=bool)
-    rows = []
-    for c, dflag, eflag, dt in zip(comps, diff, equiv, det, strict=True):
-        if dt:  # no run-to-run variance: the exact difference decides at once
-            dflag, eflag = c["difference"] != 0, c["difference"] == 0
-        status = "difference" if dflag else "equivalent" if eflag else "undecided"
-        rows.append(
-            {
-                "arm": c["arm"],
-                "metric": c["metric"],
-                "difference": c["difference"],
-                "p_adjusted": c["p_adjusted"],
-                "status": status,
-                "verdict": c["verdict"],
-            }
-        )
-    undecided = [r for r in rows if r["status"] == "undecided"]
-    last = idx == len(looks) - 1
-    where = f"look {idx + 1} of {len(looks)} ({n} boots/arm, nominal alpha {level:.3g})"
-    if not undecided:
-        return Decision(
-            "stop", f"every comparison decided at {where}", b_now, idx + 1, looks, None, level, rows
-        )
-    if last:
-        return Decision(
-            "stop",
-            f"final {where}: verdicts stand as analyzed",
-            b_now,
-            idx + 1,
-            looks,
-            None,
-            level,
-            rows,
-        )
-    names = ", ".join(f"{r['arm']}/{r['metric']}" for r in undecided)
-    return Decision(
-        "continue",
-        f"{names} undecided at {where}",
-        b_now,
-        idx + 1,
-        looks,
-        looks[idx + 1],
-        level,
-        rows,
-    )
+STATUSES = ("difference", "equivalent", "undecided")
+
+
+def look_status(fam: Family) -> NDArray[np.int64]:
+    """Per comparison at a look: 0 difference, 1 equivalent, 2 undecided (index STATUSES).
+    Read off the verdicts, so the table and the sequential decision cannot disagree."""
+    claim = np.isin(fam.code, CLAIMS)
+    out: NDArray[np.int64] = np.where(claim, 0, np.where(fam.code == EQUIVALENT, 1, 2))
+    return out
+
+
+def look_decision(
+    estimates: Sequence[Mapping[str, Est]],
+    metrics: Sequence[str],
+    margins: Mapping[str, float],
+    level: float,
+    last: bool,
+) -> tuple[Family, NDArray[np.int64], NDArray[np.bool_]]:
+    """The family at one look (estimates[0] is the baseline arm, each on the look's boots),
+    per-comparison statuses, and whether the design stops (every comparison decided, or the
+    last look). Batch axes of the estimates carry through (calibration runs many at once)."""
+    base = estimates[0]
+    pairs = [(base[m], arm[m], margins[m]) for arm in estimates[1:] for m in metrics]
+    fam = family(pairs, level)
+    status = look_status(fam)
+    stop = np.all(status < 2, axis=-1) | last
+    return fam, status, stop

@@ -14,8 +14,11 @@ import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
-from bench.stats._compare import arm_metric, comparisons
-from bench.stats._data import METRICS, Settings, arm_data, arm_names, resolve_settings
+from bench.records import METRICS
+from bench.stats._core import CLAIMS
+from bench.stats._data import arm_data
+from bench.stats._family import estimate, family
+from bench.stats._settings import arm_names, resolve_settings
 from bench.stats._text import clean
 
 
@@ -33,7 +36,8 @@ def split_arm(
     source: str | None = None,
 ) -> dict[str, Any]:
     """Run the primary pipeline on splits of one arm's boots into two pseudo-arms (an A/A
-    check): how often is a difference claimed where there is none?"""
+    check): how often is a difference claimed where there is none? All splits go through
+    the product's family at once (one batch axis)."""
     arms = arm_names(manifest, boots)
     s = resolve_settings(
         manifest,
@@ -43,16 +47,16 @@ def split_arm(
         margin_pos0=margin_pos0,
         margin_length=margin_length,
         looks=None,
+        source=source,
     )
-    data = arm_data(probes, boots, arms, source)
-    if arm not in data:
-        raise SpecabError(f"no arm named {arm!r}", field="--split-arm", fix=f"use one of {arms}")
-    ad = data[arm]
+    if arm not in arms:
+        raise SpecabError(f"no arm named {arm!r}", field="split_arm", fix=f"use one of {arms}")
+    ad = arm_data(probes, boots, [arm], source).arms[arm]
     b = ad.n_boots
     if b < 4:
         raise SpecabError(
             f"arm {arm!r} has {b} ok boots; a split needs at least 4 (2 per pseudo-arm)",
-            field="--split-arm",
+            field="split_arm",
             fix="run more boots of that arm or choose another arm",
         )
     h = b // 2
@@ -62,18 +66,15 @@ def split_arm(
         splits = [c for c in combinations(range(b), h) if 2 * h != b or 0 in c]
     else:
         splits = [tuple(sorted(rng.choice(b, h, replace=False))) for _ in range(max_splits)]
-    claims = {m: 0 for m in METRICS}
-    any_claim = 0
-    for first in splits:
-        rest = [i for i in range(b) if i not in first]
-        sub = {"A": ad.subset(list(first), "A"), "B": ad.subset(rest, "B")}
-        ss = Settings("A", s.alpha, s.margins, None)
-        stats = {(a, m): arm_metric(sub[a], m, {}) for a in sub for m in METRICS}
-        comps = comparisons(stats, ["A", "B"], "A", ss.alpha, ss.margins)
-        claimed = [c for c in comps if c["verdict"] not in ("equivalent", "inconclusive")]
-        for c in claimed:
-            claims[c["metric"]] += 1
-        any_claim += bool(claimed)
+    first = np.array(splits, dtype=np.int64)  # (S, h)
+    rest = np.array([[i for i in range(b) if i not in c] for c in splits], dtype=np.int64)
+    pairs = []
+    for m in METRICS:
+        num, den = ad.totals(m)
+        pairs.append(
+            (estimate(num[first], den[first]), estimate(num[rest], den[rest]), s.margins[m])
+        )
+    claimed = np.isin(family(pairs, s.alpha).code, CLAIMS)  # (S, metrics)
     n = len(splits)
     return clean(
         {
@@ -82,8 +83,8 @@ def split_arm(
             "splits": n,
             "exhaustive": total <= max_splits,
             "alpha": s.alpha,
-            "claimed_rate": {m: claims[m] / n for m in METRICS},
-            "any_claimed_rate": any_claim / n,
+            "claimed_rate": {m: float(claimed[:, i].mean()) for i, m in enumerate(METRICS)},
+            "any_claimed_rate": float(claimed.any(axis=1).mean()),
             "note": "splits share boots, so they are not independent; a rate far above alpha "
             "(Holm across both metrics) means boots are not exchangeable (drift, node effects)",
         }

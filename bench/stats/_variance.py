@@ -1,6 +1,6 @@
 """Variance components and planning (STATISTICS.md "Variance components and planning").
 
-Per arm and metric: the between-boot SD of the linearized boot values (what the intervals
+Per arm and metric: the between-boot SD (jackknife SE x sqrt(B_eff): what the intervals
 use), the binomial floor sqrt(R(1-R)/D) for pos0 and the overdispersion ratio
 (between-boot variance / binomial variance), a two-way crossed ANOVA on the cells
 Y_bp = N_bp / D_bp (boots x prompts, one cell each, so residual = interaction + noise) giving
@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.stats._core import boots_needed, linearize, mde
+from bench.stats._core import arm_stats, boots_needed
+from bench.stats._models import ArmComponents, PooledComponents
 
 F = NDArray[np.float64]
 
@@ -49,60 +50,68 @@ def crossed_anova(y: F) -> dict[str, float | None]:
     }
 
 
-def arm_components(num: F, den: F, *, binomial: bool) -> dict[str, Any]:
-    """Components for one arm and metric from cells num/den (B, P); NaN-free dict."""
+def arm_components(num: F, den: F, *, binomial: bool) -> ArmComponents:
+    """Components for one arm and metric from cells num/den (B, P)."""
     b, _ = num.shape
     boot_num, boot_den = num.sum(axis=1), den.sum(axis=1)
-    ratio, z = linearize(boot_num, boot_den)
-    sd = float(z.std(ddof=1)) if b >= 2 else None
-    out: dict[str, Any] = {"between_boot_sd": sd}
+    s = arm_stats(boot_num, boot_den)
+    sd = float(s.sd) if b >= 2 else None
+    floor = over = None
     if binomial:
-        r = float(ratio)
+        r = float(s.ratio)
         floor = math.sqrt(max(r * (1.0 - r), 0.0) / float(boot_den.mean()))
-        out["binomial_floor_sd"] = floor
-        out["overdispersion"] = (sd / floor) ** 2 if sd is not None and floor > 0 else None
+        over = (sd / floor) ** 2 if sd is not None and floor > 0 else None
     complete = np.all(den > 0, axis=0)  # prompts with drafts in every boot of this arm
-    cells = num[:, complete] / den[:, complete]
-    comp = crossed_anova(cells)
-    out.update(comp)
+    comp = crossed_anova(num[:, complete] / den[:, complete])
     total = float(sum(v for v in comp.values() if v is not None))
-    for key in ("boot", "prompt"):
+
+    def icc(key: str) -> float | None:
         v = comp[f"sigma2_{key}"]
-        out[f"icc_{key}"] = v / total if v is not None and total > 0 else None
+        return v / total if v is not None and total > 0 else None
+
     # Naive SE: every (boot, prompt) cell taken as an independent replicate.
-    cell_z = (num - ratio * den) / den.mean()
+    cell_z = (num - s.ratio * den) / den.mean()
     naive = float(cell_z.std(ddof=1) / math.sqrt(cell_z.size)) if cell_z.size > 1 else 0.0
-    boot_se = sd / math.sqrt(b) if sd is not None else None
-    out["boot_se"] = boot_se
-    out["naive_se"] = naive
-    out["design_effect"] = (boot_se / naive) ** 2 if boot_se is not None and naive > 0 else None
-    out["prompts"] = int(complete.sum())
-    return out
+    boot_se = float(s.se) if b >= 2 else None
+    return ArmComponents(
+        between_boot_sd=sd,
+        effective_boots=float(s.b_eff),
+        binomial_floor_sd=floor,
+        overdispersion=over,
+        **comp,
+        icc_boot=icc("boot"),
+        icc_prompt=icc("prompt"),
+        boot_se=boot_se,
+        naive_se=naive,
+        design_effect=(boot_se / naive) ** 2 if boot_se is not None and naive > 0 else None,
+        prompts=int(complete.sum()),
+    )
 
 
-def pooled_sd(sds: list[float | None], boots: list[int]) -> tuple[float | None, int]:
-    """Pooled between-boot SD over arms (weights B_a - 1) and its degrees of freedom."""
-    num, df = 0.0, 0
-    for sd, b in zip(sds, boots, strict=True):
-        if sd is not None and b >= 2:
-            num += (b - 1) * sd * sd
-            df += b - 1
-    return (math.sqrt(num / df), df) if df else (None, 0)
+def pooled_sd(sds: list[float | None], dfs: list[float]) -> tuple[float | None, float]:
+    """Pooled between-boot SD over arms (weights: each arm's df) and its degrees of freedom."""
+    num, df = 0.0, 0.0
+    for sd, d in zip(sds, dfs, strict=True):
+        if sd is not None and math.isfinite(sd) and d > 0 and math.isfinite(d):
+            num += d * sd * sd
+            df += d
+    return (math.sqrt(num / df), df) if df else (None, 0.0)
 
 
-def pooled_components(per_arm: list[dict[str, Any]], boots: list[int]) -> dict[str, Any]:
+def pooled_components(per_arm: list[ArmComponents], boots: list[int]) -> PooledComponents:
     """Components pooled over arms (df-weighted mean of each variance)."""
-    sd, df = pooled_sd([c["between_boot_sd"] for c in per_arm], boots)
-    out: dict[str, Any] = {"between_boot_sd": sd, "df": df}
+    sd, df = pooled_sd([c.between_boot_sd for c in per_arm], [b - 1.0 for b in boots])
+    parts: dict[str, float | None] = {}
     for key in ("sigma2_boot", "sigma2_prompt", "sigma2_res"):
-        vals = [(c[key], b) for c, b in zip(per_arm, boots, strict=True) if c[key] is not None]
+        vals = [(getattr(c, key), b) for c, b in zip(per_arm, boots, strict=True)]
+        vals = [(v, b) for v, b in vals if v is not None]
         w = sum(b - 1 for _, b in vals)
-        out[key] = sum(v * (b - 1) for v, b in vals) / w if w else None
-    return out
+        parts[key] = sum(v * (b - 1) for v, b in vals) / w if w else None
+    return PooledComponents(between_boot_sd=sd, df=df, **parts)
 
 
 def plan(
-    pooled: dict[str, Any],
+    pooled: PooledComponents,
     *,
     effect: float,
     alpha: float,
@@ -112,7 +121,7 @@ def plan(
     prompt_cost_s: float | None,
 ) -> dict[str, Any]:
     """Boots per arm for `effect` at `power`, and the Kalibera & Jones prompts per boot."""
-    sd = pooled["between_boot_sd"]
+    sd = pooled.between_boot_sd
     out: dict[str, Any] = {
         "effect": effect,
         "alpha": alpha,
@@ -126,7 +135,7 @@ def plan(
         "boots_per_arm_at_optimum": None,
         "note": None,
     }
-    s_boot, s_res = pooled["sigma2_boot"], pooled["sigma2_res"]
+    s_boot, s_res = pooled.sigma2_boot, pooled.sigma2_res
     if sd is None:
         out["note"] = "no arm has 2 or more boots: between-boot SD unknown; run more boots"
         return out
@@ -162,13 +171,3 @@ def plan(
         p_int = out["prompts_per_boot"]
         out["seconds_per_arm_at_optimum"] = n_star * (boot_cost_s + p_int * prompt_cost_s)
     return out
-
-
-def comparison_power(se: float, df: float, alpha: float, power: float = 0.8) -> float | None:
-    """MDE of an actual comparison: (t_{1-a/2,df} + t_{power,df}) * SE."""
-    if not np.isfinite(se) or not np.isfinite(df) or se <= 0:
-        return None
-    # mde() takes sd and B; SE = sd sqrt(2/B) with B = df/2 + 1 reproduces nu = df.
-    b = df / 2.0 + 1.0
-    sd = se / math.sqrt(2.0 / b)
-    return float(mde(sd, b, alpha, power))

@@ -1,21 +1,16 @@
-"""Simulated results from the STATISTICS.md generative model, in the exact store schemas.
-
-For arm a, boot b, prompt p, draft position k the conditional acceptance is
-    q = logistic(mu_k + delta_a + beta_ab + gamma_p + (delta gamma)_ap + eps_bp)
-with beta ~ N(0, sigma_boot^2) nested in arm, gamma ~ N(0, sigma_prompt^2) shared by every
-arm and boot, eps ~ N(0, sigma_res^2) per boot x prompt. Output length L_p is lognormal
-around 256 tokens; D = max(1, round(L_p / (1 + sum_k prod_{j<=k} q_j))); A_0 ~ Bin(D, q_0),
-A_k ~ Bin(A_{k-1}, q_k) (cumulative, as vLLM counts them).
+"""Simulated results from the STATISTICS.md generative model (`bench.stats._simmodel`), in
+the exact store schemas.
 
 The truth is known, so tests use it to calibrate `bench.stats`: `simulate_boot_totals` is the
 vectorized path (many replicates at once, boot totals only); `simulate_frames` /
-`simulate_results` produce probe and boot rows / a whole results directory.
+`simulate_results` produce probe and boot rows / a whole results directory, written through
+`ResultsWriter` with the boot ids and attempt numbers of real runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,129 +20,23 @@ import pandas as pd
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from bench.records import BOOT_SCHEMA, PROBE_SCHEMA, BootRecord, boot_file_stem
+from bench.records import BOOT_SCHEMA, DEFAULT_MARGINS, PROBE_SCHEMA, BootRecord, boot_file_stem
+from bench.stats._simmodel import (
+    DEFAULT_MU,
+    PromptSet,
+    SimParams,
+    draw_prompt_set,
+    mu_for,
+    simulate_boot_totals,
+    simulate_counts,
+)
 from bench.store import ResultsWriter
 
-DEFAULT_MU = (1.65, 1.33, 1.33, 1.33)
-
-
-@dataclass(frozen=True)
-class SimParams:
-    """Parameters of the generative model (defaults give pos0 ~0.78, mean length ~3.19)."""
-
-    mu: tuple[float, ...] = DEFAULT_MU
-    sigma_boot: float = 0.03
-    sigma_prompt: float = 0.8
-    sigma_res: float = 0.15
-    sigma_interaction: float = 0.0  # arm x prompt interaction (delta gamma)_ap
-    length_median: float = 256.0
-    length_sigma: float = 0.5
-    boot_seconds: float = 30.0  # cost of one boot, for `specab plan`
-    seconds_per_token: float = 0.01  # probe latency per completion token
-    extra: dict[str, float] = field(default_factory=dict)
-
-    @property
-    def positions(self) -> int:
-        return len(self.mu)
-
-
-def mu_for(positions: int) -> tuple[float, ...]:
-    """The default mu extended (or cut) to `positions` draft positions."""
-    return tuple(DEFAULT_MU[min(k, len(DEFAULT_MU) - 1)] for k in range(positions))
-
-
-@dataclass(frozen=True)
-class PromptSet:
-    """A fixed probe set: prompt effects gamma (P,), output lengths (P,), arm x prompt
-    interaction (arms, P)."""
-
-    gamma: NDArray[np.float64]
-    length: NDArray[np.float64]
-    interaction: NDArray[np.float64]
-
-
-def draw_prompt_set(
-    rng: np.random.Generator, arms: int, prompts: int, params: SimParams = SimParams()
-) -> PromptSet:
-    return PromptSet(
-        gamma=rng.normal(0.0, params.sigma_prompt, prompts),
-        length=params.length_median * np.exp(rng.normal(0.0, params.length_sigma, prompts)),
-        interaction=rng.normal(0.0, params.sigma_interaction, (arms, prompts)),
-    )
-
-
-def _logistic(x: NDArray[np.float64]) -> NDArray[np.float64]:
-    out: NDArray[np.float64] = 0.5 * (1.0 + np.tanh(0.5 * x))  # overflow-free
-    return out
-
-
-def simulate_counts(
-    rng: np.random.Generator,
-    deltas: NDArray[np.float64] | list[float],
-    boots: int,
-    prompts: int,
-    params: SimParams = SimParams(),
-    replicates: int = 1,
-    prompt_set: PromptSet | None = None,
-) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
-    """Per-cell counts for `replicates` independent experiments.
-
-    Returns (D, A, L): D drafts with shape (R, arms, boots, prompts), A cumulative accepted
-    counts per position with shape (R, arms, boots, prompts, K), L output lengths (R, prompts).
-    With `prompt_set` every replicate reuses the same prompts (gamma, lengths, interaction),
-    which is the estimand of the primary interval ("on this probe set").
-    """
-    d = np.asarray(deltas, dtype=np.float64)
-    n_arms, k = d.size, params.positions
-    shape = (replicates, n_arms, boots, prompts)
-    if prompt_set is None:
-        gamma = rng.normal(0.0, params.sigma_prompt, (replicates, 1, 1, prompts))
-        inter = rng.normal(0.0, params.sigma_interaction, (replicates, n_arms, 1, prompts))
-        length = params.length_median * np.exp(
-            rng.normal(0.0, params.length_sigma, (replicates, prompts))
-        )
-    else:
-        gamma = np.broadcast_to(prompt_set.gamma[None, None, None, :], (replicates, 1, 1, prompts))
-        inter = np.broadcast_to(
-            prompt_set.interaction[None, :, None, :], (replicates, n_arms, 1, prompts)
-        )
-        length = np.broadcast_to(prompt_set.length[None, :], (replicates, prompts))
-    beta = rng.normal(0.0, params.sigma_boot, (replicates, n_arms, boots, 1))
-    eps = rng.normal(0.0, params.sigma_res, shape)
-    lin = d[None, :, None, None] + beta + gamma + inter + eps
-    mu = np.asarray(params.mu, dtype=np.float64)
-    q = _logistic(lin[..., None] + mu)  # (R, A, B, P, K)
-    expected_per_draft = 1.0 + np.cumprod(q, axis=-1).sum(axis=-1)
-    drafts = np.maximum(1, np.rint(length[:, None, None, :] / expected_per_draft)).astype(np.int64)
-    acc = np.empty((*shape, k), dtype=np.int64)
-    prev = drafts
-    for j in range(k):
-        prev = rng.binomial(prev, q[..., j])
-        acc[..., j] = prev
-    return drafts, acc, length
-
-
-def simulate_boot_totals(
-    rng: np.random.Generator,
-    deltas: NDArray[np.float64] | list[float],
-    boots: int,
-    prompts: int,
-    params: SimParams = SimParams(),
-    replicates: int = 1,
-    chunk: int = 200,
-    prompt_set: PromptSet | None = None,
-) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Boot totals only, for calibration: D (R, arms, boots), A (R, arms, boots, K).
-
-    Replicates are generated in chunks so memory stays bounded.
-    """
-    d_parts, a_parts = [], []
-    for start in range(0, replicates, chunk):
-        n = min(chunk, replicates - start)
-        drafts, acc, _ = simulate_counts(rng, deltas, boots, prompts, params, n, prompt_set)
-        d_parts.append(drafts.sum(axis=3))
-        a_parts.append(acc.sum(axis=3))
-    return np.concatenate(d_parts), np.concatenate(a_parts)
+__all__ = [
+    "DEFAULT_MU", "PromptSet", "SimParams", "SimRun", "draw_prompt_set", "mu_for",
+    "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_results",
+    "simulate_run", "simulated_manifest",
+]  # fmt: skip
 
 
 def _boot_counts(boots: int | Mapping[str, int], arms: list[str]) -> dict[str, int]:
@@ -326,7 +215,7 @@ def simulated_manifest(
 ) -> dict[str, Any]:
     """A manifest with the keys stats reads: arms, baseline, alpha, margins, probe sets."""
     names = list(arms)
-    m = {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02, **dict(margins or {})}
+    m = {**DEFAULT_MARGINS, **dict(margins or {})}
     base = baseline or names[0]
     boots_per_arm = boots if isinstance(boots, int) else max(boots.values())
     exp_section = {

@@ -29,28 +29,45 @@ def venv_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "python3"
 
 
-@pytest.mark.slow
-def test_notebook_executes_and_shows_every_figure(
-    sim_results_dir: Path, venv_kernel: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
-) -> None:
-    monkeypatch.setenv("SPECAB_RESULTS_DIR", str(sim_results_dir))
+def _execute(results_dir: Path, kernel: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run the notebook on `results_dir`; return its text output (six figures checked)."""
+    monkeypatch.setenv("SPECAB_RESULTS_DIR", str(results_dir))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells)
     client = NotebookClient(
         nb,
-        kernel_name=venv_kernel,
+        kernel_name=kernel,
         timeout=300,
-        resources={"metadata": {"path": str(tmp_path)}},  # cwd: not the repo root
+        resources={"metadata": {"path": str(cwd)}},  # cwd: not the repo root
     )
     client.execute()  # raises CellExecutionError on the first failing cell
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     pngs = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(pngs) == 6
-    text = "\n".join(
+    return "\n".join(
         str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs
     )
+
+
+@pytest.mark.slow
+def test_notebook_executes_and_shows_every_figure(
+    sim_results_dir: Path, venv_kernel: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    text = _execute(sim_results_dir, venv_kernel, tmp_path, monkeypatch)
     # It loaded *this* directory through the package, with the kernel in this venv.
     assert "sim-report: arms ['baseline', 'aux-fix', 'aux+rope-fix']" in text
     assert "improved" in text  # the verdict table of the simulated gain
     assert "simulated failure" in text  # failed attempts table
+
+
+@pytest.mark.slow
+def test_notebook_with_one_speculative_token(
+    venv_kernel: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """K = 1 (MTP k=1): the notebook runs through, one draft position everywhere."""
+    from bench.stats.simulate import simulate_results
+
+    root = simulate_results(tmp_path / "k1", {"a": 0.0, "b": 0.2}, boots=3, prompts=20, positions=1)
+    text = _execute(root, venv_kernel, tmp_path, monkeypatch)
+    assert "sim: arms ['a', 'b']" in text and "improved" in text

@@ -1,31 +1,28 @@
-"""Vectorized calibration helpers: the same core functions `analyze` uses, applied to many
-simulated experiments at once (leading axis = replicate)."""
+"""Calibration helpers: simulated boot totals pushed through the product's own functions
+(`bench.stats._family.estimate` / `family`, `bench.stats._sequential.look_decision`), many
+replicates at once on a leading axis. Nothing here re-implements a statistic."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.stats._core import arm_stats, compare
+from bench.records import METRICS
+from bench.stats._family import Est, Family, estimate, family
+from bench.stats._sequential import look_decision, obf_boundaries
 from bench.stats.simulate import PromptSet, SimParams, simulate_boot_totals
 
 F = NDArray[np.float64]
+Totals = dict[str, tuple[F, F]]  # metric -> (numerator, denominator), each (R, arms, B)
 
 
-def metric_totals(drafts: NDArray[np.int64], acc: NDArray[np.int64]) -> dict[str, tuple[F, F]]:
+def metric_totals(drafts: NDArray[np.int64], acc: NDArray[np.int64]) -> Totals:
     """(numerator, denominator) boot totals (R, arms, B) of both primary metrics."""
     d = drafts.astype(np.float64)
     return {
         "acceptance_pos0": (acc[..., 0].astype(np.float64), d),
         "mean_accepted_length": (acc.sum(axis=-1).astype(np.float64), d),
     }
-
-
-def compare_arms(num: F, den: F, i: int, j: int, alpha: float) -> dict[str, F]:
-    """Welch comparison j - i for every replicate (num/den: (R, arms, B))."""
-    ri, sei, _, dfi = arm_stats(num[:, i], den[:, i])
-    rj, sej, _, dfj = arm_stats(num[:, j], den[:, j])
-    return compare(ri, sei, dfi, rj, sej, dfj, alpha)
 
 
 def simulate(
@@ -37,44 +34,51 @@ def simulate(
     prompts: int = 100,
     params: SimParams = SimParams(),
     prompt_set: PromptSet | None = None,
-) -> dict[str, tuple[F, F]]:
+) -> Totals:
     drafts, acc = simulate_boot_totals(
         rng, deltas, boots, prompts, params, replicates, chunk=250, prompt_set=prompt_set
     )
     return metric_totals(drafts, acc)
 
 
-def mcse(p: float, n: int) -> float:
-    return float(np.sqrt(p * (1.0 - p) / n))
+def arm_estimates(m: Totals, arm: int, n: int | None = None) -> dict[str, Est]:
+    """The product's estimate of every metric for one arm (first n boots)."""
+    return {k: estimate(num[:, arm, :n], den[:, arm, :n]) for k, (num, den) in m.items()}
+
+
+def compare_one(m: Totals, metric: str, i: int, j: int, alpha: float) -> Family:
+    """A family of one comparison (j vs i on one metric): the raw interval decides."""
+    num, den = m[metric]
+    return family([(estimate(num[:, i], den[:, i]), estimate(num[:, j], den[:, j]), 0.01)], alpha)
+
+
+def primary_family(m: Totals, arms: int, alpha: float, margins: dict[str, float]) -> Family:
+    """Arms 1.. vs arm 0 on both metrics, Holm across them (the primary family)."""
+    est = [arm_estimates(m, a) for a in range(arms)]
+    pairs = [(est[0][k], est[a][k], margins[k]) for a in range(1, arms) for k in METRICS]
+    return family(pairs, alpha)
 
 
 def sequential_run(
-    m: dict[str, tuple[F, F]],
-    looks: tuple[int, ...],
-    alpha: float,
-    margins: dict[str, float],
+    m: Totals, looks: tuple[int, ...], alpha: float, margins: dict[str, float]
 ) -> tuple[NDArray[np.bool_], F]:
-    """Vectorized `decide` for arm 1 vs arm 0 on both metrics (Holm across the two): for
-    every replicate, whether the design stopped with a difference claim, and boots used."""
-    from bench.stats._core import holm
-    from bench.stats._sequential import obf_boundaries, sequential_status
-
+    """The run-ab driver's loop over looks (take each look once, stop at the first "stop"),
+    each look decided by the product's `look_decision`. Per replicate: did the design stop
+    with a difference claim, and the boots per arm it used."""
     _, nominal = obf_boundaries(looks, alpha)
     n_rep = next(iter(m.values()))[0].shape[0]
     stopped = np.zeros(n_rep, dtype=bool)
     claimed = np.zeros(n_rep, dtype=bool)
     used = np.full(n_rep, float(looks[-1]))
     for i, n in enumerate(looks):
-        level = nominal[i]
-        parts = [compare_arms(num[..., :n], den[..., :n], 0, 1, level) for num, den in m.values()]
-        p_adj = holm(np.stack([c["p"] for c in parts], axis=-1))
-        lo2 = np.stack([c["lo2"] for c in parts], axis=-1)
-        hi2 = np.stack([c["hi2"] for c in parts], axis=-1)
-        margin = np.array([margins[k] for k in m])
-        diff, equiv = sequential_status(p_adj, lo2, hi2, margin, level)
-        decided = (diff | equiv).all(axis=-1) | (i == len(looks) - 1)
-        now = decided & ~stopped
-        claimed |= now & diff.any(axis=-1)
+        est = [arm_estimates(m, 0, n), arm_estimates(m, 1, n)]
+        _, status, stop = look_decision(est, METRICS, margins, nominal[i], i == len(looks) - 1)
+        now = stop & ~stopped
+        claimed |= now & (status == 0).any(axis=-1)
         used[now] = n
         stopped |= now
     return claimed, used
+
+
+def mcse(p: float, n: int) -> float:
+    return float(np.sqrt(p * (1.0 - p) / n))

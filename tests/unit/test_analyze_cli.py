@@ -82,6 +82,12 @@ def test_plan_prints_boots_and_prompts(results: Path, capsys: pytest.CaptureFixt
         (["--split-arm", "nope"], "--split-arm"),
         (["--looks", "3,x"], "--looks"),
         (["--prior-between-boot-sd", "1,2,3"], "--prior-between-boot-sd"),
+        (["--prior-between-boot-sd", "0.008"], "--prior-df"),
+        (["--prior-between-boot-sd", "-1", "--prior-df", "4"], "--prior-between-boot-sd"),
+        (["--margin-pos0", "-1"], "--margin-pos0"),
+        (["--looks", "6,3"], "--looks"),
+        (["--fail-on", "regresed"], "--fail-on"),
+        (["--format", "yaml"], "--format"),
     ],
 )
 def test_bad_options_print_one_line_and_exit_2(
@@ -109,3 +115,73 @@ def test_plan_and_analyze_reject_bad_input(
     assert run(["plan", str(root), "--effect", "0.01", "--metric", "pos9"]) == 2
     err = capsys.readouterr().err
     assert "--effect" in err and "--metric" in err
+
+
+def test_fail_on_gates_ci(results: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """exit 1 when a primary verdict is one of --fail-on, 0 otherwise, 2 on error."""
+    base = ["analyze", str(results), "--resamples", "0", "--format", "markdown"]
+    assert run([*base, "--fail-on", "regressed,small_regression"]) == 0  # fix improved
+    assert run([*base, "--fail-on", "improved"]) == 1
+    assert run([*base, "--baseline", "fix", "--fail-on", "regressed,small_regression"]) == 1
+    capsys.readouterr()
+    assert run([*base, "--fail-on", "regressed", "--baseline", "nope"]) == 2
+
+
+def test_markdown_format_is_a_job_summary(
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["analyze", str(results), "--resamples", "0", "--format", "markdown"]) == 0
+    md = capsys.readouterr().out
+    lines = md.splitlines()
+    assert lines[0].startswith("### specab sim: each arm vs base")
+    header = next(line for line in lines if line.startswith("| arm |"))
+    assert "verdict interval" in header and "difference [raw 95% CI]" in header
+    rows = [line for line in lines if line.startswith("| fix |")]
+    assert len(rows) == 2 and all("| improved |" in r and "Holm interval" in r for r in rows)
+
+
+def test_prior_from_an_aa_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    aa = simulate_results(tmp_path / "aa", {"x": 0.0, "y": 0.0}, boots=4, seed=5)
+    one = simulate_results(tmp_path / "one", {"a": 0.0, "b": 0.5}, boots=1)
+    assert run(["analyze", str(one), "--json", "--resamples", "0"]) == 0
+    before = json.loads(capsys.readouterr().out)
+    assert {c["method"] for c in before["comparisons"]} == {"unreplicated"}
+    assert run(["analyze", str(one), "--json", "--resamples", "0", "--prior-from", str(aa)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    prior = out["settings"]["prior"]
+    assert prior["source"] == str(aa) and 5.9 < prior["df"]["acceptance_pos0"] <= 6
+    assert {c["method"] for c in out["comparisons"]} == {"welch_prior_sd"}
+    args = ["analyze", str(one), "--prior-from", str(aa), "--prior-df", "3"]
+    assert run(args) == 2 and "--prior-from" in capsys.readouterr().err
+    args = [
+        "analyze",
+        str(one),
+        "--json",
+        "--prior-between-boot-sd",
+        "0.008,0.04",
+        "--prior-df",
+        "6",
+    ]
+    assert run(args) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["prior"]["df"]["acceptance_pos0"] == 6
+
+
+def test_a_bad_manifest_setting_names_the_manifest_not_a_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run-ab passes no flags: an error about its settings must not blame one."""
+    from rich.console import Console
+
+    from bench.report import print_end
+
+    root = simulate_results(tmp_path / "m", {"a": 0.0, "b": 0.0}, boots=2, prompts=10)
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["baseline"] = "gone"
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    assert run(["analyze", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "manifest.json: experiment.baseline" in err and "--baseline" not in err
+    console = Console(record=True, width=200)
+    print_end(root, console, per_node={}, report=False)
+    text = console.export_text()
+    assert "no verdict:" in text and "experiment.baseline" in text and "--baseline" not in text

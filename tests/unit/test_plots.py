@@ -18,15 +18,16 @@ from matplotlib.text import Text
 
 from bench import report as tables
 from bench import stats
-from bench.report import analyze_results, build_figures
+from bench.report import analyze_results, build_figures, per_boot_frame
 from bench.report._plots import plot_boot_strip, plot_forest, plot_positions
 from bench.report._plots_runs import plot_output_identity, plot_timing, plot_variance
-from bench.stats import boot_metrics
+from bench.stats import Analysis
+from bench.stats.simulate import simulate_frames, simulate_results, simulated_manifest
 from bench.store import Results, load_results
 
 
 @pytest.fixture(scope="module")
-def loaded(sim_results_dir: Path) -> tuple[Results, dict[str, Any]]:
+def loaded(sim_results_dir: Path) -> tuple[Results, Analysis]:
     results = load_results(sim_results_dir)
     return results, analyze_results(results, n_resamples=200)
 
@@ -45,23 +46,28 @@ def _probe(arm: str, boot_id: str, pid: str, drafts: int, acc: list[int], sha: s
     }
 
 
-def test_boot_metrics_is_ratio_of_sums_within_each_boot() -> None:
-    # Prompt-weighted mean of ratios would give pos0 (1/10 + 9/10)/2 = 0.5; ratio of sums
-    # gives 10/20... choose unequal drafts so the two estimands differ.
-    probes = pd.DataFrame(
-        [
-            _probe("a", "a0", "p0", 10, [1, 0], "x"),
-            _probe("a", "a0", "p1", 30, [27, 9], "y"),
-            _probe("a", "a1", "p0", 5, [5, 5], "x"),
-        ]
-    )
-    boots = pd.DataFrame({"boot_id": ["a1", "a0"], "order": [0, 7]})
-    out = boot_metrics(probes, boots)
-    assert list(out["boot_id"]) == ["a1", "a0"]  # launch order, not boot number
-    a0 = out.set_index("boot_id").loc["a0"]
-    assert a0["acceptance_pos0"] == pytest.approx(28 / 40)  # not (0.1 + 0.9) / 2
-    assert a0["mean_accepted_length"] == pytest.approx(1 + 37 / 40)
-    assert a0["order"] == 7
+def test_per_boot_metrics_are_ratios_of_sums_within_each_boot() -> None:
+    # Prompt-weighted mean of ratios would give pos0 (1/10 + 27/30)/2 = 0.5; the ratio of
+    # sums gives 28/40: unequal drafts make the two estimands differ.
+    probes, boots = simulate_frames({"a": 0.0}, boots=2, prompts=2, seed=1)
+    cells = {
+        ("a__b000__a1", "p0000"): (10, [1, 0]),
+        ("a__b000__a1", "p0001"): (30, [27, 9]),
+        ("a__b001__a1", "p0000"): (5, [5, 5]),
+        ("a__b001__a1", "p0001"): (5, [4, 1]),
+    }
+    key = list(zip(probes["boot_id"], probes["probe_id"], strict=True))
+    probes["num_drafts"] = [cells[k][0] for k in key]
+    probes["accepted_per_pos"] = [cells[k][1] for k in key]
+    probes["num_accepted_tokens"] = [sum(cells[k][1]) for k in key]
+    boots["order"] = [7, 0]  # boot 1 launched first
+    analysis = stats.analyze(probes, boots, simulated_manifest({"a": 0.0}), n_resamples=0)
+    out = per_boot_frame(analysis)
+    assert list(out["boot_id"]) == ["a__b001__a1", "a__b000__a1"]  # launch order
+    b0 = out.set_index("boot_id").loc["a__b000__a1"]
+    assert b0["acceptance_pos0"] == pytest.approx(28 / 40)  # not (0.1 + 0.9) / 2
+    assert b0["mean_accepted_length"] == pytest.approx(1 + 37 / 40)
+    assert b0["order"] == 7 and b0["drafts"] == 40
 
 
 def test_output_identity_counts_differing_and_unstable_probes() -> None:
@@ -97,11 +103,10 @@ def _data_points(ax: Any) -> list[tuple[float, float]]:
 
 
 def test_strip_plot_draws_every_ok_boot_at_its_launch_order(
-    loaded: tuple[Results, dict[str, Any]],
+    loaded: tuple[Results, Analysis],
 ) -> None:
     results, analysis = loaded
-    per_boot = boot_metrics(results.probes, results.boots)
-    fig = plot_boot_strip(per_boot, analysis)
+    fig = plot_boot_strip(analysis)
     strip_pos0 = fig.axes[0]
     ok = results.ok_boots()
     assert len(_data_points(strip_pos0)) == len(ok) == 15
@@ -115,54 +120,75 @@ def test_strip_plot_draws_every_ok_boot_at_its_launch_order(
     spans = sorted((round(s[0][1], 9), round(s[1][1], 9)) for s in segments if len(s) == 2)
     want = sorted(
         (
-            round(a["metrics"]["acceptance_pos0"]["ci_low"], 9),
-            round(a["metrics"]["acceptance_pos0"]["ci_high"], 9),
+            round(a.metrics["acceptance_pos0"].ci_low or np.nan, 9),
+            round(a.metrics["acceptance_pos0"].ci_high or np.nan, 9),
         )
-        for a in analysis["arms"]
+        for a in analysis.arms
     )
     assert spans == want
 
 
-def test_forest_shows_each_verdict_and_the_margin_band(
-    loaded: tuple[Results, dict[str, Any]],
+def test_forest_shows_each_verdict_its_interval_and_the_margin_band(
+    loaded: tuple[Results, Analysis],
 ) -> None:
     _, analysis = loaded
     fig = plot_forest(analysis)
     for ax, metric in zip(fig.axes, ("acceptance_pos0", "mean_accepted_length"), strict=True):
-        comps = [c for c in analysis["comparisons"] if c["metric"] == metric]
+        comps = [c for c in analysis.comparisons if c.metric == metric]
         words = sorted(t.get_text() for t in ax.texts)
-        assert words == sorted(c["verdict"].replace("_", " ") for c in comps)
+        assert words == sorted(c.verdict.replace("_", " ") for c in comps)
         band = [p for p in ax.patches if isinstance(p, Rectangle) and p.get_width() > 0]
-        margin = comps[0]["margin"]
+        margin = comps[0].margin
         assert any(
             np.isclose(p.get_x(), -margin) and np.isclose(p.get_x() + p.get_width(), margin)
             for p in band
         )
+        # thick segments: the intervals the verdicts rest on; thin: the raw ones
+        segs: dict[float, list[tuple[float, float]]] = {1.0: [], 3.0: []}
+        for col in ax.collections:
+            if isinstance(col, LineCollection):
+                width = round(float(col.get_linewidth()[0]), 1)
+                segs[width] += [(round(s[0][0], 9), round(s[1][0], 9)) for s in col.get_segments()]
+        segs = {w: sorted(v) for w, v in segs.items()}
+        assert segs[3.0] == sorted(
+            (round(c.verdict_ci[0], 9), round(c.verdict_ci[1], 9)) for c in comps
+        )  # type: ignore[index]
+        assert segs[1.0] == sorted((round(c.ci_low, 9), round(c.ci_high, 9)) for c in comps)  # type: ignore[arg-type]
     # This simulated fix is a real gain: the figure must say so.
     assert "improved" in [t.get_text() for ax in fig.axes for t in ax.texts]
 
 
 def test_conditional_positions_match_direct_ratios(
-    loaded: tuple[Results, dict[str, Any]],
+    loaded: tuple[Results, Analysis],
 ) -> None:
     results, analysis = loaded
-    cond = stats.conditional_positions(results.probes, results.boots, results.arms(), 0.05)
     p = results.probes[results.probes["arm"] == "baseline"]
     acc = np.vstack(p["accepted_per_pos"].to_numpy()).sum(axis=0)
     want = [acc[0] / p["num_drafts"].sum()] + [acc[k] / acc[k - 1] for k in range(1, acc.size)]
-    got = cond[cond["arm"] == "baseline"].sort_values("position")
-    assert np.allclose(got["estimate"], want)
-    assert (got["ci_low"] < got["estimate"]).all() and (got["estimate"] < got["ci_high"]).all()
-    # Position 0 conditional equals the analysis' own cumulative estimate there.
-    base = next(a for a in analysis["arms"] if a["arm"] == "baseline")
-    assert got["estimate"].iloc[0] == pytest.approx(base["per_position"][0]["estimate"])
-    fig = plot_positions(analysis, cond)
+    base = analysis.arm("baseline")
+    assert base is not None
+    got = [pos.conditional for pos in base.per_position]
+    assert np.allclose(got, want)
+    for pos in base.per_position:
+        assert pos.conditional_ci_low < pos.conditional < pos.conditional_ci_high  # type: ignore[operator]
+    fig = plot_positions(analysis)
     for ax in fig.axes[:2]:
         assert {str(c.get_label()) for c in ax.containers} == set(results.arms())
 
 
+def test_one_speculative_token_figures(tmp_path: Path) -> None:
+    """K = 1: every figure renders; the position figure has one position."""
+    results = load_results(simulate_results(tmp_path / "k1", {"a": 0.0, "b": 0.2}, positions=1))
+    analysis = analyze_results(results, n_resamples=0)
+    figures = build_figures(results, analysis)
+    pos = figures["fig3_positions"]
+    assert [list(ax.get_xticks()) for ax in pos.axes[:2]] == [[0.0], [0.0]]
+    for name, fig in figures.items():
+        assert _overlaps(fig) == [], name
+
+
 def test_timing_marks_and_lists_failed_attempts(
-    loaded: tuple[Results, dict[str, Any]],
+    loaded: tuple[Results, Analysis],
 ) -> None:
     results, _ = loaded
     fig = plot_timing(results.boots, results.arms())
@@ -199,7 +225,7 @@ def _overlaps(fig: Figure) -> list[tuple[str, str]]:
 
 
 def test_figures_have_no_overlapping_text_and_leave_pyplot_alone(
-    loaded: tuple[Results, dict[str, Any]],
+    loaded: tuple[Results, Analysis],
 ) -> None:
     import matplotlib.pyplot as plt
 
@@ -230,11 +256,12 @@ def test_figures_have_no_overlapping_text_and_leave_pyplot_alone(
     assert "probes (count)" in labels["fig6_identity"]
 
 
-def test_identity_figure_and_variance_figure_degrade_without_data() -> None:
+def test_identity_figure_and_variance_figure_degrade_without_data(tmp_path: Path) -> None:
     empty_identity = tables.output_identity(pd.DataFrame(), "a", ["a"])
     fig = plot_output_identity(empty_identity)
     assert "nothing to compare" in " ".join(t.get_text() for t in fig.axes[0].texts)
-    fig = plot_variance(tables.variance_table({}), {"arms": [], "comparisons": []})
+    one = analyze_results(load_results(simulate_results(tmp_path / "one", {"a": 0.0}, boots=1)))
+    fig = plot_variance(tables.variance_table(one), one)
     assert "not available" in " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
 
 

@@ -149,3 +149,56 @@ def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
     md = page.with_name("report.md").read_text()
     assert "| b | acceptance_pos0 | — [—, —] |" in md and "| inconclusive |" in md
     assert "0 failed boot attempt(s)" in md
+
+
+def test_each_verdict_shows_the_interval_it_rests_on_beside_the_raw_one(rendered: Path) -> None:
+    md = (rendered / "report.md").read_text()
+    analysis = json.loads((rendered / "analysis.json").read_text())
+    header = next(line for line in md.splitlines() if line.startswith("| arm | metric |"))
+    assert "difference [raw 95% CI]" in header and "verdict interval" in header
+    for c in analysis["comparisons"]:
+        row = next(
+            line for line in md.splitlines() if line.startswith(f"| {c['arm']} | {c['metric']} |")
+        )
+        lo, hi = c["verdict_ci"]
+        assert (
+            f"[{lo:+.4f}, {hi:+.4f}]" in row and f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]" in row
+        )
+        kind = "TOST" if c["verdict"] == "equivalent" else "Holm"
+        assert f"{kind} interval" in row
+
+
+def test_one_speculative_token_report(tmp_path: Path) -> None:
+    results = simulate_results(
+        tmp_path / "k1", {"a": 0.0, "b": 0.2}, boots=3, prompts=20, positions=1
+    )
+    page = render_report(results, n_resamples=0)
+    assert {p.name for p in page.parent.iterdir()} == FILES
+    analysis = json.loads(page.with_name("analysis.json").read_text())
+    assert [len(a["per_position"]) for a in analysis["arms"]] == [1, 1]
+
+
+def test_end_of_run_falls_back_to_pooled_numbers_labelled_not_a_verdict(tmp_path: Path) -> None:
+    """A boot without drafts makes the analysis refuse the data; run-ab's end still shows
+    the pooled ratios of the boots' /metrics deltas, and says they are not a verdict."""
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from rich.console import Console
+
+    from bench.report import print_end
+
+    root = simulate_results(tmp_path / "z", {"a": 0.0, "b": 0.0}, boots=2, prompts=5)
+    path = root / "probes" / "b__b001__a1.parquet"
+    rows = pq.read_table(path).to_pylist()
+    for r in rows:
+        r.update(num_drafts=0, num_accepted_tokens=0, accepted_per_pos=[0, 0, 0, 0])
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
+    console = Console(record=True, width=200)
+    assert print_end(root, console, per_node={}, report=True) is None
+    text = console.export_text()
+    assert "no verdict:" in text and "zero drafts" in text and "NOT A VERDICT" in text
+    ok = pd.concat(pd.read_parquet(p) for p in sorted((root / "boots").glob("a__*.parquet")))
+    pos0 = sum(int(x[0]) for x in ok["accepted_per_pos"]) / ok["num_drafts"].sum()
+    assert f"{pos0:.4f}" in text  # arm a's pooled pos0, from its boot rows
+    assert not (root / "report").exists()

@@ -79,3 +79,32 @@ def test_unequal_boot_counts(tmp_path: Path, boots: dict[str, int]) -> None:
     r = load_results(simulate_results(tmp_path / "u", {"a": 0.0, "b": 0.0}, boots=boots))
     assert r.boots.groupby("arm").size().to_dict() == boots
     assert list(r.boots["order"]) == sorted(r.boots["order"])
+
+
+def test_departures_from_the_base_model_are_what_they_say() -> None:
+    """Unequal work per boot, one 20x boot, heavy-tailed boot effects, unequal variances."""
+    rng = np.random.default_rng(3)
+    base, _ = simulate_boot_totals(rng, [0.0], 6, 50, SimParams(), replicates=200)
+    out, _ = simulate_boot_totals(rng, [0.0], 6, 50, SimParams(work_outlier=20.0), replicates=200)
+    ratio = out[:, 0, 0] / out[:, 0, 1:].mean(axis=1)
+    assert 15 < np.median(ratio) < 25  # boot 0 carries ~20x the drafts
+    assert np.median(base[:, 0, 0] / base[:, 0, 1:].mean(axis=1)) == pytest.approx(1, abs=0.05)
+    spread, _ = simulate_boot_totals(rng, [0.0], 6, 50, SimParams(work_sigma=1.5), replicates=200)
+    log_sd = np.log(spread[:, 0]).std(axis=1, ddof=1).mean()
+    assert 1.2 < log_sd < 1.8
+    # Boot effects: Student t3 keeps the SD but has heavier tails than the normal.
+    from scipy import stats as st
+
+    from bench.stats._simmodel import _boot_effects
+
+    t3 = _boot_effects(rng, SimParams(boot_df=3.0), (1, 1, 200_000)).ravel()
+    normal = _boot_effects(rng, SimParams(), (1, 1, 200_000)).ravel()
+    assert t3.std() == pytest.approx(0.03, rel=0.1) and normal.std() == pytest.approx(
+        0.03, rel=0.02
+    )
+    assert st.kurtosis(t3) > 3 and abs(st.kurtosis(normal)) < 0.1
+    d, a = simulate_boot_totals(
+        rng, [0.0, 0.0], 40, 100, SimParams(arm_boot_scale=(1.0, 4.0)), replicates=20
+    )
+    sd = (a[..., 0] / d).std(axis=-1, ddof=1).mean(axis=0)
+    assert sd[1] > 2 * sd[0]

@@ -16,13 +16,12 @@ from bench.errors import SpecabError
 from bench.records import boot_file_stem
 from bench.stats._core import (
     VERDICTS,
-    arm_stats,
     boots_needed,
-    compare,
     holm,
     mde,
     verdict_codes,
 )
+from bench.stats._family import estimate, family
 from bench.stats._resample import permutation_test
 from bench.stats._sequential import obf_boundaries
 from bench.stats.simulate import (
@@ -45,8 +44,10 @@ DESIGN_COMPARISON = {
 
 
 def _analyze(root: Path, **opts: object) -> dict:  # type: ignore[type-arg]
+    """The analysis as `analyze --json` prints it."""
     r = load_results(root)
-    return stats.analyze(r.probes, r.boots, r.manifest, n_resamples=2000, **opts)  # type: ignore[arg-type]
+    out = stats.analyze(r.probes, r.boots, r.manifest, n_resamples=2000, **opts)  # type: ignore[arg-type]
+    return out.to_json()
 
 
 @pytest.fixture(scope="module")
@@ -89,11 +90,26 @@ def test_json_follows_design_contract(three_arms: Path) -> None:
     assert {c["verdict"] for c in fix} == {"improved"}  # a large true effect
 
 
+def _boot_sums(root: Path) -> pd.DataFrame:
+    r = load_results(root)
+    pr = r.probes.assign(a0=r.probes["accepted_per_pos"].map(lambda x: float(x[0])))
+    return pr.groupby(["arm", "boot"])[["a0", "num_drafts", "num_accepted_tokens"]].sum()
+
+
+def _jackknife(num: np.ndarray, den: np.ndarray) -> tuple[float, float, float]:
+    """Ratio of sums, delete-one-boot jackknife SE and min(B, B_eff) - 1, by loops."""
+    b = len(num)
+    loo = [(num.sum() - num[i]) / (den.sum() - den[i]) for i in range(b)]
+    mean = sum(loo) / b
+    se = np.sqrt((b - 1) / b * sum((x - mean) ** 2 for x in loo))
+    b_eff = den.sum() ** 2 / (den**2).sum()
+    return num.sum() / den.sum(), float(se), min(b, b_eff) - 1
+
+
 def test_estimates_are_ratio_of_sums_and_welch(three_arms: Path) -> None:
-    r = load_results(three_arms)
+    """Recomputed by hand: ratio of sums, jackknife SE per arm, Welch-Satterthwaite df."""
     out = _analyze(three_arms)
-    pr = r.probes.assign(a0=r.probes["accepted_per_pos"].map(lambda x: int(x[0])))
-    sums = pr.groupby(["arm", "boot"])[["a0", "num_drafts", "num_accepted_tokens"]].sum()
+    sums = _boot_sums(three_arms)
     base, fix = sums.loc["base"], sums.loc["fix"]
     pos0 = out["arms"][0]["metrics"]["acceptance_pos0"]
     assert pos0["estimate"] == pytest.approx(base["a0"].sum() / base["num_drafts"].sum())
@@ -101,39 +117,55 @@ def test_estimates_are_ratio_of_sums_and_welch(three_arms: Path) -> None:
     assert length["estimate"] == pytest.approx(
         1 + base["num_accepted_tokens"].sum() / base["num_drafts"].sum()
     )
-
-    # Welch on linearized boot values, checked against scipy's Welch t-test on z-values.
-    def z(s: pd.DataFrame) -> np.ndarray:
-        ratio = s["a0"].sum() / s["num_drafts"].sum()
-        lin = (s["a0"] - ratio * s["num_drafts"]) / s["num_drafts"].mean()
-        return (ratio + lin).to_numpy()  # z-values are centred; add the arm's estimate
-
+    ri, sei, dfi = _jackknife(base["a0"].to_numpy(), base["num_drafts"].to_numpy())
+    rj, sej, dfj = _jackknife(fix["a0"].to_numpy(), fix["num_drafts"].to_numpy())
+    assert pos0["se"] == pytest.approx(sei, rel=1e-9) and pos0["df"] == pytest.approx(dfi)
     c = out["comparisons"][0]
     assert (c["arm"], c["metric"]) == ("fix", "acceptance_pos0")
-    diff = fix["a0"].sum() / fix["num_drafts"].sum() - base["a0"].sum() / base["num_drafts"].sum()
-    assert c["difference"] == pytest.approx(diff)
-    t = st.ttest_ind(z(fix), z(base), equal_var=False)
-    assert c["p_value"] == pytest.approx(t.pvalue, rel=1e-9)
+    se = np.hypot(sei, sej)
+    df = se**4 / (sei**4 / dfi + sej**4 / dfj)
+    assert c["difference"] == pytest.approx(rj - ri)
+    assert c["se"] == pytest.approx(se, rel=1e-9) and c["df"] == pytest.approx(df, rel=1e-9)
+    assert c["p_value"] == pytest.approx(2 * st.t.sf(abs(rj - ri) / se, df), rel=1e-9)
+    half = st.t.ppf(0.975, df) * se
+    assert [c["ci_low"], c["ci_high"]] == pytest.approx([rj - ri - half, rj - ri + half])
+
+
+def test_jackknife_equals_linearized_se_with_equal_work() -> None:
+    """With equal drafts per boot the jackknife SE is the linearized one (STATISTICS.md)."""
+    den = np.full(4, 1000.0)
+    num = np.array([700.0, 712, 695, 705])
+    ratio = num.sum() / den.sum()
+    z = (num - ratio * den) / den.mean()
+    e = estimate(num, den)
+    assert float(e.se) == pytest.approx(z.std(ddof=1) / 2, rel=1e-12)
+    assert float(e.df) == pytest.approx(3.0) and float(e.b_eff) == pytest.approx(4.0)
 
 
 def test_analyze_agrees_with_vectorized_core(three_arms: Path) -> None:
-    """Calibration runs the core on arrays; analyze must give identical numbers."""
+    """Calibration runs estimate + family on arrays; analyze must give identical numbers."""
     out = _analyze(three_arms)
-    r = load_results(three_arms)
-    pr = r.probes.assign(a0=r.probes["accepted_per_pos"].map(lambda x: float(x[0])))
-    s = pr.groupby(["arm", "boot"])[["a0", "num_drafts"]].sum()
-    ri, sei, _, dfi = arm_stats(
-        s.loc["base", "a0"].to_numpy(), s.loc["base", "num_drafts"].to_numpy()
-    )
-    rj, sej, _, dfj = arm_stats(
-        s.loc["same", "a0"].to_numpy(), s.loc["same", "num_drafts"].to_numpy()
-    )
-    core = compare(ri, sei, dfi, rj, sej, dfj, 0.05)
-    c = next(
-        c for c in out["comparisons"] if c["arm"] == "same" and c["metric"] == "acceptance_pos0"
-    )
-    assert (c["ci_low"], c["ci_high"]) == pytest.approx((float(core["lo"]), float(core["hi"])))
-    assert c["tost_ci"] == pytest.approx([float(core["lo2"]), float(core["hi2"])])
+    s = _boot_sums(three_arms)
+    est = {
+        a: {
+            "acceptance_pos0": estimate(
+                s.loc[a, "a0"].to_numpy(), s.loc[a, "num_drafts"].to_numpy()
+            ),
+            "mean_accepted_length": estimate(
+                s.loc[a, "num_accepted_tokens"].to_numpy(), s.loc[a, "num_drafts"].to_numpy()
+            ),
+        }
+        for a in ("base", "fix", "same")
+    }
+    margins = {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
+    pairs = [(est["base"][m], est[a][m], margins[m]) for a in ("fix", "same") for m in margins]
+    f = family(pairs, 0.05)
+    for i, c in enumerate(out["comparisons"]):
+        assert (c["ci_low"], c["ci_high"]) == pytest.approx((float(f.lo[i]), float(f.hi[i])))
+        assert c["tost_ci"] == pytest.approx([float(f.lo2[i]), float(f.hi2[i])])
+        assert c["verdict_ci"] == pytest.approx([float(f.v_lo[i]), float(f.v_hi[i])])
+        assert c["p_adjusted"] == pytest.approx(float(f.p_adj[i]))
+        assert c["verdict"] == VERDICTS[int(f.code[i])]
 
 
 def test_unreplicated_is_inconclusive_unless_prior(tmp_path: Path) -> None:
@@ -145,38 +177,45 @@ def test_unreplicated_is_inconclusive_unless_prior(tmp_path: Path) -> None:
         assert "unreplicated" in c["why"]
     assert out["arms"][0]["metrics"]["acceptance_pos0"]["between_boot_sd"] is None
     prior = {"acceptance_pos0": 0.008, "mean_accepted_length": 0.038}
-    out = _analyze(root, prior_between_boot_sd=prior)
+    out = _analyze(root, prior=stats.Prior.from_values(prior, df=4))
     for c in out["comparisons"]:
         assert c["method"] == "welch_prior_sd" and c["ci_low"] is not None
         se = np.hypot(prior[c["metric"]], prior[c["metric"]])
-        assert c["ci_high"] - c["ci_low"] == pytest.approx(2 * st.norm.ppf(0.975) * se)
+        # The prior's 4 df on each side: Welch gives 8, a t quantile, not the normal one.
+        assert c["df"] == pytest.approx(8.0)
+        assert c["ci_high"] - c["ci_low"] == pytest.approx(2 * st.t.ppf(0.975, 8) * se)
     # delta 0.5 on the logit scale is a big effect: the prior makes it decidable
     assert {c["verdict"] for c in out["comparisons"]} == {"improved"}
 
 
-def _identical_boots(tmp_path: Path, shift: int) -> Path:
+def _identical_boots(tmp_path: Path, shift: int, boots: int = 3) -> Path:
     """Greedy, deterministic kernels: every boot of an arm has identical counts."""
-    run = simulate_run({"a": 0.0, "b": 0.0}, boots=3, prompts=50, seed=3)
+    run = simulate_run({"a": 0.0, "b": 0.0}, boots=boots, prompts=50, seed=3)
     first = run.probes[run.probes["boot"] == 0]
     rows = []
     for arm in ("a", "b"):
-        for b in range(3):
+        for b in range(boots):
             rows.append(
                 first[first["arm"] == "a"].assign(
                     arm=arm, boot=b, boot_id=boot_file_stem(arm, b, 1)
                 )
             )
     probes = pd.concat(rows, ignore_index=True)
-    bmask = probes["arm"] == "b"
+    # +shift accepted at position 0 wherever a probe has room for it (A_0 < drafts)
+    first_pos = np.array([x[0] for x in probes["accepted_per_pos"]])
+    room = first_pos < probes["num_drafts"].to_numpy()
+    bmask = (probes["arm"] == "b").to_numpy() & room
     probes.loc[bmask, "accepted_per_pos"] = probes.loc[bmask, "accepted_per_pos"].map(
         lambda x: [x[0] + shift, *x[1:]]
     )
     probes.loc[bmask, "num_accepted_tokens"] += shift
     from bench.store import ResultsWriter
 
-    w = ResultsWriter.create(tmp_path / f"det{shift}", simulated_manifest({"a": 0, "b": 0}))
-    SimRun(probes, run.boots).write(w)
-    return tmp_path / f"det{shift}"
+    root = tmp_path / f"det{shift}-{boots}"
+    SimRun(probes, run.boots).write(
+        ResultsWriter.create(root, simulated_manifest({"a": 0, "b": 0}))
+    )
+    return root
 
 
 def test_identical_boots_are_deterministic_not_infinitely_significant(tmp_path: Path) -> None:
@@ -185,13 +224,19 @@ def test_identical_boots_are_deterministic_not_infinitely_significant(tmp_path: 
     assert c["deterministic"] and c["difference"] == 0 and c["p_value"] is None
     assert c["verdict"] == "equivalent" and "deterministic" in c["why"]
     assert any("deterministic" in n for n in out["notes"])
-    out = _analyze(_identical_boots(tmp_path, 1))  # +1 accepted at pos0 on each of 50 prompts
+    out = _analyze(_identical_boots(tmp_path, 1))  # +1 accepted at pos0 where there is room
     c = out["comparisons"][0]
-    r = load_results(tmp_path / "det1")
-    drafts = r.probes[r.probes["boot_id"] == "b__b000__a1"]["num_drafts"].sum()
-    assert c["difference"] == pytest.approx(50 / drafts)  # the exact difference
+    r = load_results(tmp_path / "det1-3")
+    b0 = r.probes[r.probes["boot_id"] == "b__b000__a1"]
+    a0 = r.probes[r.probes["boot_id"] == "a__b000__a1"]
+    shifted = int(
+        (b0["num_accepted_tokens"].to_numpy() - a0["num_accepted_tokens"].to_numpy()).sum()
+    )
+    assert shifted > 30
+    drafts = b0["num_drafts"].sum()
+    assert c["difference"] == pytest.approx(shifted / drafts)  # the exact difference
     assert c["ci_low"] == c["ci_high"] == c["difference"] and c["p_value"] is None
-    assert c["verdict"] == ("improved" if 50 / drafts > 0.005 else "equivalent")
+    assert c["verdict"] == ("improved" if shifted / drafts > 0.005 else "equivalent")
     json.dumps(out, allow_nan=False)
 
 
@@ -207,18 +252,41 @@ def test_zero_draft_boot_is_an_error(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     "opts,field",
     [
-        ({"baseline": "nope"}, "--baseline"),
-        ({"alpha": 0.6}, "--alpha"),
-        ({"alpha": 0.0}, "--alpha"),
-        ({"margin_pos0": -1.0}, "--margin-pos0"),
-        ({"looks": [6, 3]}, "--looks"),
-        ({"prior_between_boot_sd": -0.1}, "--prior-between-boot-sd"),
+        ({"baseline": "nope"}, "baseline"),
+        ({"alpha": 0.6}, "alpha"),
+        ({"alpha": 0.0}, "alpha"),
+        ({"margin_pos0": -1.0}, "margins.acceptance_pos0"),
+        ({"looks": [6, 3]}, "looks"),
     ],
 )
-def test_bad_options_are_user_errors(three_arms: Path, opts: dict, field: str) -> None:  # type: ignore[type-arg]
+def test_bad_options_are_user_errors_with_neutral_names(
+    three_arms: Path,
+    opts: dict,  # type: ignore[type-arg]
+    field: str,
+) -> None:
+    """Statistics name the setting, not a command-line flag (bench.commands maps them)."""
     with pytest.raises(SpecabError) as exc:
         _analyze(three_arms, **opts)
-    assert exc.value.field == field and exc.value.fix
+    assert exc.value.field == field and exc.value.fix and "--" not in exc.value.one_line()
+
+
+def test_bad_manifest_settings_name_the_manifest_field(three_arms: Path) -> None:
+    r = load_results(three_arms)
+    manifest = {**r.manifest, "baseline": "gone"}
+    with pytest.raises(SpecabError) as exc:
+        stats.analyze(r.probes, r.boots, manifest, n_resamples=0, source=str(three_arms))
+    assert exc.value.field == "experiment.baseline"
+    assert exc.value.file is not None and exc.value.file.endswith("manifest.json")
+
+
+@pytest.mark.parametrize(
+    "sd,df,field",
+    [(-0.1, 4, "prior.between_boot_sd"), (0.008, None, "prior.df"), (0.008, 0, "prior.df")],
+)
+def test_prior_needs_a_valid_sd_and_its_df(sd: float, df: float | None, field: str) -> None:
+    with pytest.raises(SpecabError) as exc:
+        stats.Prior.from_values(sd, df)
+    assert exc.value.field == field
 
 
 def test_verdict_rules() -> None:
@@ -263,30 +331,34 @@ def test_permutation_minimum_p_is_stated() -> None:
         np.array([700.0, 702, 701, 699]), den, np.array([800.0, 801, 799, 802]), den, 10_000, rng
     )
     assert exact and pmin == pytest.approx(2 / comb(8, 4)) and p == pytest.approx(pmin)
-    p, pmin, exact = permutation_test(
-        rng.normal(700, 5, 10),
-        np.full(10, 1e3),
-        rng.normal(700, 5, 10),
-        np.full(10, 1e3),
-        5000,
-        rng,
-    )
-    assert not exact and pmin == pytest.approx(1 / 5001) and 0 < p <= 1
+    # Monte Carlo when relabelings outnumber the resamples: it estimates the exact p.
+    num_i, num_j = rng.normal(700, 5, 6), rng.normal(705, 5, 6)
+    den = np.full(6, 1e3)
+    exact_p, _, is_exact = permutation_test(num_i, den, num_j, den, 10_000, rng)
+    p, pmin, exact = permutation_test(num_i, den, num_j, den, 500, rng)  # C(12, 6) = 924
+    assert is_exact and not exact and pmin == pytest.approx(1 / 501)
+    assert abs(p - exact_p) <= 4 * np.sqrt(exact_p * (1 - exact_p) / 500) + 1 / 501
+    assert 0.001 < exact_p < 0.5  # a case where the estimate has something to estimate
 
 
-def test_obrien_fleming_boundaries() -> None:
-    z, nominal = obf_boundaries((3, 6, 10), 0.05)
-    assert z[0] > z[1] > z[2] > 1.96
-    # the first look spends alpha(t) = 2 - 2 Phi(z_{.975}/sqrt t) exactly
-    spent = 2 - 2 * st.norm.cdf(st.norm.ppf(0.975) / np.sqrt(0.3))
-    assert z[0] == pytest.approx(st.norm.isf(spent / 2), abs=0.03)
-    # total crossing probability under H0 (fresh simulation) equals alpha
-    rng = np.random.default_rng(99)
-    t = np.array([0.3, 0.6, 1.0])
-    w = np.cumsum(rng.standard_normal((400_000, 3)) * np.sqrt(np.diff(t, prepend=0)), axis=1)
-    crossed = (np.abs(w / np.sqrt(t)) >= np.array(z)).any(axis=1).mean()
-    assert crossed == pytest.approx(0.05, abs=0.002)
-    assert all(a < 0.05 for a in nominal)
+def test_obrien_fleming_boundaries_are_exact() -> None:
+    """Closed form at the first look; every look spends exactly alpha(t_i) - alpha(t_{i-1}),
+    checked with scipy's multivariate normal CDF (an independent method)."""
+    from scipy.stats import multivariate_normal
+
+    z, nominal = obf_boundaries((2, 4, 6, 8), 0.05)
+    assert z[0] == pytest.approx(st.norm.ppf(0.975) / np.sqrt(0.25), abs=1e-9)  # 3.920
+    assert round(z[0], 3) == 3.920
+    assert z[0] > z[1] > z[2] > z[3] > 1.96 and all(a < 0.05 for a in nominal)
+    t = np.array([0.25, 0.5, 0.75, 1.0])
+    spent = 2 - 2 * st.norm.cdf(st.norm.ppf(0.975) / np.sqrt(t))
+    for i in range(2, 5):
+        cov = np.sqrt(np.minimum.outer(t[:i], t[:i]) / np.maximum.outer(t[:i], t[:i]))
+        inside = multivariate_normal(np.zeros(i), cov).cdf(
+            np.array(z[:i]), lower_limit=-np.array(z[:i]), rng=np.random.default_rng(0)
+        )
+        assert 1 - inside == pytest.approx(spent[i - 1], abs=5e-5)
+    assert 1 - inside == pytest.approx(0.05, abs=5e-5)
 
 
 def test_decide_reports_stop_or_continue(tmp_path: Path) -> None:
@@ -294,7 +366,7 @@ def test_decide_reports_stop_or_continue(tmp_path: Path) -> None:
     r = load_results(root)
     d = stats.decide(r.probes, r.boots, r.manifest)  # looks from the manifest
     assert d.look == 1 and d.boots_per_arm == 4 and d.looks == (3, 6, 10)
-    assert d.action == "stop" and {c["status"] for c in d.comparisons} == {"difference"}
+    assert d.action == "stop" and {c.status for c in d.comparisons} == {"difference"}
     close = simulate_results(tmp_path / "c", {"a": 0.0, "b": 0.0}, boots=2)
     r = load_results(close)
     d = stats.decide(r.probes, r.boots, r.manifest, [3, 6, 10])
@@ -303,13 +375,22 @@ def test_decide_reports_stop_or_continue(tmp_path: Path) -> None:
     assert out["sequential"]["action"] == "stop"
 
 
-def test_split_arm_counts_false_claims(three_arms: Path) -> None:
-    r = load_results(three_arms)
-    res = stats.split_arm(r.probes, r.boots, r.manifest, "base")
-    assert res["splits"] == comb(6, 3) // 2 and res["exhaustive"]
-    assert 0.0 <= res["any_claimed_rate"] <= 1.0
+def test_split_arm_finds_drift_and_not_identical_boots(tmp_path: Path) -> None:
+    """Boots 0-2 and 3-5 of one arm differ a lot (drift): the one split that separates them
+    claims a difference, so at least 1 of the 10 splits does; identical boots never claim."""
+    run = simulate_run({"a": 0.0, "b": 0.6}, boots=3, prompts=40, seed=4)
+    moved = run.probes[run.probes["arm"] == "b"].assign(arm="a", boot=lambda d: d["boot"] + 3)
+    moved["boot_id"] = [boot_file_stem("a", b, 1) for b in moved["boot"]]
+    probes = pd.concat([run.probes[run.probes["arm"] == "a"], moved], ignore_index=True)
+    boots = simulate_frames({"a": 0.0}, boots=6, prompts=40)[1]
+    drift = stats.split_arm(probes, boots, simulated_manifest({"a": 0.0}), "a")
+    assert drift["splits"] == comb(6, 3) // 2 and drift["exhaustive"]
+    assert drift["any_claimed_rate"] >= 0.1
+    r = load_results(_identical_boots(tmp_path, 0, boots=4))
+    same = stats.split_arm(r.probes, r.boots, r.manifest, "a")
+    assert same["any_claimed_rate"] == 0.0
     with pytest.raises(SpecabError, match="at least 4"):
-        small = simulate_results(three_arms.parent / "small", {"a": 0.0}, boots=3)
+        small = simulate_results(tmp_path / "small", {"a": 0.0}, boots=3)
         rs = load_results(small)
         stats.split_arm(rs.probes, rs.boots, rs.manifest, "a")
 
@@ -331,7 +412,8 @@ def test_variance_components_recover_the_model(tmp_path: Path) -> None:
 def test_arm_without_ok_boots_is_reported_not_crashed(tmp_path: Path) -> None:
     probes, boots = simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=30)
     boots.loc[boots["arm"] == "b", ["status", "error"]] = ["failed", "server died"]
-    out = stats.analyze(probes, boots, simulated_manifest({"a": 0.0, "b": 0.0}), n_resamples=200)
+    res = stats.analyze(probes, boots, simulated_manifest({"a": 0.0, "b": 0.0}), n_resamples=200)
+    out = res.to_json()
     json.dumps(out, allow_nan=False)
     b = out["arms"][1]
     assert b["boots"] == 0 and b["failed_boots"] == 3 and b["per_position"] == []

@@ -206,3 +206,75 @@ def test_written_files_follow_the_umask(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "x.bin").stat().st_mode) == 0o640
     boot = next((tmp_path / "exp" / "boots").glob("*.parquet"))
     assert stat.S_IMODE(boot.stat().st_mode) == 0o666 & ~old
+
+
+def _write_probe_edit(tmp_path: Path, **edits: object) -> Path:
+    """A results dir whose probe row p1 of boot a/0 carries `edits` (rewritten with pyarrow,
+    as another tool would write it)."""
+    w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
+    w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
+    path = tmp_path / "exp" / "probes" / "a__b000__a1.parquet"
+    rows = pq.read_table(path).to_pylist()
+    rows[1].update(edits)
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "edits,field,what",
+    [
+        ({"num_drafts": None}, "probes.num_drafts", "null is not a count"),
+        ({"num_drafts": -3}, "probes.num_drafts", "-3 is not a count"),
+        ({"accepted_per_pos": None}, "probes.accepted_per_pos", "missing, expected 2"),
+        ({"accepted_per_pos": [4, 2, 1]}, "probes.accepted_per_pos", "of length 3, expected 2"),
+        ({"accepted_per_pos": [4, None]}, "probes.accepted_per_pos", "null or negative"),
+        (
+            {"accepted_per_pos": [6, 0], "num_accepted_tokens": 6},
+            "probes.accepted_per_pos",
+            "A_0 exceeds num_drafts",
+        ),
+        ({"accepted_per_pos": [2, 4]}, "probes.accepted_per_pos", "A_k exceeds A_(k-1)"),
+        ({"num_accepted_tokens": 7}, "probes.accepted_per_pos", "differs from num_accepted"),
+    ],
+)
+def test_bad_counts_are_refused_at_load_naming_file_boot_probe_and_field(
+    tmp_path: Path, edits: dict[str, object], field: str, what: str
+) -> None:
+    """A null count once relabelled an arm unreplicated, a NaN in accepted_per_pos gave a
+    traceback and a null list counted as zero accepted: now one line, exit 2."""
+    path = _write_probe_edit(tmp_path, **edits)
+    with pytest.raises(SpecabError) as exc:
+        store.load_results(tmp_path / "exp")
+    msg = exc.value.one_line()
+    assert exc.value.file == str(path) and exc.value.field == field
+    assert "boot a__b000__a1 probe code/p1" in msg and what in msg and "\n" not in msg
+
+
+def test_ok_boot_row_with_null_counts_is_refused(tmp_path: Path) -> None:
+    w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
+    w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
+    path = tmp_path / "exp" / "boots" / "a__b000__a1.parquet"
+    rows = pq.read_table(path).to_pylist()
+    rows[0]["num_drafts"] = None
+    pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
+    with pytest.raises(
+        SpecabError, match=r"boots\.num_drafts: boot a__b000__a1: null is not a count"
+    ):
+        store.load_results(tmp_path / "exp")
+
+
+def test_files_written_by_another_tool_without_specab_metadata_load(tmp_path: Path) -> None:
+    """DESIGN.md's contract columns only, no specab key in the Parquet metadata: the
+    manifest's schema_version governs; additive columns come back as nulls."""
+    w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
+    w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
+    for sub in ("boots", "probes"):
+        path = next((tmp_path / "exp" / sub).glob("*.parquet"))
+        table = pq.read_table(path).replace_schema_metadata(None)
+        if sub == "boots":
+            table = table.drop_columns(["engine_seed", "compile_cache"])
+        assert table.schema.metadata is None
+        pq.write_table(table, path)
+    res = store.load_results(tmp_path / "exp")
+    assert len(res.boots) == 1 and len(res.probes) == 2
+    assert res.boots["engine_seed"].isna().all() and res.boots["compile_cache"].isna().all()

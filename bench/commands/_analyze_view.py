@@ -1,0 +1,127 @@
+"""What `specab analyze` and `specab plan` print for people (rich tables); the numbers come
+from `bench.stats`, the verdict table from `bench.report`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from bench.report import METRIC_SHORT as METRIC_LABEL
+from bench.report import verdict_interval
+from bench.stats import Analysis, MetricEstimate
+
+
+def _ci(est: float | None, lo: float | None, hi: float | None, digits: int = 4) -> str:
+    if est is None:
+        return "-"
+    if lo is None or hi is None:
+        return f"{est:.{digits}f} [n/a]"
+    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _m(m: MetricEstimate) -> str:
+    return _ci(m.estimate, m.ci_low, m.ci_high)
+
+
+def _num(x: float | None, spec: str = ".3g") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def render(result: Analysis, out: Console) -> None:
+    """The human view of an analysis: arms, comparisons with why, notes."""
+    m = result.margins
+    out.print(
+        f"[bold]{result.experiment}[/bold]  baseline: {result.baseline}  alpha: "
+        f"{result.alpha}  margins: pos0 ±{m['acceptance_pos0']}, mean length "
+        f"±{m['mean_accepted_length']}"
+    )
+    arms = Table(title="Arms (ratio of sums over ok boots; t interval over boots)")
+    for col in ("arm", "boots", "failed", "B_eff", "pos0", "sd", "mean length", "sd"):
+        arms.add_column(col, justify="left" if col in ("arm", "pos0", "mean length") else "right")
+    for a in result.arms:
+        p0, ml = a.metrics["acceptance_pos0"], a.metrics["mean_accepted_length"]
+        arms.add_row(
+            a.arm,
+            str(a.boots),
+            str(a.failed_boots),
+            _num(a.effective_boots, ".1f"),
+            _m(p0),
+            _num(p0.between_boot_sd, ".4f"),
+            _m(ml),
+            _num(ml.between_boot_sd, ".4f"),
+        )
+    out.print(arms)
+    comps = Table(title="Each arm vs baseline (Welch on boot values; Holm across the family)")
+    for col in ("arm", "metric", "difference [raw CI]", "verdict interval", "p", "p Holm"):
+        comps.add_column(escape(col))  # "[raw CI]" is not rich markup
+    comps.add_column("verdict")
+    for c in result.comparisons:
+        comps.add_row(
+            f"{c.arm} vs {c.baseline}",
+            METRIC_LABEL.get(c.metric, c.metric),
+            _ci(c.difference, c.ci_low, c.ci_high),
+            verdict_interval(c),
+            _num(c.p_value),
+            _num(c.p_adjusted),
+            c.verdict,
+        )
+    out.print(comps)
+    for c in result.comparisons:
+        out.print(f"- {c.arm} {METRIC_LABEL.get(c.metric, c.metric)}: {c.verdict}: {c.why}")
+        extra = []
+        if c.permutation_p is not None:
+            extra.append(
+                f"permutation p {c.permutation_p:.3g} (min attainable {c.permutation_min_p:.3g})"
+            )
+        lo, hi = c.new_prompts_ci or (None, None)
+        if lo is not None and hi is not None:
+            extra.append(f"on new prompts [{lo:+.4f}, {hi:+.4f}]")
+        if extra:
+            out.print("    " + "; ".join(extra))
+    if result.sequential:
+        out.print(
+            f"sequential: [bold]{result.sequential.action}[/bold]: {result.sequential.reason}"
+        )
+    for note in result.notes:
+        out.print(f"note: {note}", markup=False)
+
+
+def render_split(split: dict[str, Any], out: Console) -> None:
+    out.print(
+        f"split-arm {split['arm']} ({split['boots']} boots, {split['splits']} splits"
+        f"{'' if split['exhaustive'] else ', sampled'}): a difference was claimed in "
+        f"{split['any_claimed_rate']:.1%} of splits (pos0 "
+        f"{split['claimed_rate']['acceptance_pos0']:.1%}, mean length "
+        f"{split['claimed_rate']['mean_accepted_length']:.1%}); alpha {split['alpha']}"
+    )
+    out.print(f"note: {split['note']}", markup=False)
+
+
+def render_plan(p: dict[str, Any], out: Console) -> None:
+    out.print(
+        f"[bold]{METRIC_LABEL[p['metric']]}[/bold]: effect {p['effect']} at {p['power']:.0%} "
+        f"power, alpha {p['alpha']}; pooled between-boot SD {_num(p['between_boot_sd'], '.4g')} "
+        f"(measured boots per arm: {p['boots_measured']})"
+    )
+    n = p["boots_per_arm"]
+    out.print(
+        f"boots per arm: {n if n is not None else 'n/a'} "
+        f"(at {p['prompts_per_boot_now']} prompts per boot)"
+    )
+    if p["prompts_per_boot"] is not None:
+        out.print(
+            f"prompts per boot (Kalibera & Jones, boot {p['boot_cost_s']:.1f} s, prompt "
+            f"{p['prompt_cost_s']:.3f} s): {p['prompts_per_boot']}; then boots per arm: "
+            f"{_num(p['boots_per_arm_at_optimum'], 'd')}"
+        )
+        now, opt = p.get("seconds_per_arm_now"), p.get("seconds_per_arm_at_optimum")
+        if now is not None and opt is not None:
+            out.print(
+                f"machine time per arm: {now / 60:.1f} min now vs {opt / 60:.1f} min at the "
+                "optimum allocation"
+            )
+    if p.get("note"):
+        out.print(f"note: {p['note']}", markup=False)

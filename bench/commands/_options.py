@@ -1,0 +1,51 @@
+"""Statistics name a bad setting neutrally (`baseline`, `margins.acceptance_pos0`, ...); the
+commands turn those names into the flags the user typed, so an error after `run-ab` (which
+passes no flags) names the manifest field and never a flag the user did not type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from bench.errors import SpecabError
+
+FLAGS = {
+    "baseline": "--baseline",
+    "alpha": "--alpha",
+    "margins.acceptance_pos0": "--margin-pos0",
+    "margins.mean_accepted_length": "--margin-length",
+    "looks": "--looks",
+    "prior.between_boot_sd": "--prior-between-boot-sd",
+    "prior.df": "--prior-df",
+    "split_arm": "--split-arm",
+    "effect": "--effect",
+    "metric": "--metric",
+    "power": "--power",
+}
+
+
+@contextmanager
+def as_flags() -> Iterator[None]:
+    """Re-raise a SpecabError about a neutrally named setting with its command-line flag."""
+    try:
+        yield
+    except SpecabError as exc:
+        if exc.field in FLAGS:
+            raise SpecabError(
+                exc.problem, file=exc.file, field=FLAGS[exc.field], fix=exc.fix
+            ) from None
+        raise
+
+
+def parse_floats(text: str | None, option: str) -> list[float] | None:
+    """'0.008,0.038' -> [0.008, 0.038]; a SpecabError naming the option otherwise."""
+    if text is None:
+        return None
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SpecabError(
+            f"{text!r} is not a comma-separated list of numbers",
+            field=option,
+            fix="pass numbers separated by commas, e.g. 3,6,10",
+        ) from None

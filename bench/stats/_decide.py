@@ -1,0 +1,150 @@
+"""The sequential decision at the look reached (`decide`, `run-ab` with looks) and the primary
+family that `analyze` reports: with looks set, both are the same computation (the look's
+boots at the look's nominal level), so the comparisons table agrees with the decision."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from bench.errors import SpecabError
+from bench.records import METRICS
+from bench.stats._core import VERDICTS
+from bench.stats._data import ArmData, Dataset, arm_data
+from bench.stats._family import Est, Family, estimate, family
+from bench.stats._models import Decision, SequentialRow
+from bench.stats._sequential import STATUSES, look_decision, look_index, obf_boundaries
+from bench.stats._settings import Prior, Settings, arm_names, resolve_settings
+
+
+def prepare(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Mapping[str, Any],
+    source: str | None,
+    **opts: Any,
+) -> tuple[list[str], Settings, Dataset]:
+    """Arms, resolved settings and the per-arm data on the common prompts."""
+    arms = arm_names(manifest, boots)
+    settings = resolve_settings(manifest, arms, source=source, **opts)
+    return arms, settings, arm_data(probes, boots, arms, source)
+
+
+def decide(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Mapping[str, Any],
+    looks: Sequence[int] | None = None,
+    *,
+    baseline: str | None = None,
+    alpha: float | None = None,
+    margin_pos0: float | None = None,
+    margin_length: float | None = None,
+    prior: Prior | None = None,
+    source: str | None = None,
+) -> Decision:
+    """Sequential decision at the current look: stop (decided) or continue (add boots)."""
+    arms, s, ds = prepare(
+        probes,
+        boots,
+        manifest,
+        source,
+        baseline=baseline,
+        alpha=alpha,
+        margin_pos0=margin_pos0,
+        margin_length=margin_length,
+        looks=list(looks) if looks is not None else None,
+    )
+    if not s.looks:
+        raise SpecabError("no sequential looks planned", field="looks", fix="plan e.g. 3,6,10")
+    _, decision = primary(ds.arms, arms, s, prior or Prior())
+    assert decision is not None  # looks are set
+    return decision
+
+
+def estimates(data: Mapping[str, ArmData], prior: Prior) -> dict[str, dict[str, Est]]:
+    """arm -> metric -> estimate on the given boots."""
+    return {
+        a: {m: estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m)) for m in METRICS}
+        for a, ad in data.items()
+    }
+
+
+@dataclass(frozen=True)
+class Primary:
+    """The primary family as analyzed: on which boots, at which level, and its arrays."""
+
+    data: dict[str, ArmData]  # the boots the family used (the look's under a design)
+    est: dict[str, dict[str, Est]]
+    others: list[str]  # non-baseline arms, family order: (arm, metric) arm-major
+    fam: Family
+    level: float  # the family's alpha (nominal at a look)
+    sequential: bool
+    before_first_look: bool = False  # a design not yet at its first look decides nothing
+
+
+def primary(
+    data: Mapping[str, ArmData], arms: list[str], s: Settings, prior: Prior
+) -> tuple[Primary, Decision | None]:
+    """The family on every boot at alpha, or, with looks set, on the look's boots at its
+    nominal level together with the design's decision."""
+    others = [a for a in arms if a != s.baseline]
+    if not s.looks:
+        est = estimates(data, prior)
+        pairs = [(est[s.baseline][m], est[a][m], s.margins[m]) for a in others for m in METRICS]
+        return Primary(dict(data), est, others, family(pairs, s.alpha), s.alpha, False), None
+    looks = s.looks
+    b_now = min(data[a].n_boots for a in arms)
+    idx = look_index(looks, b_now)
+    _, nominal = obf_boundaries(looks, s.alpha)
+    n = looks[0] if idx is None else looks[idx]
+    level = nominal[0] if idx is None else nominal[idx]
+    head = {a: data[a].head(n) for a in arms}
+    est = estimates(head, prior)
+    ordered = [est[s.baseline], *(est[a] for a in others)]
+    fam, status, stop = look_decision(ordered, METRICS, s.margins, level, idx == len(looks) - 1)
+    prim = Primary(head, est, others, fam, level, True, idx is None)
+    if idx is None:
+        reason = f"{b_now} boots per arm; the first planned look is at {looks[0]}"
+        return prim, Decision(
+            action="continue",
+            reason=reason,
+            boots_per_arm=b_now,
+            look=None,
+            looks=looks,
+            next_look=looks[0],
+            nominal_alpha=None,
+        )
+    rows = [
+        SequentialRow(
+            arm=a,
+            metric=m,
+            difference=fam.diff[i],
+            p_adjusted=fam.p_adj[i],
+            status=STATUSES[int(status[i])],
+            verdict=VERDICTS[int(fam.code[i])],
+        )
+        for i, (a, m) in enumerate((a, m) for a in others for m in METRICS)
+    ]
+    where = f"look {idx + 1} of {len(looks)} ({n} boots/arm, nominal alpha {level:.3g})"
+    undecided = [r for r in rows if r.status == "undecided"]
+    if not undecided:
+        action, reason, nxt = "stop", f"every comparison decided at {where}", None
+    elif bool(stop):
+        action, reason, nxt = "stop", f"final {where}: verdicts stand as analyzed", None
+    else:
+        names = ", ".join(f"{r.arm}/{r.metric}" for r in undecided)
+        action, reason, nxt = "continue", f"{names} undecided at {where}", looks[idx + 1]
+    return prim, Decision(
+        action=action,
+        reason=reason,
+        boots_per_arm=b_now,
+        look=idx + 1,
+        looks=looks,
+        next_look=nxt,
+        nominal_alpha=level,
+        comparisons=rows,
+    )

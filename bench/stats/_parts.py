@@ -1,0 +1,169 @@
+"""The per-arm parts of the analysis: estimates with intervals, positions (cumulative and
+conditional, simultaneous), per-boot metrics, position differences, variance components."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bench.records import METRICS
+from bench.stats._core import effective_boots, interval
+from bench.stats._data import ArmData
+from bench.stats._family import Est, estimate
+from bench.stats._models import (
+    ArmComponents,
+    ArmResult,
+    BootMetrics,
+    MetricEstimate,
+    PositionComparison,
+    PositionEstimate,
+    VarianceComponents,
+)
+from bench.stats._position import conditional_band, cumulative_band, position_differences
+from bench.stats._settings import Prior, Settings
+from bench.stats._variance import arm_components, pooled_components
+
+# Reported value = ratio + OFFSET (mean accepted length counts the target's own token).
+OFFSET = {"acceptance_pos0": 0.0, "mean_accepted_length": 1.0}
+
+
+def metric_range(metric: str, positions: int) -> tuple[float, float]:
+    """Values a metric can take: pos0 in [0, 1], mean length in [1, 1 + K]."""
+    return (0.0, 1.0) if metric == "acceptance_pos0" else (1.0, 1.0 + positions)
+
+
+def metric_estimate(e: Est, metric: str, alpha: float, positions: int) -> MetricEstimate:
+    """The interval is clipped to the metric's range: at B = 2 a t interval can leave it."""
+    off = OFFSET[metric]
+    low, top = metric_range(metric, positions)
+    lo, hi = (
+        float(np.clip(float(x) + off, low, top)) for x in interval(e.ratio, e.se, e.df, alpha)
+    )
+    return MetricEstimate(
+        estimate=float(e.ratio) + off,
+        ci_low=lo,
+        ci_high=hi,
+        between_boot_sd=e.sd,
+        se=e.se,
+        df=e.df,
+        unreplicated=e.boots == 1 and not e.prior_used,
+        prior_sd_used=e.prior_used,
+    )
+
+
+def _positions(ad: ArmData, alpha: float) -> list[PositionEstimate]:
+    if ad.n_boots == 0:
+        return []
+    cum, cond = cumulative_band(ad, alpha), conditional_band(ad, alpha)
+    clip = lambda x: float(np.clip(x, 0.0, 1.0))  # noqa: E731 - shares of drafts
+    return [
+        PositionEstimate(
+            position=k,
+            estimate=cum.estimate[k],
+            ci_low=clip(cum.ci_low[k]),
+            ci_high=clip(cum.ci_high[k]),
+            conditional=cond.estimate[k],
+            conditional_ci_low=clip(cond.ci_low[k]),
+            conditional_ci_high=clip(cond.ci_high[k]),
+            method=cum.method,
+        )
+        for k in range(cum.estimate.size)
+    ]
+
+
+def _per_boot(ad: ArmData) -> list[BootMetrics]:
+    d = ad.drafts.sum(axis=1)
+    pos0 = ad.per_pos[:, :, 0].sum(axis=1) / d
+    length = 1.0 + ad.accepted.sum(axis=1) / d
+    return [
+        BootMetrics(
+            boot_id=bid,
+            boot=ad.boot_index[i] if ad.boot_index else i,
+            order=ad.order[i] if ad.order else -1,
+            drafts=float(d[i]),
+            acceptance_pos0=pos0[i],
+            mean_accepted_length=length[i],
+        )
+        for i, bid in enumerate(ad.boot_ids)
+    ]
+
+
+def arm_result(ad: ArmData, alpha: float, prior: Prior, failed: int) -> ArmResult:
+    metrics = {}
+    for m in METRICS:
+        e = estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m))
+        metrics[m] = metric_estimate(e, m, alpha, ad.positions)
+    return ArmResult(
+        arm=ad.name,
+        boots=ad.n_boots,
+        failed_boots=failed,
+        metrics=metrics,
+        per_position=_positions(ad, alpha),
+        effective_boots=effective_boots(ad.drafts.sum(axis=1)) if ad.n_boots else None,
+        positions=ad.positions,
+        per_boot=_per_boot(ad),
+    )
+
+
+def position_comparisons(
+    data: dict[str, ArmData], arms: list[str], s: Settings
+) -> list[PositionComparison]:
+    base = data[s.baseline]
+    return [
+        PositionComparison(
+            arm=a,
+            baseline=s.baseline,
+            position=p.position,
+            difference=p.difference,
+            ci_low=p.ci_low,
+            ci_high=p.ci_high,
+            method=p.method,
+        )
+        for a in arms
+        if a != s.baseline
+        for p in position_differences(base, data[a], s.alpha)
+    ]
+
+
+def components(data: dict[str, ArmData], arms: list[str]) -> VarianceComponents:
+    per_arm: dict[str, dict[str, ArmComponents]] = {}
+    pooled = {}
+    for m in METRICS:
+        comps, boots = [], []
+        for a in arms:
+            if data[a].n_boots == 0:
+                continue
+            comp = arm_components(*data[a].cells(m), binomial=m == "acceptance_pos0")
+            per_arm.setdefault(a, {})[m] = comp
+            comps.append(comp)
+            boots.append(data[a].n_boots)
+        pooled[m] = pooled_components(comps, boots) if comps else None
+    return VarianceComponents(
+        per_arm=per_arm,
+        pooled=pooled,
+        units="between_boot_sd in metric units (SD of one boot of average work); sigma2_* from "
+        "a crossed boots x prompts ANOVA on per-cell ratios; design_effect = (boot-level SE / "
+        "naive cell-level SE)^2",
+    )
+
+
+def pooled_ratios(ok_boots: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
+    """Per arm, from the ok boots' /metrics deltas: sum accepted@pos0 / sum drafts and
+    1 + sum accepted / sum drafts. No between-boot uncertainty: NOT a verdict; shown only
+    when the analysis refuses the data."""
+    rows = []
+    for arm in arms:
+        b = ok_boots[ok_boots["arm"] == arm]
+        drafts = int(b["num_drafts"].sum()) if len(b) else 0
+        acc = int(b["num_accepted_tokens"].sum()) if len(b) else 0
+        pos0 = sum(int(x[0]) for x in b["accepted_per_pos"] if x is not None and len(x))
+        rows.append(
+            {
+                "arm": arm,
+                "ok boots": len(b),
+                "drafts": drafts,
+                "acceptance_pos0 (pooled)": pos0 / drafts if drafts else float("nan"),
+                "mean_accepted_length (pooled)": 1 + acc / drafts if drafts else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)
