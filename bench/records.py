@@ -52,6 +52,25 @@ class ProbeRecord(_Record):
     output_sha256: str = Field(description="sha256 of the generated text.")
     source: AcceptanceSource = Field(description="Where the per-probe counts came from.")
     latency_s: float = Field(ge=0, description="Request wall time in seconds.")
+    # Additive columns beyond the DESIGN.md minimum (results/README.md); None when unknown.
+    category: str | None = Field(None, description="The probe's category in its probe set.")
+    ttft_s: float | None = Field(
+        None, ge=0, description="Time to first token, server-side (scheduled to first token)."
+    )
+    tpot_s: float | None = Field(
+        None, ge=0, description="Mean time per output token after the first, server-side."
+    )
+    queue_s: float | None = Field(
+        None, ge=0, description="Time the request waited in the server's queue."
+    )
+    sequence: int | None = Field(
+        None, ge=0, description="Order in which the boot issued this probe (0-based)."
+    )
+    acceptance_histogram: tuple[int, ...] | None = Field(
+        None,
+        description="Per-request histogram of accepted draft tokens per verify step "
+        "(K + 1 entries: steps with 0..K accepted), when the server reports it.",
+    )
 
 
 class BootRecord(_Record):
@@ -86,14 +105,37 @@ class BootRecord(_Record):
     # Additive columns beyond the DESIGN.md minimum (documented in results/README.md).
     engine_seed: int | None = Field(None, description="The engine --seed of this boot.")
     compile_cache: str | None = Field(None, description="cold | warm: vLLM's compile cache.")
+    definition_sha256: str | None = Field(
+        None, description="The arm's definition hash when this boot ran (resume integrity)."
+    )
+    probe_sets_sha256: str | None = Field(
+        None, description="Hash over the probe sets (name and sha256) this boot ran."
+    )
+    noop_patches: tuple[str, ...] = Field(
+        (), description="Patches that reported 'not needed in this build' (allowed by the arm)."
+    )
+    speculative: bool = Field(
+        True, description="Speculative decoding was on (false: a no-speculation speed arm)."
+    )
+    concurrency: int = Field(1, ge=1, description="Probes in flight at once in this boot.")
+    members: int = Field(1, ge=1, description="Nodes this boot's server spanned (gang boots).")
+    member_hosts: tuple[str, ...] = Field(
+        (), description="Every member's node label, head first (gang boots)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> BootRecord:
         if self.status == "failed" and not (self.error or "").strip():
             raise ValueError("a failed attempt needs its error")
         counts = (self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens)
-        if self.status == "ok" and (any(c is None for c in counts) or not self.accepted_per_pos):
+        if self.status != "ok":
+            return self
+        if any(c is None for c in counts) or self.accepted_per_pos is None:
             raise ValueError("an ok boot needs its whole /metrics delta (counts)")
+        if self.speculative and not self.accepted_per_pos:
+            raise ValueError("an ok speculative boot needs its per-position counts")
+        if not self.speculative and any(counts):
+            raise ValueError("a no-speculation boot cannot have drafts")
         return self
 
 
@@ -114,8 +156,19 @@ PROBE_SCHEMA = pa.schema(
         ("output_sha256", pa.string()),
         ("source", pa.string()),
         ("latency_s", pa.float64()),
+        ("category", pa.string()),
+        ("ttft_s", pa.float64()),
+        ("tpot_s", pa.float64()),
+        ("queue_s", pa.float64()),
+        ("sequence", pa.int64()),
+        ("acceptance_histogram", pa.list_(pa.int64())),
     ]
 )
+# Columns a writer may leave out of a probe frame (stored as null): beyond the contract's
+# minimum and not known to every acceptance source or server build.
+PROBE_OPTIONAL = (
+    "category", "ttft_s", "tpot_s", "queue_s", "sequence", "acceptance_histogram",
+)  # fmt: skip
 
 _TS = pa.timestamp("us", tz="UTC")
 BOOT_SCHEMA = pa.schema(
@@ -145,6 +198,13 @@ BOOT_SCHEMA = pa.schema(
         ("accepted_per_pos", pa.list_(pa.int64())),
         ("engine_seed", pa.int64()),
         ("compile_cache", pa.string()),
+        ("definition_sha256", pa.string()),
+        ("probe_sets_sha256", pa.string()),
+        ("noop_patches", pa.list_(pa.string())),
+        ("speculative", pa.bool_()),
+        ("concurrency", pa.int64()),
+        ("members", pa.int64()),
+        ("member_hosts", pa.list_(pa.string())),
     ]
 )
 

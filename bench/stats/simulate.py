@@ -20,7 +20,14 @@ import pandas as pd
 import pyarrow as pa
 from numpy.typing import NDArray
 
-from bench.records import BOOT_SCHEMA, DEFAULT_MARGINS, PROBE_SCHEMA, BootRecord, boot_file_stem
+from bench.records import (
+    BOOT_SCHEMA,
+    DEFAULT_MARGINS,
+    PROBE_OPTIONAL,
+    PROBE_SCHEMA,
+    BootRecord,
+    boot_file_stem,
+)
 from bench.stats._simmodel import (
     DEFAULT_MU,
     PromptSet,
@@ -151,6 +158,9 @@ def simulate_run(
     probes = pd.concat(probe_frames, ignore_index=True)
     probes["accepted_per_pos"] = np.concatenate(acc_parts).tolist()
     probes["output_sha256"] = probes["output_sha256"] + probes["probe_id"]
+    probes["sequence"] = probes.groupby("boot_id", sort=False).cumcount()
+    # What a real sequential boot without server timing metrics leaves unknown.
+    probes = probes.assign(**{c: None for c in PROBE_OPTIONAL if c not in probes.columns})
     return SimRun(probes[PROBE_SCHEMA.names], boot_rows)
 
 

@@ -17,7 +17,8 @@ from bench.stats.simulate import (
     simulate_frames,
     simulate_results,
 )
-from bench.store import BOOT_SCHEMA, PROBE_SCHEMA, load_results
+from bench.records import BOOT_SCHEMA, PROBE_SCHEMA
+from bench.store import load_results
 
 
 def test_results_directory_round_trips_through_the_store(tmp_path: Path) -> None:

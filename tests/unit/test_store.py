@@ -278,3 +278,20 @@ def test_files_written_by_another_tool_without_specab_metadata_load(tmp_path: Pa
     res = store.load_results(tmp_path / "exp")
     assert len(res.boots) == 1 and len(res.probes) == 2
     assert res.boots["engine_seed"].isna().all() and res.boots["compile_cache"].isna().all()
+
+
+def test_files_without_additive_columns_load_with_record_defaults(tmp_path: Path) -> None:
+    """A results directory written before an additive column existed (or by another tool)
+    loads with the record's defaults: boots were speculative, one member, one at a time."""
+    w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
+    w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
+    w.write_boot(_boot_row("a", 1), _probe_rows("a", 1))
+    old = next((tmp_path / "exp" / "boots").glob("a__b000*.parquet"))
+    table = pq.read_table(old)
+    keep = [n for n in table.schema.names if n not in ("speculative", "members", "member_hosts")]
+    pq.write_table(table.select(keep), old)
+    res = store.load_results(tmp_path / "exp")
+    assert res.boots["speculative"].tolist() == [True, True]
+    assert res.boots["members"].tolist() == [1, 1]
+    assert [list(x) for x in res.boots["member_hosts"]] == [[], []]
+    assert res.probes["ttft_s"].isna().all()

@@ -1,0 +1,23 @@
+"""The results directory (schema_version 1): writing it atomically and loading it back.
+
+Layout (see results/README.md, DESIGN.md "Results contract"):
+    results/<experiment>/manifest.json
+    results/<experiment>/boots/<arm>__b<boot>__a<attempt>.parquet   one row per boot attempt
+    results/<experiment>/probes/<arm>__b<boot>__a<attempt>.parquet  one row per measured probe
+    results/<experiment>/logs/<boot_id>.log
+A boot's probe file is written before its boot row; the boot row is the commit marker, so a
+crash between the two leaves an orphan probe file that loading ignores.
+"""
+
+from bench.store._load import Results, load_manifest, load_results
+from bench.store._write import (
+    ResultsWriter,
+    atomic_write_bytes,
+    atomic_write_json,
+    write_parquet_atomic,
+)
+
+__all__ = [
+    "Results", "ResultsWriter", "atomic_write_bytes", "atomic_write_json", "load_manifest",
+    "load_results", "write_parquet_atomic",
+]  # fmt: skip
