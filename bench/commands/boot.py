@@ -52,18 +52,25 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Boot one arm once: server, warmup, probes, counters; write results; print a summary.
 
-        An existing results directory of the same experiment file is appended to (a new
-        attempt); one written from a different file is refused.
+        An existing results directory of the same experiment is appended to (a new attempt);
+        one whose arms, probe sets or settings differ from the file's is refused.
         """
-        from bench.experiment import load_spec
+        from bench.experiment import load_spec, preflight, resume_changes
         from bench.run import BootRequest, Ledger, NodeSetup, boot_seed, build_manifest, run_boot
         from bench.store import ResultsWriter
 
         spec = load_spec(experiment_file)
         spec.arm(arm)  # unknown arm: one line, exit 2, before anything is written
-        manifest = build_manifest(spec, experiment_file)  # probe/arm errors come out here
+        preflight(experiment_file, spec=spec, arms=[arm])  # every mistake in what it boots
+        manifest = build_manifest(spec, experiment_file)
         root = results_dir or Path("results") / spec.experiment.name
-        writer = ResultsWriter.create(root, manifest, resume=(root / "manifest.json").exists())
+        # An existing directory is appended to only if it holds the same versions of the arms.
+        writer = ResultsWriter.create(
+            root,
+            manifest,
+            resume=ResultsWriter.check_root(root),
+            compare=lambda old: resume_changes(old, manifest, where=root),
+        )
         host = socket.gethostname()
         attempt = Ledger.read(writer.root).claim(
             writer, arm, boot_index, block=boot_index, host=host

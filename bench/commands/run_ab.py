@@ -55,6 +55,14 @@ def register(app: typer.Typer) -> None:
         report: Annotated[
             bool, typer.Option("--report/--no-report", help="Render the report at the end.")
         ] = True,
+        strict: Annotated[
+            bool,
+            typer.Option(
+                "--strict",
+                help="Stop before anything is written when `specab lint` finds a known "
+                "draft/target config mismatch (exit 2).",
+            ),
+        ] = False,
     ) -> int:
         """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
         from bench.experiment import load_spec
@@ -72,6 +80,7 @@ def register(app: typer.Typer) -> None:
             quiet=quiet,
             common_random_numbers=common_random_numbers,
             compile_cache=compile_cache,
+            strict=strict,
         )
         summary = run(experiment_file, opts, console)
         rerun = f"specab run-ab {experiment_file} --results-dir {root}"

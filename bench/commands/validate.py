@@ -17,11 +17,20 @@ console = Console(highlight=False, soft_wrap=True)
 
 def validate(
     file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
+    cluster: Annotated[
+        bool,
+        typer.Option(
+            "--cluster",
+            help="The boots run on cluster nodes: a model missing here is a warning, not an "
+            "error (as with run-ab --address).",
+        ),
+    ] = False,
 ) -> None:
-    """Check an experiment file and print, per arm, what a boot would run. Boots nothing."""
+    """Check an experiment file (everything run-ab checks before it writes anything) and
+    print, per arm, what a boot would run. Boots nothing."""
     from bench.experiment import command_line, inspect_experiment
 
-    spec, views = inspect_experiment(file)
+    spec, views, warnings = inspect_experiment(file, cluster=cluster)
     exp = spec.experiment
     n = len(views)
     console.print(f"[bold]{exp.name}[/bold]: {file} is valid")
@@ -60,6 +69,8 @@ def validate(
                 f"\nnote: arms {', '.join(names)} run exactly the same thing (an A/A control?)",
                 markup=False,
             )
+    for line in warnings:
+        console.print(f"\n{line}", markup=False)
     _print_lint(spec, file)
 
 

@@ -4,7 +4,14 @@ Nothing here starts a server; `bench.run` does."""
 
 from bench.experiment._arms import ResolvedArm, resolve_arm
 from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
-from bench.experiment._envs import REDACTED, base_env, interpreter_vllm_version, redact_env
+from bench.experiment._envs import (
+    REDACTED,
+    base_env,
+    interpreter_vllm_version,
+    redact_env,
+    supports_per_request_metrics,
+    vllm_package_dir,
+)
 from bench.experiment._launch import LaunchPlan, check_patches_applied, launch_plan, render_args
 from bench.experiment._lint import LintReport, lint_arm, lint_file, lint_spec
 from bench.experiment._lint_layers import OFFSET_LAYER_METHODS
@@ -16,6 +23,12 @@ from bench.experiment._materialize import (
     materialize_arm,
 )
 from bench.experiment._overlay import effective_config, merge_patch
+from bench.experiment._preflight import Preflight, preflight
+from bench.experiment._preflight_resume import (
+    RESUME_MAY_CHANGE,
+    probe_sets_sha256,
+    resume_changes,
+)
 from bench.experiment._probesets import Probe, ProbeSet, load_probe_set, load_probe_sets
 from bench.experiment._spec import (
     ArgValue,
@@ -33,6 +46,7 @@ from bench.experiment._spec import (
 __all__ = [
     "OFFSET_LAYER_METHODS",
     "REDACTED",
+    "RESUME_MAY_CHANGE",
     "ArgValue",
     "ArmSpec",
     "ArmView",
@@ -40,6 +54,7 @@ __all__ = [
     "Finding",
     "LaunchPlan",
     "LintReport",
+    "Preflight",
     "Probe",
     "ProbeSet",
     "ProbesSection",
@@ -64,9 +79,14 @@ __all__ = [
     "materialize_arm",
     "merge_patch",
     "parse_spec",
+    "preflight",
+    "probe_sets_sha256",
     "redact_env",
     "render_args",
     "resolve_arm",
     "resolve_path",
+    "resume_changes",
+    "supports_per_request_metrics",
+    "vllm_package_dir",
     "write_probe_lines",
 ]

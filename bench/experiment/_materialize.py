@@ -4,18 +4,17 @@ files a boot would materialize, written to a directory (`specab materialize`).""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
-from bench.experiment._arms import ResolvedArm, resolve_arm
+from bench.experiment._arms import ResolvedArm
 from bench.experiment._envs import REDACTED, base_env, redact_env
 from bench.experiment._launch import LaunchPlan, launch_plan
-from bench.experiment._probesets import load_probe_sets
-from bench.experiment._spec import Experiment, load_spec, resolve_path
+from bench.experiment._preflight import preflight
+from bench.experiment._spec import Experiment
 
 PLACEHOLDER_WORKDIR = Path("$WORKDIR")
 
@@ -28,53 +27,17 @@ class ArmView:
     env_vs_baseline: dict[str, tuple[str | None, str | None]]  # name -> (baseline, this arm)
 
 
-def _looks_like_path(value: str) -> bool:
-    return value.startswith((".", "/", "~")) or value.count("/") > 1
-
-
-def _check_paths(arm: ResolvedArm, spec_file: Path) -> None:
-    for field, value in (
-        ("server.model", arm.model),
-        ("speculative_config.model", arm.draft_model),
-    ):
-        if value and _looks_like_path(value) and not Path(value).exists():
-            raise SpecabError(
-                f"model directory {value} not found",
-                file=spec_file,
-                field=field,
-                fix="correct the path (relative paths are relative to the experiment file)",
-            )
-    py = arm.python
-    if os.sep in py and not os.access(py, os.X_OK):
-        raise SpecabError(
-            f"interpreter {py} not found or not executable",
-            file=spec_file,
-            field=f"arms({arm.name}).python",
-            fix="point python at an existing interpreter, e.g. /path/to/venv/bin/python",
-        )
-
-
-def inspect_experiment(spec_file: str | Path) -> tuple[Experiment, list[ArmView]]:
-    """Validate everything a run needs (spec, models, probe sets, patches, overlays,
-    interpreters) and compute each arm's launch plan; writes nothing."""
-    spec_file = Path(spec_file)
-    spec = load_spec(spec_file)
-    for i, value in enumerate(spec.probes.sets):
-        if not resolve_path(spec_file, value).is_file():
-            raise SpecabError(
-                f"probe set {value} not found",
-                file=spec_file,
-                field=f"probes.sets[{i}]",
-                fix="correct the path (relative to the experiment file)",
-            )
-    load_probe_sets(spec, spec_file)
-    arms = [resolve_arm(spec, spec_file, a.name) for a in spec.arms]
+def inspect_experiment(
+    spec_file: str | Path, *, cluster: bool = False
+) -> tuple[Experiment, list[ArmView], tuple[str, ...]]:
+    """Validate everything a run needs (`preflight`: spec, probe sets, patches, models,
+    interpreters) and compute each arm's launch plan; writes nothing. Returns the spec, one
+    view per arm and preflight's warnings (what only a cluster node can tell)."""
+    checked = preflight(spec_file, cluster=cluster)
+    spec, arms = checked.spec, list(checked.arms)
     views: list[ArmView] = []
     base_env_names = set(base_env())
-    plans = []
-    for arm in arms:
-        _check_paths(arm, spec_file)
-        plans.append(launch_plan(arm, PLACEHOLDER_WORKDIR, engine_seed=None, create=False))
+    plans = [launch_plan(a, PLACEHOLDER_WORKDIR, engine_seed=None, create=False) for a in arms]
     baseline = next(a for a in arms if a.name == spec.baseline)
     for arm, plan in zip(arms, plans, strict=True):
         diff: dict[str, tuple[str | None, str | None]] = {}
@@ -84,7 +47,7 @@ def inspect_experiment(spec_file: str | Path) -> tuple[Experiment, list[ArmView]
                 diff[k] = (red_b.get(k), red_a.get(k))
         env_set = {k: v for k, v in plan.redacted_env().items() if k not in base_env_names}
         views.append(ArmView(arm, plan, env_set, diff))
-    return spec, views
+    return spec, views, checked.warnings
 
 
 def command_line(plan: LaunchPlan) -> str:
@@ -128,7 +91,7 @@ def materialize_arm(
     """Write into `out` what one boot of `arm_name` runs: command.sh, server.env, plan.json,
     and the overlay and patch directories. Validates first, so a user error writes nothing."""
     spec_file, out = Path(spec_file), Path(out)
-    spec, views = inspect_experiment(spec_file)
+    spec, views, _ = inspect_experiment(spec_file)
     spec.arm(arm_name)  # one-line error listing the arms
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SpecabError(

@@ -79,6 +79,7 @@ class RunOptions:
     common_random_numbers: bool = False
     compile_cache: bool = True
     num_cpus: int | None = None  # local Ray only
+    strict: bool = False  # stop before anything is written when lint finds a mismatch
 
 
 @dataclass

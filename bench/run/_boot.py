@@ -27,12 +27,14 @@ from bench.experiment import (
     check_patches_applied,
     launch_plan,
     load_probe_sets,
+    probe_sets_sha256,
     resolve_arm,
+    supports_per_request_metrics,
 )
 from bench.records import SCHEMA_VERSION, AcceptanceSource, BootRecord, ProbeRecord
 from bench.run._attempts import Attempt
 from bench.run._measure import Measured, check_boot_total, measure
-from bench.run._metrics import SpecCounts, scrape_k, supports_per_request_metrics
+from bench.run._metrics import SpecCounts, scrape_k
 from bench.run._probes import Sampling
 from bench.run._server import ServerProcess
 
@@ -77,6 +79,9 @@ class _Timeline:
     ready_at: datetime | None = None
     k: int = 0
     vllm_version: str = ""
+    definition_sha256: str | None = None  # what this boot ran (resume/analyze integrity)
+    probe_sets_sha256: str | None = None
+    noop_patches: tuple[str, ...] = ()  # patches that changed nothing (allowed by the arm)
 
 
 def _now() -> datetime:
@@ -136,7 +141,12 @@ def run_boot(
     `on_started(pid, pgid)` lets the caller kill the server group if it is cancelled.
     """
     arm, sets = _arm_and_probes(req)
-    t = _Timeline(started_at=_now(), k=arm.num_speculative_tokens)
+    t = _Timeline(
+        started_at=_now(),
+        k=arm.num_speculative_tokens,
+        definition_sha256=arm.definition_sha256(),  # as read on this node, at launch
+        probe_sets_sha256=probe_sets_sha256(sets),
+    )
     cwd = node.workdir / "cwd" / req.attempt.boot_id  # empty: `python -m` puts cwd on sys.path
     measured: Measured | None = None
     error: str | None = None
@@ -187,7 +197,7 @@ def _measure_served(
     """/health, the patch check, then warmup and probes on the running server."""
     server.wait_ready()
     t.ready_at = _now()
-    check_patches_applied(plan)
+    t.noop_patches = check_patches_applied(plan)
     with httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client:
         t.vllm_version = _vllm_version(client)
         if t.k < 1:  # the method's default (e.g. MTP n_predict): ask the server
@@ -245,6 +255,9 @@ def _record(
         **(measured.total.as_row() if measured else {}),
         engine_seed=req.engine_seed,
         compile_cache=node.compile_cache if node else None,
+        definition_sha256=t.definition_sha256,
+        probe_sets_sha256=t.probe_sets_sha256,
+        noop_patches=t.noop_patches,
     )
 
 

@@ -26,7 +26,8 @@ from typing import Any
 
 from rich.console import Console
 
-from bench.experiment import load_spec
+from bench.errors import SpecabError
+from bench.experiment import lint_spec, load_spec, preflight, resume_changes
 from bench.run._attempts import Ledger, RunOptions, RunSummary
 from bench.run._boot import build_manifest
 from bench.run._cluster import cluster_slots, connect, task_options
@@ -74,6 +75,26 @@ class Driver:
         self.arms = [a.name for a in self.spec.arms]
         self.task = task
 
+    def _preflight(self) -> None:
+        """Every user mistake before anything is written; then lint's findings (known
+        draft/target config mismatches), which stop the run only with --strict."""
+        cluster = self.opts.address is not None
+        checked = preflight(self.spec_file, spec=self.spec, cluster=cluster)
+        for line in checked.warnings:
+            self.console.print(line, markup=False)
+        report = lint_spec(self.spec, self.spec_file)
+        self.console.print(f"lint: {report.summary()}", markup=False)
+        for line in report.lines():
+            self.console.print(f"  {line}", markup=False)
+        if self.opts.strict and report.warnings:
+            first = report.warnings[0]
+            raise SpecabError(
+                f"lint: {report.summary()} (listed above); --strict stops on findings",
+                file=self.spec_file,
+                field=f"arms({first.arm}) {first.field}",
+                fix="apply the fixes listed above, or run without --strict",
+            )
+
     def _manifest(self) -> dict[str, Any]:
         """manifest.json's body; building it also validates arms and probe sets (cheap)."""
         manifest = dict(build_manifest(self.spec, self.spec_file))
@@ -90,13 +111,19 @@ class Driver:
     def run(self) -> RunSummary:
         t_start = time.monotonic()
         root = Path(self.opts.results_dir)
+        self._preflight()
         manifest = self._manifest()
-        # An existing directory is validated (and refused without --resume) before Ray
-        # starts; a new one is created only once the cluster can run a boot, so a user
-        # error found on the way leaves nothing half-written.
+        # An existing directory is checked (refused without --resume, or when this run would
+        # mix versions of an arm) before Ray starts; a new one is created only once the
+        # cluster can run a boot, so a user error found on the way leaves nothing written.
         writer: ResultsWriter | None = None
-        if self.opts.resume or (root / "manifest.json").exists():
-            writer = ResultsWriter.create(root, manifest, resume=self.opts.resume)
+        if ResultsWriter.check_root(root):
+            writer = ResultsWriter.create(
+                root,
+                manifest,
+                resume=self.opts.resume,
+                compare=lambda old: resume_changes(old, manifest, where=root),
+            )
         ledger = Ledger.read(root) if writer else Ledger()
         exp = self.spec.experiment
         plan = plan_order(self.arms, exp.boots_per_arm, exp.seed)

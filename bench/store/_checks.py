@@ -64,3 +64,37 @@ def check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
             i = int(np.argmax(bad))
             shown = "[" + ", ".join(f"{x:g}" for x in a[i]) + "]"
             raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{shown}: {what}")
+
+
+_VERSIONS = {
+    "definition_sha256": "definitions",
+    "probe_sets_sha256": "probe sets",
+}
+
+
+def check_arm_versions(boots: pd.DataFrame, path: Path) -> None:
+    """The ok boots of one arm ran one definition on one set of probe sets: a directory
+    that mixes versions (merged by hand, or written by two runs of a changed arm) is
+    refused. Unknown hashes (files from before the columns, other tools) are not compared."""
+    ok = boots[boots["status"] == "ok"] if "status" in boots.columns else boots
+    for col, what in _VERSIONS.items():
+        if col not in ok.columns:
+            continue
+        known = ok[ok[col].notna()]
+        for arm, rows in known.groupby("arm", sort=False):
+            versions = list(dict.fromkeys(rows[col]))
+            if len(versions) < 2:
+                continue
+            parts = [
+                f"{v[:12]}… ({', '.join(rows.loc[rows[col] == v, 'boot_id'].astype(str)[:3])}"
+                f"{', …' if (rows[col] == v).sum() > 3 else ''})"
+                for v in versions[:3]
+            ]
+            raise SpecabError(
+                f"the ok boots of arm {arm!r} ran {len(versions)} different {what}: "
+                + " vs ".join(parts),
+                file=path,
+                field=f"boots.{col}",
+                fix="keep the boots of one version (delete the others' boots/ and probes/ "
+                "files, then --resume) or move them to their own results directory",
+            )

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from bench.errors import SpecabError
 from bench.records import BOOT_SCHEMA, PROBE_SCHEMA, SCHEMA_VERSION, BootRecord, ProbeRecord
-from bench.store._checks import check_counts, check_probes
+from bench.store._checks import check_arm_versions, check_counts, check_probes
 
 META_KEY = b"specab.schema_version"
 
@@ -116,7 +116,8 @@ def _missing(v: Any) -> bool:
 
 
 def load_results(root: str | Path) -> Results:
-    """Load manifest, every boot attempt and the probes of ok boots."""
+    """Load manifest, every boot attempt and the probes of ok boots. Refuses (SpecabError)
+    unreadable or impossible data and an arm whose ok boots ran different versions."""
     root = Path(root)
     if not root.is_dir():
         raise SpecabError(
@@ -130,6 +131,7 @@ def load_results(root: str | Path) -> Results:
         ok = df[df["status"] == "ok"] if "status" in df.columns else df
         check_counts(ok, path, ("num_drafts", "num_draft_tokens", "num_accepted_tokens"), "boots")
     boots = _frame(boot_parts, BOOT_SCHEMA, BootRecord)
+    check_arm_versions(boots, root / "boots")
     ok_rows = boots[boots["status"] == "ok"]
     ok_ids = set(ok_rows["boot_id"])
     k_of = dict(zip(ok_rows["boot_id"], ok_rows["num_speculative_tokens"].fillna(0), strict=True))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -82,20 +83,69 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
     atomic_write_bytes(path, sink.getvalue().to_pybytes())
 
 
+def _resumed(
+    old: Mapping[str, Any], new: Mapping[str, Any], changed: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The manifest after a resume that changed what a resume may change: the new spec, and
+    the change appended to `resumes` (additive; everything else as the directory began)."""
+    body = dict(old)
+    body["spec"], body["spec_sha256"] = new.get("spec"), new.get("spec_sha256")
+    entry = {
+        "at": datetime.now(UTC).isoformat(),
+        "specab_version": new.get("specab_version"),
+        "changed": {k: list(v) if isinstance(v, tuple) else v for k, v in changed.items()},
+    }
+    body["resumes"] = [*old.get("resumes", []), entry]
+    return body
+
+
 class ResultsWriter:
     """Writes one experiment's results directory; one file per boot attempt, atomically."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
 
+    @staticmethod
+    def check_root(root: Path) -> bool:
+        """True when `root` is a results directory (has manifest.json), False when it is new
+        or empty; a file, or a non-empty directory without a manifest, is refused."""
+        root = Path(root)
+        if root.exists() and not root.is_dir():
+            raise SpecabError(
+                "not a directory",
+                file=root,
+                field="--results-dir",
+                fix="pass a results directory (new, empty, or written by specab)",
+            )
+        if (root / "manifest.json").exists():
+            return True
+        if root.is_dir() and any(root.iterdir()):
+            raise SpecabError(
+                "not a specab results directory (no manifest.json) and not empty",
+                file=root,
+                field="--results-dir",
+                fix="choose a new or empty directory",
+            )
+        return False
+
     @classmethod
     def create(
-        cls, root: Path, manifest: Mapping[str, Any], *, resume: bool = False
+        cls,
+        root: Path,
+        manifest: Mapping[str, Any],
+        *,
+        resume: bool = False,
+        compare: Callable[[dict[str, Any]], Mapping[str, Any]] | None = None,
     ) -> ResultsWriter:
-        """Create the directory and manifest; on resume the spec hash must match."""
+        """Create the directory and its manifest, or continue one (`resume`).
+
+        On resume the old manifest is checked: by `compare(old)` when given (it raises
+        SpecabError to refuse and returns the allowed spec changes, which are then recorded:
+        the manifest takes the new spec and lists the change under `resumes`), else the spec
+        hashes must be equal."""
         root = Path(root)
         existing = root / "manifest.json"
-        if existing.exists():
+        if cls.check_root(root):
             if not resume:
                 raise SpecabError(
                     "results directory already exists",
@@ -103,7 +153,11 @@ class ResultsWriter:
                     fix="pass --resume to continue it, or --results-dir/--name for a new one",
                 )
             old = load_manifest(root)
-            if old.get("spec_sha256") != manifest.get("spec_sha256"):
+            if compare is not None:
+                changed = compare(old)
+                if changed:
+                    atomic_write_json(existing, _resumed(old, manifest, changed))
+            elif old.get("spec_sha256") != manifest.get("spec_sha256"):
                 raise SpecabError(
                     "experiment file changed since this directory was started (spec hash differs)",
                     file=existing,
@@ -111,12 +165,6 @@ class ResultsWriter:
                     fix="restore the original experiment file, or write to a new results directory",
                 )
         else:
-            if resume and root.exists() and any(root.iterdir()):
-                raise SpecabError(
-                    "not a specab results directory (no manifest.json)",
-                    file=root,
-                    fix="choose an empty or new directory",
-                )
             root.mkdir(parents=True, exist_ok=True)
             body = dict(manifest)
             body["schema_version"] = SCHEMA_VERSION
