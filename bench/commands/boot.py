@@ -65,16 +65,17 @@ def register(app: typer.Typer) -> None:
         manifest = build_manifest(spec, experiment_file)
         root = results_dir or Path("results") / spec.experiment.name
         # An existing directory is appended to only if it holds the same versions of the arms.
+        exists = ResultsWriter.check_root(root)
+        ledger = Ledger.read(root) if exists else Ledger()
+        proven = {name for name, boots in ledger.ok.items() if boots}
         writer = ResultsWriter.create(
             root,
             manifest,
-            resume=ResultsWriter.check_root(root),
-            compare=lambda old: resume_changes(old, manifest, where=root),
+            resume=exists,
+            compare=lambda old: resume_changes(old, manifest, where=root, proven=proven),
         )
         host = socket.gethostname()
-        attempt = Ledger.read(writer.root).claim(
-            writer, arm, boot_index, block=boot_index, host=host
-        )
+        attempt = ledger.claim(writer, arm, boot_index, block=boot_index, host=host)
         req = BootRequest(spec, str(experiment_file), attempt, boot_seed(spec, arm, boot_index))
         log = writer.log_path(attempt.boot_id)
         console = Console(highlight=False)

@@ -6,7 +6,9 @@ definition — patch contents by sha256, overlays and effective configs, args, e
 interpreter and its vLLM version), the probe sets (sha256), then the rest of the
 experiment file. A resume may change only what does not change what a boot measures
 (`RESUME_MAY_CHANGE`: more boots, retry limits, timeouts, descriptions); anything else is
-refused naming the arm or field, a short diff and the fix.
+refused naming the arm or field, a short diff and the fix. An arm that has no ok boot in the
+directory yet may change (a broken arm fixed after the run stopped on it), and a directory
+without any ok boot accepts every change.
 
 The old spec is first re-read with this specab's models, so a field that a later specab
 added with a default is not a change (its spec hash differs, its meaning does not). The
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,16 +100,29 @@ def describe(changes: Mapping[str, tuple[Any, Any]]) -> str:
 
 
 def resume_changes(
-    old: Mapping[str, Any], new: Mapping[str, Any], *, where: str | Path
+    old: Mapping[str, Any],
+    new: Mapping[str, Any],
+    *,
+    where: str | Path,
+    proven: Collection[str] | None = None,
 ) -> dict[str, tuple[Any, Any]]:
     """Raise SpecabError when continuing the directory whose manifest is `old` with a run
-    whose manifest would be `new` could mix versions; return the allowed spec changes."""
-    _arms(old, new, where)
+    whose manifest would be `new` could mix versions; return the accepted changes
+    ({dotted key: (old, new)}, for the manifest's record).
+
+    `proven`: the arms with ok boots in the directory (None: all of them). An arm without
+    one may change (there is no version of it to mix with), and a directory without any ok
+    boot accepts every change."""
+    proven = {a["name"] for a in new.get("arms", [])} if proven is None else set(proven)
+    if not proven:
+        return {
+            **diff(old.get("spec"), new.get("spec")),
+            **diff({"arms": old.get("arms")}, {"arms": new.get("arms")}),
+        }
+    accepted = _arms(old, new, where, proven)
     _probe_sets(old, new, where)
     was, now = old.get("orchestration") or {}, new.get("orchestration") or {}
-    if (
-        _CRN in was and _CRN in now and was[_CRN] != now[_CRN]
-    ):  # engine seeds paired across arms or not
+    if _CRN in was and _CRN in now and was[_CRN] != now[_CRN]:  # seeds paired across arms
         raise SpecabError(
             f"this directory was started {'with' if was[_CRN] else 'without'} "
             "--common-random-numbers",
@@ -116,10 +131,14 @@ def resume_changes(
             fix="resume with the options it was started with, or start a new results "
             "directory (--results-dir)",
         )
-    return _spec(old, new, where)
+    return {**accepted, **_spec(old, new, where, proven)}
 
 
-def _arms(old: Mapping[str, Any], new: Mapping[str, Any], where: str | Path) -> None:
+def _arms(
+    old: Mapping[str, Any], new: Mapping[str, Any], where: str | Path, proven: set[str]
+) -> dict[str, tuple[Any, Any]]:
+    """The same arms; every proven arm's definition unchanged. Returns the definition
+    changes of arms that have no ok boot yet."""
     before = {a["name"]: a for a in old.get("arms", []) if isinstance(a, Mapping) and "name" in a}
     now = {a["name"]: a for a in new.get("arms", [])}
     if before and set(before) != set(now):
@@ -131,11 +150,15 @@ def _arms(old: Mapping[str, Any], new: Mapping[str, Any], where: str | Path) -> 
             field="arms",
             fix=_FIX,
         )
+    accepted: dict[str, tuple[Any, Any]] = {}
     for name, arm in now.items():
         was = before.get(name)
         if was is None or was.get("definition_sha256") == arm.get("definition_sha256"):
             continue
         changes = diff(was.get("definition"), arm.get("definition")) if "definition" in was else {}
+        if name not in proven:
+            accepted |= {f"arms({name}).definition.{k}": v for k, v in changes.items()}
+            continue
         raise SpecabError(
             f"arm {name!r} changed since this directory was started: "
             + (describe(changes) or "its definition hash differs"),
@@ -143,6 +166,7 @@ def _arms(old: Mapping[str, Any], new: Mapping[str, Any], where: str | Path) -> 
             field=f"arms({name})",
             fix=_FIX,
         )
+    return accepted
 
 
 def _probe_sets(old: Mapping[str, Any], new: Mapping[str, Any], where: str | Path) -> None:
@@ -161,13 +185,18 @@ def _probe_sets(old: Mapping[str, Any], new: Mapping[str, Any], where: str | Pat
         )
 
 
-def _allowed(key: str) -> bool:
+def _allowed(key: str, proven: set[str]) -> bool:
     if key.startswith("arms(") and ")." in key:
-        key = "arms(*)." + key.split(").", 1)[1]
+        arm, rest = key[5:].split(").", 1)
+        if arm not in proven:
+            return True  # an arm without an ok boot may change
+        key = "arms(*)." + rest
     return key in RESUME_MAY_CHANGE
 
 
-def _spec(old: Mapping[str, Any], new: Mapping[str, Any], where: str | Path) -> dict[str, Any]:
+def _spec(
+    old: Mapping[str, Any], new: Mapping[str, Any], where: str | Path, proven: set[str]
+) -> dict[str, tuple[Any, Any]]:
     if not isinstance(old.get("spec"), Mapping):  # another tool's manifest: hashes only
         if old.get("spec_sha256") != new.get("spec_sha256"):
             raise SpecabError(
@@ -191,14 +220,14 @@ def _spec(old: Mapping[str, Any], new: Mapping[str, Any], where: str | Path) -> 
             "directory (--results-dir)",
         ) from None
     changes = diff(then, new["spec"])
-    refused = {k: v for k, v in changes.items() if not _allowed(k)}
+    refused = {k: v for k, v in changes.items() if not _allowed(k, proven)}
     if refused:
         raise SpecabError(
             f"experiment file changed since this directory was started: {describe(refused)}",
             file=where,
             field=next(iter(refused)),
             fix="restore it (a resume may change only boots_per_arm, max_attempts, "
-            "max_failures_per_arm, timeouts and descriptions), or start a new results "
-            "directory (--results-dir)",
+            "max_failures_per_arm, timeouts, descriptions, and arms without an ok boot), or "
+            "start a new results directory (--results-dir)",
         )
     return changes

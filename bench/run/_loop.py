@@ -1,13 +1,23 @@
 """The dispatch loop of one run-ab: launch attempts where the Dispatcher finds room, write
 each finished one at once, retry failures, stop on limits, sequential looks or errors.
 
+A failure certain to repeat stops the run at once instead of burning every retry
+(`RepeatGuard`): an arm that has never booted ok (in this directory) fails twice in a row
+at startup — before /health, or at the patch check, i.e. before any probe — with the same
+error (its first line, numbers blanked: pids, ports and times differ): a model that is not
+there, an unknown flag, a patch that raises. Nothing new is launched; boots already running
+finish and are written, and `--resume` continues once the cause is fixed (the other arms'
+boots keep their interleaving: the run does not go on without the broken arm).
+
 Results are written only here (the driver is the only writer); Ray tasks return records.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter, deque
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +29,44 @@ from bench.run._dispatch import Dispatcher, InFlight, Place
 from bench.run._ordering import PlannedBoot, boot_seed
 from bench.run._progress import Progress, Running
 from bench.run._sequential import SequentialRun
+from bench.run._server import log_tail
 from bench.run._task import AttemptSpec, TaskResult
 from bench.store import ResultsWriter, atomic_write_bytes
 
 CANCEL_GRACE_S = 30.0
+TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
+_NUMBERS = re.compile(r"\d+")
+
+
+def failure_signature(record: BootRecord) -> str | None:
+    """A startup failure's first error line with every number blanked. None for an ok boot,
+    a failure after the first probe started (a crash mid-run may be transient), or one of
+    the infrastructure (a Ray worker or node died: nothing about the arm)."""
+    text = (record.error or "").strip()
+    line = text.splitlines()[0] if text else ""
+    startup = record.ready_at is None or line.startswith("patch ")  # the patch check
+    if record.status == "ok" or not startup or not line or line.startswith("ray:"):
+        return None
+    return _NUMBERS.sub("#", line)
+
+
+class RepeatGuard:
+    """Tells when an arm's failure is certain to repeat: the arm never booted ok and its last
+    two failures (in the order they finished) are startup failures with one signature."""
+
+    def __init__(self, proven: Iterable[str] = ()) -> None:
+        self.proven = set(proven)  # arms with an ok boot: their failures may be transient
+        self.last: dict[str, str | None] = {}
+
+    def ok(self, arm: str) -> None:
+        self.proven.add(arm)
+
+    def repeats(self, record: BootRecord) -> bool:
+        if record.arm in self.proven:
+            return False
+        sig = failure_signature(record)
+        before, self.last[record.arm] = self.last.get(record.arm), sig
+        return sig is not None and sig == before
 
 
 def _task_spec_file(spec_file: Path) -> str:
@@ -65,6 +109,7 @@ class RunLoop:
         res = self.spec.resources
         self.cpu_only = res.gpu == 0 and res.cpu >= 1
         self.tries: Counter[tuple[str, int]] = Counter()  # attempts in this run
+        self.repeat = RepeatGuard(arm for arm, boots in ledger.ok.items() if boots)
 
     def run(self, todo: deque[PlannedBoot]) -> None:
         t_loop = time.monotonic()
@@ -110,11 +155,19 @@ class RunLoop:
         self.progress.started(attempt.boot_id, run)
 
     def _after_failure(self, p: PlannedBoot, record: BootRecord, todo: deque[PlannedBoot]) -> bool:
-        """Retry the boot or give it up; True when the run must stop."""
+        """Retry the boot or give it up; True when the run must stop at once."""
+        if self.summary.stopped:  # stopping already: running boots finish, nothing is retried
+            self.summary.failed[p.arm] += 1
+            return False
         if self._too_many_failures(p.arm, record):
             self.progress.note(f"stopping: {self.summary.stopped}")
             self._cancel_all()
             return True
+        if self.repeat.repeats(record):
+            self.summary.stopped = self._repeating(record)
+            self.progress.note(f"stopping: {self.summary.stopped.splitlines()[0]}")
+            todo.clear()  # launch nothing new; the boots running now finish and are written
+            return False
         if self.tries[(p.arm, p.boot)] < self.spec.experiment.max_attempts:
             todo.appendleft(p)  # retry next, keeping the block order intact
         else:
@@ -135,6 +188,22 @@ class RunLoop:
             "Fix the cause, then rerun with --resume"
         )
         return True
+
+    def _repeating(self, record: BootRecord) -> str:
+        """Why the run stops: the repeated error and the tail of the server's log."""
+        error = (record.error or "").strip().splitlines()[0][:300]
+        lines = [
+            f"arm {record.arm!r} failed twice in a row with the same error and has not "
+            f"booted ok once, so every retry would fail the same way: {error}"
+        ]
+        tail = log_tail(self.writer.root / record.log_path, TAIL_LINES) if record.log_path else []
+        if tail:
+            lines += [f"last lines of {record.log_path}:", *(f"  {x}" for x in tail)]
+        lines.append(
+            f"Fix the cause (try one boot: specab boot FILE --arm {record.arm}), then rerun "
+            "with --resume"
+        )
+        return "\n".join(lines)
 
     def _result(self, ref: Any, f: InFlight) -> tuple[BootRecord, list[ProbeRecord]]:
         """The task's record and probes; a record of our own when the task produced none."""
@@ -168,6 +237,7 @@ class RunLoop:
         arm, summary = record.arm, self.summary
         if record.status == "ok":
             summary.ok[arm] += 1
+            self.repeat.ok(arm)
             node_counts = summary.per_node.setdefault(f.place.node.label, {})
             node_counts[arm] = node_counts.get(arm, 0) + 1
         summary.busy_s += (record.boot_seconds or 0.0) + (record.probe_seconds or 0.0)

@@ -117,14 +117,16 @@ class Driver:
         # mix versions of an arm) before Ray starts; a new one is created only once the
         # cluster can run a boot, so a user error found on the way leaves nothing written.
         writer: ResultsWriter | None = None
-        if ResultsWriter.check_root(root):
+        exists = ResultsWriter.check_root(root)
+        ledger = Ledger.read(root) if exists and self.opts.resume else Ledger()
+        if exists:
+            proven = {arm for arm, boots in ledger.ok.items() if boots}
             writer = ResultsWriter.create(
                 root,
                 manifest,
                 resume=self.opts.resume,
-                compare=lambda old: resume_changes(old, manifest, where=root),
+                compare=lambda old: resume_changes(old, manifest, where=root, proven=proven),
             )
-        ledger = Ledger.read(root) if writer else Ledger()
         exp = self.spec.experiment
         plan = plan_order(self.arms, exp.boots_per_arm, exp.seed)
         todo = deque(missing_boots(plan, ledger.ok))

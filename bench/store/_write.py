@@ -86,10 +86,13 @@ def write_parquet_atomic(table: pa.Table, path: Path) -> None:
 def _resumed(
     old: Mapping[str, Any], new: Mapping[str, Any], changed: Mapping[str, Any]
 ) -> dict[str, Any]:
-    """The manifest after a resume that changed what a resume may change: the new spec, and
-    the change appended to `resumes` (additive; everything else as the directory began)."""
+    """The manifest after a resume that changed what a resume may change: the new spec, arm
+    definitions and settings, and the change appended to `resumes` (additive; created_at
+    and the specab version that started the directory stay)."""
     body = dict(old)
-    body["spec"], body["spec_sha256"] = new.get("spec"), new.get("spec_sha256")
+    for key in ("spec", "spec_sha256", "arms", "probe_sets", "baseline", "alpha", "margins"):
+        if key in new:
+            body[key] = new[key]
     entry = {
         "at": datetime.now(UTC).isoformat(),
         "specab_version": new.get("specab_version"),

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from integrity_helpers import ok_boot, start_dir
 
 from bench.cli import run
+from bench.store import ResultsWriter
 
 GOOD = {
     "experiment": {"name": "bad", "boots_per_arm": 2},
@@ -239,6 +241,23 @@ CASES = [
         ("concurrency",),
     ),
     Case(
+        "speculative tokens as text",
+        edit(a=_set("server.speculative_config.num_speculative_tokens", "3")),
+        ("num_speculative_tokens", "whole number"),
+    ),
+    Case(
+        "arm interpreter without vLLM",
+        edit(a=_set("arms.1.python", sys.base_prefix + "/bin/python3")),
+        ("arms(fix).python", "vllm"),
+    ),
+    Case(
+        "arm's draft hub id not cached offline",
+        edit(a=_set("arms.1.speculative_config", {"model": "some-org/some-draft"})),
+        ("arms(fix).speculative_config.model", "some-org/some-draft", "HF_HUB_OFFLINE"),
+    ),
+    Case("server patch does not compile", lambda root: _server_patch(root), ("server.patches[0]",)),
+    Case("patch with a null byte", files(**{"fix.py": "x = 1\0\n"}), ("fix.py", "patches")),
+    Case(
         "per-request metrics on an interpreter without vLLM",
         edit(
             a=_set("probes.acceptance_source", "per_request"),
@@ -255,6 +274,14 @@ def _two_patches(root: Path) -> Path:
     (root / "sub" / "fix.py").write_text(PATCH)
     doc = json.loads(json.dumps(GOOD))
     doc["arms"][1]["patches"] = ["fix.py", "sub/fix.py"]
+    return write_experiment(root, doc)
+
+
+def _server_patch(root: Path) -> Path:
+    base_dir(root)
+    (root / "all.py").write_text("import os\nif True\n    pass\n")
+    doc = json.loads(json.dumps(GOOD))
+    doc["server"]["patches"] = ["all.py"]
     return write_experiment(root, doc)
 
 
@@ -276,6 +303,11 @@ def _params(gaps: set[str]) -> list[object]:
         pytest.param(c, marks=pytest.mark.xfail(strict=True)) if c.name in gaps else c
         for c in CASES
     ]
+
+
+def _target_analyze(root: Path) -> list[str]:
+    (root / "results").mkdir()
+    return ["analyze", str(root / "results")]
 
 
 def _snapshot(root: Path) -> dict[str, bytes]:
@@ -324,6 +356,220 @@ def test_run_ab_refuses_before_ray_and_before_the_results_dir(
     assert not results.exists() and not (tmp_path / "results").exists()
 
 
+# Results directories: run-ab (new, --resume), boot, analyze and report on them. Each case
+# builds its files and returns the command line; the command must change nothing on disk.
+
+
+@dataclass(frozen=True)
+class DirCase:
+    name: str
+    make: Callable[[Path], list[str]]
+    words: tuple[str, ...]
+
+
+def _res(root: Path) -> Path:
+    return root / "results" / "bad"
+
+
+def _doc(**changes: Callable[[dict[str, object]], None]) -> Callable[[Path, Path], None]:
+    def change(root: Path, spec: Path) -> None:
+        doc = json.loads(json.dumps(GOOD))
+        for fn in changes.values():
+            fn(doc)
+        write_experiment(root, doc)
+
+    return change
+
+
+def _write(name: str, text: str, append: bool = False) -> Callable[[Path, Path], None]:
+    def change(root: Path, spec: Path) -> None:
+        path = root / name
+        path.write_text((path.read_text() if append else "") + text)
+
+    return change
+
+
+def _started(
+    change: Callable[[Path, Path], None] | None = None, *, cmd: str = "resume", extra: int = 0
+) -> Callable[[Path], list[str]]:
+    """A directory run-ab started (one ok boot per arm, `extra` more of base with another
+    definition hash), then `change`, then the command."""
+
+    def make(root: Path) -> list[str]:
+        spec = base_dir(root)
+        res = start_dir(spec, _res(root), {"base": 1, "fix": 1})
+        writer = ResultsWriter(res)
+        for i in range(extra):
+            record, probes = ok_boot(spec, "base", 1 + i, order=2 + i)
+            bad = record.model_copy(update={"definition_sha256": "0" * 64})
+            writer.write_boot(bad if i == 0 else record, probes)
+        if change is not None:
+            change(root, spec)
+        return {
+            "resume": ["run-ab", str(spec), "--results-dir", str(res), "--resume", "--quiet"],
+            "again": ["run-ab", str(spec), "--results-dir", str(res), "--quiet"],
+            "crn": [
+                *("run-ab", str(spec), "--results-dir", str(res), "--resume"),
+                "--common-random-numbers",
+            ],
+            "boot": ["boot", str(spec), "--arm", "fix", "--results-dir", str(res)],
+            "analyze": ["analyze", str(res)],
+            "report": ["report", str(res)],
+        }[cmd]
+
+    return make
+
+
+def _target(kind: str, *flags: str) -> Callable[[Path], list[str]]:
+    """A --results-dir that is not one: a file, a foreign directory."""
+
+    def make(root: Path) -> list[str]:
+        spec = base_dir(root)
+        res = _res(root)
+        res.parent.mkdir(parents=True)
+        if kind == "file":
+            res.write_text("not a directory\n")
+        else:
+            res.mkdir()
+            (res / "notes.txt").write_text("mine\n")
+        return ["run-ab", str(spec), "--results-dir", str(res), "--quiet", *flags]
+
+    return make
+
+
+def _manifest_edit(text: str) -> Callable[[Path, Path], None]:
+    def change(root: Path, spec: Path) -> None:
+        path = _res(root) / "manifest.json"
+        body = json.loads(path.read_text())
+        path.write_text(text if text else json.dumps({**body, "schema_version": 99}))
+
+    return change
+
+
+def _strict(root: Path) -> list[str]:
+    spec = base_dir(root)
+    cfg = root / "models" / "draft" / "config.json"
+    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "vocab_size": 4096}))
+    return ["run-ab", str(spec), "--results-dir", str(_res(root)), "--quiet", "--strict"]
+
+
+DIR_CASES = [
+    DirCase(
+        "resume: patch content changed",
+        _started(_write("fix.py", "# v2\n", append=True)),
+        ("arm 'fix'", "patches(fix).sha256", "new results directory"),
+    ),
+    DirCase(
+        "resume: arm env changed",
+        _started(_doc(a=_set("arms.0.env", {"X": "1"}))),
+        ("arm 'base'", "env.X"),
+    ),
+    DirCase(
+        "resume: probe set changed",
+        _started(_write("probes.jsonl", '{"id": "b", "prompt": "x"}\n', append=True)),
+        ("probes.sets", "sha256"),
+    ),
+    DirCase(
+        "resume: max_tokens changed",
+        _started(_doc(a=_set("probes.max_tokens", 32))),
+        ("probes.max_tokens", "64 → 32"),
+    ),
+    DirCase(
+        "resume: arm added",
+        _started(_doc(a=_set("arms", [*GOOD["arms"], {"name": "new"}]))),  # type: ignore[list-item]
+        ("added new",),
+    ),
+    DirCase(
+        "resume: experiment renamed",
+        _started(_doc(a=_set("experiment.name", "other"))),
+        ("experiment.name",),
+    ),
+    DirCase(
+        "resume: other --common-random-numbers",
+        _started(cmd="crn"),
+        ("--common-random-numbers",),
+    ),
+    DirCase(
+        "resume: hand-merged boots of two versions",
+        _started(extra=1),
+        ("arm 'base'", "definition_sha256"),
+    ),
+    DirCase(
+        "resume: manifest not JSON",
+        _started(_manifest_edit("{")),
+        ("manifest.json", "JSON"),
+    ),
+    DirCase(
+        "resume: manifest of a newer schema",
+        _started(_manifest_edit("")),
+        ("schema_version",),
+    ),
+    DirCase("results dir exists, no --resume", _started(cmd="again"), ("--resume",)),
+    DirCase("results dir is a file", _target("file"), ("not a directory",)),
+    DirCase("--resume on a file", _target("file", "--resume"), ("not a directory",)),
+    DirCase("results dir is someone else's", _target("dir"), ("no manifest.json",)),
+    DirCase("--resume on someone else's dir", _target("dir", "--resume"), ("no manifest.json",)),
+    DirCase("--strict with a lint finding", _strict, ("--strict", "vocab_size")),
+    DirCase(
+        "boot into a directory of another version",
+        _started(_write("fix.py", "# v2\n", append=True), cmd="boot"),
+        ("arm 'fix'", "patches(fix).sha256"),
+    ),
+    DirCase(
+        "boot an arm whose model is missing",
+        _started(_doc(a=_set("server.model", "./gone")), cmd="boot"),
+        ("server.model", "./gone"),
+    ),
+    DirCase(
+        "analyze mixed definitions",
+        _started(cmd="analyze", extra=2),
+        ("arm 'base'", "definition_sha256", "delete"),
+    ),
+    DirCase(
+        "analyze mixed probe sets",
+        lambda root: _mixed_sets(root),
+        ("arm 'fix'", "probe_sets_sha256"),
+    ),
+    DirCase(
+        "report on mixed definitions",
+        _started(cmd="report", extra=2),
+        ("arm 'base'", "definition_sha256"),
+    ),
+    DirCase("analyze a directory that is not one", _target_analyze, ("manifest.json",)),
+]
+
+
+def _mixed_sets(root: Path) -> list[str]:
+    spec = base_dir(root)
+    res = start_dir(spec, _res(root), {"base": 1, "fix": 1})
+    record, probes = ok_boot(spec, "fix", 1, order=2, probe_sets_sha256_="1" * 64)
+    ResultsWriter(res).write_boot(record, probes)
+    return ["analyze", str(res)]
+
+
+@pytest.mark.parametrize("case", DIR_CASES, ids=[c.name for c in DIR_CASES])
+def test_results_directory_mistakes_change_nothing(
+    case: DirCase,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ray
+
+    def no_ray(*args: object, **kwargs: object) -> None:
+        raise AssertionError("reached Ray: the mistake was not found before")
+
+    monkeypatch.setattr(ray, "init", no_ray)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    argv = case.make(tmp_path)
+    capsys.readouterr()
+    before = _snapshot(tmp_path)
+    rc = run(argv)
+    _check_error(rc, capsys.readouterr().err, case.words)
+    assert _snapshot(tmp_path) == before  # nothing written, nothing changed
+
+
 def test_the_battery_is_large_and_the_base_is_valid(tmp_path: Path) -> None:
-    assert len(CASES) >= 30
+    assert len(CASES) + len(DIR_CASES) >= 30 and len(DIR_CASES) >= 15
     assert run(["validate", str(base_dir(tmp_path))]) == 0
