@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from bench.experiment import Experiment
+    from bench.experiment import Preflight
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -30,8 +30,8 @@ def validate(
     print, per arm, what a boot would run. Boots nothing."""
     from bench.experiment import command_line, inspect_experiment
 
-    spec, views, warnings = inspect_experiment(file, cluster=cluster)
-    exp = spec.experiment
+    checked, views = inspect_experiment(file, cluster=cluster)
+    spec, exp = checked.spec, checked.spec.experiment
     n = len(views)
     console.print(f"[bold]{exp.name}[/bold]: {file} is valid")
     console.print(
@@ -69,16 +69,14 @@ def validate(
                 f"\nnote: arms {', '.join(names)} run exactly the same thing (an A/A control?)",
                 markup=False,
             )
-    for line in warnings:
+    for line in checked.warnings:
         console.print(f"\n{line}", markup=False)
-    _print_lint(spec, file)
+    _print_lint(checked, file)
 
 
-def _print_lint(spec: Experiment, file: Path) -> None:
+def _print_lint(checked: Preflight, file: Path) -> None:
     """The findings of `specab lint` (known draft/target config mismatches)."""
-    from bench.experiment import lint_spec
-
-    report = lint_spec(spec, file)
+    report = checked.lint(file)
     console.print(f"\nlint: {report.summary()}", markup=False)
     for line in report.lines():
         console.print(f"  {line}", markup=False)
@@ -98,12 +96,16 @@ def materialize(
     engine_seed: Annotated[
         int | None, typer.Option("--engine-seed", help="Engine --seed, as a boot would pass.")
     ] = None,
+    cluster: Annotated[
+        bool,
+        typer.Option("--cluster", help="Models that only the cluster's nodes have: no error."),
+    ] = False,
 ) -> None:
     """Write exactly what one boot of ARM would run: command.sh, server.env, plan.json,
     overlay and patch directories."""
     from bench.experiment import materialize_arm
 
-    plan = materialize_arm(file, arm, out, engine_seed=engine_seed)
+    plan = materialize_arm(file, arm, out, engine_seed=engine_seed, cluster=cluster)
     console.print(f"wrote {out}/command.sh ({len(plan.argv)} argv items)", markup=False)
     for which, path in plan.overlays.items():
         console.print(f"  {which} overlay: {path}", markup=False)

@@ -13,8 +13,7 @@ from bench.errors import SpecabError
 from bench.experiment._arms import ResolvedArm
 from bench.experiment._envs import REDACTED, base_env, redact_env
 from bench.experiment._launch import LaunchPlan, launch_plan
-from bench.experiment._preflight import preflight
-from bench.experiment._spec import Experiment
+from bench.experiment._preflight import Preflight, preflight
 
 PLACEHOLDER_WORKDIR = Path("$WORKDIR")
 
@@ -29,10 +28,10 @@ class ArmView:
 
 def inspect_experiment(
     spec_file: str | Path, *, cluster: bool = False
-) -> tuple[Experiment, list[ArmView], tuple[str, ...]]:
+) -> tuple[Preflight, list[ArmView]]:
     """Validate everything a run needs (`preflight`: spec, probe sets, patches, models,
-    interpreters) and compute each arm's launch plan; writes nothing. Returns the spec, one
-    view per arm and preflight's warnings (what only a cluster node can tell)."""
+    interpreters) and compute each arm's launch plan; writes nothing. Returns preflight's
+    result (spec, warnings, lint) and one view per arm."""
     checked = preflight(spec_file, cluster=cluster)
     spec, arms = checked.spec, list(checked.arms)
     views: list[ArmView] = []
@@ -47,7 +46,7 @@ def inspect_experiment(
                 diff[k] = (red_b.get(k), red_a.get(k))
         env_set = {k: v for k, v in plan.redacted_env().items() if k not in base_env_names}
         views.append(ArmView(arm, plan, env_set, diff))
-    return spec, views, checked.warnings
+    return checked, views
 
 
 def command_line(plan: LaunchPlan) -> str:
@@ -86,12 +85,19 @@ def _command_sh(plan: LaunchPlan, spec_file: Path, arm: str) -> str:
 
 
 def materialize_arm(
-    spec_file: str | Path, arm_name: str, out: str | Path, *, engine_seed: int | None = None
+    spec_file: str | Path,
+    arm_name: str,
+    out: str | Path,
+    *,
+    engine_seed: int | None = None,
+    cluster: bool = False,
 ) -> LaunchPlan:
     """Write into `out` what one boot of `arm_name` runs: command.sh, server.env, plan.json,
-    and the overlay and patch directories. Validates first, so a user error writes nothing."""
+    and the overlay and patch directories. Validates first, so a user error writes nothing
+    (`cluster`: models that only the nodes have are not an error)."""
     spec_file, out = Path(spec_file), Path(out)
-    spec, views, _ = inspect_experiment(spec_file)
+    checked, views = inspect_experiment(spec_file, cluster=cluster)
+    spec = checked.spec
     spec.arm(arm_name)  # one-line error listing the arms
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise SpecabError(

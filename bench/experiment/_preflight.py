@@ -24,6 +24,8 @@ from pathlib import Path
 from bench.errors import SpecabError
 from bench.experiment._arms import ResolvedArm, resolve_arm
 from bench.experiment._envs import supports_per_request_metrics, vllm_package_dir
+from bench.experiment._lint import LintReport, lint_arm
+from bench.experiment._lint_text import Finding
 from bench.experiment._preflight_models import check_models, origin
 from bench.experiment._probesets import load_probe_sets
 from bench.experiment._spec import Experiment, load_spec, resolve_path
@@ -39,6 +41,29 @@ class Preflight:
     spec: Experiment
     arms: tuple[ResolvedArm, ...]
     warnings: tuple[str, ...]
+    unchecked: tuple[str, ...] = ()  # arms with a model not on this machine (cluster only)
+
+    def lint(self, spec_file: str | Path) -> LintReport:
+        """`specab lint` of the arms whose models are readable here; a note for the others
+        (lint would refuse their missing model directory as bad input)."""
+        findings: list[Finding] = []
+        for arm in self.arms:
+            if arm.name in self.unchecked:
+                findings.append(
+                    Finding(
+                        arm.name,
+                        "server.model",
+                        "a model of this arm is not on this machine, so its configs were "
+                        "not checked",
+                        f"run specab lint {spec_file} where the models are",
+                        "unchecked",
+                        severity="note",
+                    )
+                )
+                continue
+            own = tuple(Path(p).stem for p in self.spec.arm(arm.name).patches)
+            findings += lint_arm(arm, arm_patches=own)
+        return LintReport(tuple(a.name for a in self.arms), tuple(findings))
 
 
 def preflight(
@@ -59,13 +84,16 @@ def preflight(
     resolved = tuple(resolve_arm(spec, spec_file, n) for n in names)
     env = os.environ if environ is None else environ
     warnings: list[str] = []
+    unchecked: list[str] = []
     compiled: set[Path] = set()
     for arm in resolved:
         _patches_compile(spec, spec_file, arm.name, compiled)
         _speculative_tokens(spec, spec_file, arm)
-        warnings += check_models(spec, spec_file, arm, env, cluster=cluster)
+        missing = check_models(spec, spec_file, arm, env, cluster=cluster)
+        warnings += missing
+        unchecked += [arm.name] if missing else []
         _interpreter(spec, spec_file, arm)
-    return Preflight(spec, resolved, tuple(warnings))
+    return Preflight(spec, resolved, tuple(warnings), tuple(unchecked))
 
 
 def _probe_sets(spec: Experiment, spec_file: Path) -> None:

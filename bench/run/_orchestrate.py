@@ -27,7 +27,7 @@ from typing import Any
 from rich.console import Console
 
 from bench.errors import SpecabError
-from bench.experiment import lint_spec, load_spec, preflight, resume_changes
+from bench.experiment import load_spec, preflight, resume_changes
 from bench.run._attempts import Ledger, RunOptions, RunSummary
 from bench.run._boot import build_manifest
 from bench.run._cluster import cluster_slots, connect, task_options
@@ -81,11 +81,11 @@ class Driver:
         cluster = self.opts.address is not None
         checked = preflight(self.spec_file, spec=self.spec, cluster=cluster)
         for line in checked.warnings:
-            self.console.print(line, markup=False)
-        report = lint_spec(self.spec, self.spec_file)
+            self.console.print(line, markup=False, soft_wrap=True)
+        report = checked.lint(self.spec_file)
         self.console.print(f"lint: {report.summary()}", markup=False)
         for line in report.lines():
-            self.console.print(f"  {line}", markup=False)
+            self.console.print(f"  {line}", markup=False, soft_wrap=True)
         if self.opts.strict and report.warnings:
             first = report.warnings[0]
             raise SpecabError(

@@ -1,0 +1,156 @@
+"""Preflight beyond the bad-input battery: the two readings of `org/name`, the local Hugging
+Face cache (revisions), warnings instead of errors for a cluster, per-request support read
+from a vLLM's source, field attribution, and run-ab printing lint at its start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_bad_inputs import GOOD, base_dir, write_experiment
+
+from bench.cli import run
+from bench.errors import SpecabError
+from bench.experiment import preflight
+
+
+def _doc(**server: object) -> dict[str, object]:
+    doc = json.loads(json.dumps(GOOD))
+    doc["server"].update(server)
+    return doc
+
+
+def _cache(root: Path, repo: str, revision: str = "main") -> Path:
+    """The huggingface_hub cache layout for `repo` with only a config.json."""
+    cache = root / "hf-cache"
+    repo_dir = cache / ("models--" + repo.replace("/", "--"))
+    (repo_dir / "refs").mkdir(parents=True)
+    (repo_dir / "refs" / revision).write_text("c0ffee")
+    snap = repo_dir / "snapshots" / "c0ffee"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps({"model_type": "qwen3", "vocab_size": 2048}))
+    return cache
+
+
+@pytest.fixture
+def offline(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    return tmp_path
+
+
+def test_a_cached_hub_id_passes_offline_and_a_revision_is_looked_up(offline: Path) -> None:
+    base_dir(offline)
+    _cache(offline, "org/target", revision="v2")
+    spec = write_experiment(offline, _doc(model="org/target"))
+    with pytest.raises(SpecabError, match="local Hugging Face cache"):
+        preflight(spec)  # refs/main does not exist: not cached at the default revision
+    spec = write_experiment(offline, _doc(model="org/target", args={"revision": "v2"}))
+    assert preflight(spec).warnings == ()
+
+
+def test_an_existing_relative_path_is_a_path_even_with_the_shape_of_a_hub_id(
+    offline: Path,
+) -> None:
+    spec = base_dir(offline)  # server.model = "models/target", a directory next to the file
+    assert [a.model for a in preflight(spec).arms] == [str(offline / "models/target")] * 2
+
+
+def test_online_a_hub_id_is_left_to_the_server_and_a_bare_name_is_never_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    base_dir(tmp_path)
+    doc = _doc(model="org/not-cached", env={})
+    assert preflight(write_experiment(tmp_path, doc)).warnings == ()
+    # the arm's env decides, over the caller's
+    doc["arms"][1]["env"] = {"HF_HUB_OFFLINE": "yes"}
+    with pytest.raises(SpecabError) as info:
+        preflight(write_experiment(tmp_path, doc))
+    assert info.value.field == "server.model" and "org/not-cached" in info.value.problem
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert preflight(write_experiment(tmp_path, _doc(model="gpt2"))).warnings == ()
+
+
+def test_with_a_cluster_what_is_missing_here_is_a_warning(offline: Path) -> None:
+    base_dir(offline)
+    spec = write_experiment(offline, _doc(model="org/on-the-nodes"))
+    checked = preflight(spec, cluster=True)
+    assert len(checked.warnings) == 2  # both arms
+    assert checked.warnings[0].startswith("base: warning: server.model: org/on-the-nodes")
+    assert "Fix:" in checked.warnings[0]
+    spec = write_experiment(offline, _doc(model="/models/on-the-nodes"))
+    assert "not found on this machine" in preflight(spec, cluster=True).warnings[0]
+    # validate --cluster prints the warning and succeeds
+    assert run(["validate", str(spec), "--cluster"]) == 0
+    assert run(["validate", str(spec)]) == 2
+
+
+def test_per_request_support_is_read_from_the_arms_vllm_source(
+    offline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base_dir(offline)
+    doc = json.loads(json.dumps(GOOD))
+    doc["probes"]["acceptance_source"] = "per_request"
+    assert preflight(write_experiment(offline, doc)).warnings == ()  # the installed vLLM can
+    old = offline / "old-vllm"
+    pkg = old / "vllm"
+    (pkg / "engine").mkdir(parents=True)
+    (pkg / "config").mkdir()
+    (pkg / "__init__.py").write_text("raise SystemExit('preflight must not import vllm')\n")
+    (pkg / "engine" / "arg_utils.py").write_text("# an old fork: no per-request metrics\n")
+    (pkg / "config" / "observability.py").write_text("")
+    doc["arms"][1]["env"] = {"PYTHONPATH": str(old)}
+    with pytest.raises(SpecabError) as info:
+        preflight(write_experiment(offline, doc))
+    assert info.value.field == "probes.acceptance_source"
+    assert "--per-request-spec-decode-metrics" in info.value.problem
+    doc["probes"]["acceptance_source"] = "auto"  # that old vLLM still serves
+    assert preflight(write_experiment(offline, doc)).warnings == ()
+
+
+def test_fields_name_where_the_value_was_written(offline: Path) -> None:
+    base_dir(offline)
+    doc = json.loads(json.dumps(GOOD))
+    doc["arms"][1]["speculative_config"] = {"num_speculative_tokens": True}
+    with pytest.raises(SpecabError) as info:
+        preflight(write_experiment(offline, doc))
+    assert info.value.field == "arms(fix).speculative_config.num_speculative_tokens"
+    doc["arms"][1]["speculative_config"] = {}
+    doc["server"]["python"] = "no-such-python-3.99"
+    with pytest.raises(SpecabError) as info:
+        preflight(write_experiment(offline, doc))
+    assert info.value.field == "server.python"
+    # only the arms asked for (`specab boot --arm`)
+    doc["server"].pop("python")
+    doc["arms"][1]["python"] = "/nonexistent/python"
+    spec = write_experiment(offline, doc)
+    assert [a.name for a in preflight(spec, arms=["base"]).arms] == ["base"]
+    with pytest.raises(SpecabError, match="not found or not executable"):
+        preflight(spec)
+
+
+def test_run_ab_prints_lint_findings_before_anything_else(
+    offline: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ray
+
+    class Reached(Exception):
+        pass
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise Reached
+
+    monkeypatch.setattr(ray, "init", stop)
+    spec = base_dir(offline)
+    cfg = offline / "models" / "draft" / "config.json"
+    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "vocab_size": 4096}))
+    results = offline / "results"
+    with pytest.raises(Reached):  # without --strict the run goes on to Ray
+        run(["run-ab", str(spec), "--results-dir", str(results), "--quiet"])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "lint: 2 finding(s) in 2 of 2 arm(s)"
+    assert out[1].startswith("  base: warning: vocab_size:") and "Fix:" in out[1]
+    assert not results.exists()
