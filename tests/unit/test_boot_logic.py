@@ -166,11 +166,15 @@ def test_manifest(tmp_path: Path) -> None:
 
 
 def test_cli_records_a_failed_boot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """A 'python' that exits at once: exit 1, a failed boot row, no probe rows, loads back."""
-    toml = experiment(tmp_path, python="/bin/false")
+    """A server that exits at once (the fault-injection fake): exit 1, a failed boot row, no
+    probe rows, loads back. (A 'python' without vLLM is refused up front by preflight.)"""
+    toml = experiment(tmp_path)
+    fakes = Path(__file__).resolve().parents[1] / "fakes"
+    env = f'env = {{ FIX = "1", PYTHONPATH = "{fakes}", SPECAB_FAKE_FAULT = "crash_at_boot" }}'
+    toml.write_text(toml.read_text().replace('env = { FIX = "1" }', env))
     out = tmp_path / "results"
     assert run(["boot", str(toml), "--arm", "fix", "--results-dir", str(out)]) == 1
-    assert "FAILED: server exited with code 1 during startup" in capsys.readouterr().out
+    assert "FAILED: server exited with code 3 during startup" in capsys.readouterr().out
     res = load_results(out)
     (row,) = res.boots.to_dict("records")
     assert (row["status"], row["arm"], row["attempt"]) == ("failed", "fix", 1)
