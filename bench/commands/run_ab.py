@@ -94,8 +94,8 @@ def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -
     if summary.interrupted:
         console.print(f"interrupted; continue with: {rerun} --resume", markup=False)
         return 130
-    if summary.stopped:
-        console.print(f"stopped: {summary.stopped}", markup=False)
+    if summary.stopped:  # soft wrap: the log tail's lines stay whole
+        console.print(f"stopped: {summary.stopped}", markup=False, soft_wrap=True)
     for arm, boot in summary.lost:
         console.print(
             f"boot {boot} of arm {arm!r} failed experiment.max_attempts times; "

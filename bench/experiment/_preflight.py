@@ -100,7 +100,7 @@ def _probe_sets(spec: Experiment, spec_file: Path) -> None:
     for i, value in enumerate(spec.probes.sets):
         if not resolve_path(spec_file, value).is_file():
             raise SpecabError(
-                f"probe set {value} not found",
+                f"{value}: probe set not found",
                 file=spec_file,
                 field=f"probes.sets[{i}]",
                 fix="correct the path (relative to the experiment file)",

@@ -155,9 +155,10 @@ def test_arm_past_failure_limit_stops_the_run(
 def test_boot_lost_after_max_attempts(
     tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # A failure mid-probe (a crash at startup twice would stop the run: test_integrity_faults)
     spec = fake_experiment(
         tmp_path,
-        {"base": {}, "broken": {"SPECAB_FAKE_FAULT": "crash_at_boot"}},
+        {"base": {}, "broken": {"SPECAB_FAKE_FAULT": "die_mid_probe"}},
         boots_per_arm=1,
         experiment={"max_attempts": 2, "max_failures_per_arm": 10},
     )
@@ -417,15 +418,25 @@ def _quiet_driver(spec: Path, root: Path, **kw: Any) -> Any:
 def test_user_error_found_inside_a_boot_reaches_the_user_whole(
     tmp_path: Path, fake_experiment: Callable[..., Path]
 ) -> None:
-    """The fake's vLLM has no per-request metrics: only the task on the node can tell."""
+    """The fake's vLLM has no per-request metrics. Preflight finds that on the driver (the
+    bad-input battery); here the node's request asks for them after preflight (as when the
+    node's vLLM differs from the driver's), so only the task can tell."""
     from bench.errors import SpecabError
 
-    spec = fake_experiment(
-        tmp_path, {"a": {}, "b": {}}, probes={"acceptance_source": "per_request"}
-    )
+    def task(a: Any) -> Any:  # pickled by value into the Ray worker
+        import dataclasses
+
+        from bench.run._task import run_attempt
+
+        spec = a.request.spec
+        probes = spec.probes.model_copy(update={"acceptance_source": "per_request"})
+        req = dataclasses.replace(a.request, spec=spec.model_copy(update={"probes": probes}))
+        return run_attempt(dataclasses.replace(a, request=req))
+
+    spec = fake_experiment(tmp_path, {"a": {}, "b": {}})
     root = tmp_path / "results"
     with pytest.raises(SpecabError) as info:
-        _quiet_driver(spec, root).run()
+        _quiet_driver(spec, root, task=task).run()
     err = info.value
     assert (err.file, err.field) == (str(spec.resolve()), "probes.acceptance_source")
     assert err.fix is not None and "metrics_delta" in err.fix
