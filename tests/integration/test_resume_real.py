@@ -71,7 +71,6 @@ def test_resume_refuses_an_arm_whose_patch_changed(
     sets = probe_sets_sha256(load_probe_sets(load_spec(spec), spec))
     assert set(ok["probe_sets_sha256"]) == {sets}
     assert all(len(x) == 0 for x in ok["noop_patches"])
-    print("\nRESUME-REAL definition", arm["definition_sha256"][:16], "probe sets", sets[:16])
 
     # the driver dies during boot 1: its files never got written
     for sub, ext in (("boots", "parquet"), ("probes", "parquet"), ("logs", "log")):
@@ -88,7 +87,6 @@ def test_resume_refuses_an_arm_whose_patch_changed(
     capsys.readouterr()
     assert run([*args, "--resume"]) == 2
     err = capsys.readouterr().err
-    print("RESUME-REAL refused:", err.strip())
     assert f"arm '{ARM}' changed since this directory was started" in err
     assert "patches(env_report).sha256" in err and "new results directory" in err
     assert _snapshot(tmp_path) == before  # nothing written
