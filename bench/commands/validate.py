@@ -19,9 +19,10 @@ def validate(
     file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
 ) -> None:
     """Check an experiment file and print, per arm, what a boot would run. Boots nothing."""
-    from bench.experiment import command_line, inspect_experiment
+    from bench.experiment import command_line, inspect_experiment, measurement
 
     spec, views = inspect_experiment(file)
+    measured = {v.arm.name: measurement(spec, file, v.arm) for v in views}
     exp = spec.experiment
     n = len(views)
     console.print(f"[bold]{exp.name}[/bold]: {file} is valid")
@@ -35,6 +36,7 @@ def validate(
             f"\n[bold]arm {a.name}[/bold]  definition sha256 {a.definition_sha256()[:16]}"
         )
         console.print(f"  command: {command_line(plan)}", markup=False)
+        console.print(f"  measures: {measured[a.name].describe()}", markup=False)
         env = " ".join(f"{k}={val}" for k, val in sorted(v.env_set.items())) or "(none)"
         console.print(f"  env set by the file: {env}", markup=False)
         if a.name != spec.baseline:

@@ -2,9 +2,17 @@
 arm runs (launch plan: argv, environment, config overlays, code patches) and the probe sets.
 Nothing here starts a server; `bench.run` does."""
 
-from bench.experiment._arms import ResolvedArm, resolve_arm
+from bench.experiment._arms import ResolvedArm, resolve_arm, speculative_and_concurrency
 from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
-from bench.experiment._envs import REDACTED, base_env, interpreter_vllm_version, redact_env
+from bench.experiment._envs import (
+    REDACTED,
+    base_env,
+    interpreter_vllm_version,
+    redact_env,
+    supports_per_request_metrics,
+    supports_per_request_timing,
+    vllm_package_dir,
+)
 from bench.experiment._launch import LaunchPlan, check_patches_applied, launch_plan, render_args
 from bench.experiment._lint import LintReport, lint_arm, lint_file, lint_spec
 from bench.experiment._lint_layers import OFFSET_LAYER_METHODS
@@ -15,6 +23,7 @@ from bench.experiment._materialize import (
     inspect_experiment,
     materialize_arm,
 )
+from bench.experiment._measurement import Measurement, measurement
 from bench.experiment._overlay import effective_config, merge_patch
 from bench.experiment._probesets import Probe, ProbeSet, load_probe_set, load_probe_sets
 from bench.experiment._spec import (
@@ -40,6 +49,7 @@ __all__ = [
     "Finding",
     "LaunchPlan",
     "LintReport",
+    "Measurement",
     "Probe",
     "ProbeSet",
     "ProbesSection",
@@ -62,11 +72,16 @@ __all__ = [
     "load_probe_sets",
     "load_spec",
     "materialize_arm",
+    "measurement",
     "merge_patch",
     "parse_spec",
     "redact_env",
     "render_args",
     "resolve_arm",
     "resolve_path",
+    "speculative_and_concurrency",
+    "supports_per_request_metrics",
+    "supports_per_request_timing",
+    "vllm_package_dir",
     "write_probe_lines",
 ]

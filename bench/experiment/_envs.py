@@ -1,5 +1,7 @@
-"""The server's environment: a whitelisted base (like pyperf's), secret redaction, and the
-vLLM version an interpreter would serve with."""
+"""The server's environment: a whitelisted base (like pyperf's), secret redaction, and what an
+interpreter would serve with: its vLLM version, where it imports vLLM from and whether that
+vLLM can report per-request acceptance and per-request timings (read from its source, never
+imported)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import os
 import re
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 
 # Variables a server may inherit from the caller (pyperf-style whitelist); everything else
 # must be written in the experiment file so that two arms differ only where the file says.
@@ -57,4 +60,84 @@ def interpreter_vllm_version(python: str, *, timeout_s: float = 60.0) -> str | N
     return line.split("==", 1)[1] if out.returncode == 0 and "==" in line else None
 
 
-__all__ = ["REDACTED", "base_env", "interpreter_vllm_version", "redact_env"]
+_DETECT = (
+    "import importlib.util, site\n"
+    "site.venv(None)\n"  # under -S nothing has applied pyvenv.cfg yet
+    "extra = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []\n"
+    "for d in site.getsitepackages() + extra:\n"
+    "    site.addsitedir(d)\n"
+    "s = importlib.util.find_spec('vllm')\n"
+    "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')\n"
+)
+
+
+@functools.cache
+def vllm_package_dir(python: str, pythonpath: str = "") -> Path | None:
+    """Where `python` would import vllm from, without importing it and without running any
+    sitecustomize (`-S`: a patch runtime must not fire, or append to its report, here).
+    None when the interpreter cannot run or finds no vllm."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    try:
+        out = subprocess.run(
+            [python, "-S", "-c", _DETECT],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd="/",
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+    return Path(line) if out.returncode == 0 and line else None
+
+
+def supports_per_request_metrics(python: str, pythonpath: str = "") -> bool:
+    """True if that interpreter's vLLM accepts `--per-request-spec-decode-metrics detailed`
+    (found by reading its argument parser source; cached per interpreter)."""
+    pkg = vllm_package_dir(python, pythonpath)
+    if pkg is None:
+        return False
+    try:
+        args_src = (pkg / "engine" / "arg_utils.py").read_text(encoding="utf-8")
+        obs_src = (pkg / "config" / "observability.py").read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return "--per-request-spec-decode-metrics" in args_src and '"detailed"' in obs_src
+
+
+# Where vLLM keeps the --enable-per-request-metrics field and the timing fields it fills
+# (0.32 layout first; the openai/ paths are where older builds kept their server code).
+_TIMING_FLAG_FILES = ("entrypoints/launchers/cli_args.py", "entrypoints/openai/cli_args.py")
+_TIMING_FIELD_FILES = ("entrypoints/generate/base/protocol.py", "entrypoints/openai/protocol.py")
+
+
+def _any_source_has(pkg: Path, files: tuple[str, ...], *needles: str) -> bool:
+    for rel in files:
+        try:
+            src = (pkg / rel).read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if all(n in src for n in needles):
+            return True
+    return False
+
+
+def supports_per_request_timing(python: str, pythonpath: str = "") -> bool:
+    """True if that interpreter's vLLM accepts `--enable-per-request-metrics` and then puts
+    time_to_first_token_ms / mean_itl_ms / queue_time_ms into each non-streaming response's
+    `metrics` (vLLM >= 0.32; read from its source like `supports_per_request_metrics`)."""
+    pkg = vllm_package_dir(python, pythonpath)
+    if pkg is None:
+        return False
+    return _any_source_has(pkg, _TIMING_FLAG_FILES, "enable_per_request_metrics") and (
+        _any_source_has(pkg, _TIMING_FIELD_FILES, "time_to_first_token_ms", "mean_itl_ms")
+    )
+
+
+__all__ = [
+    "REDACTED", "base_env", "interpreter_vllm_version", "redact_env",
+    "supports_per_request_metrics", "supports_per_request_timing", "vllm_package_dir",
+]  # fmt: skip

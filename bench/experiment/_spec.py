@@ -127,10 +127,18 @@ class ProbesSection(_Model):
     seed: int | None = Field(None, description="Per-request sampling seed (None: engine stream).")
     warmup: int = Field(2, ge=0, description="Warmup probes run first and excluded from data.")
     concurrency: int = Field(
-        1, ge=1, description="Concurrent probes; >1 needs per-request metrics support."
+        1,
+        ge=1,
+        description="Probes in flight at once (arms may override); >1 needs per-request "
+        "acceptance metrics (vLLM >= 0.32), since /metrics deltas cannot split concurrent probes.",
     )
     acceptance_source: Literal["auto", "per_request", "metrics_delta"] = Field(
         "auto", description="Where per-probe acceptance comes from."
+    )
+    timing_source: Literal["auto", "per_request", "off"] = Field(
+        "auto",
+        description="Server-side TTFT/TPOT/queue time per probe (--enable-per-request-metrics): "
+        "auto = when the arm's vLLM has it, per_request = required, off = never.",
     )
     request_timeout_s: float = Field(300.0, gt=0, description="Timeout for one probe request.")
     ignore_eos: bool = Field(
@@ -152,8 +160,13 @@ class ArmSpec(_Model):
     description: str = Field("", description="Free text shown in reports.")
     args: dict[str, ArgValue] = Field(default_factory=dict, description="Flags merged by name.")
     env: dict[str, str] = Field(default_factory=dict, description="Env merged by key.")
-    speculative_config: dict[str, Any] = Field(
-        default_factory=dict, description="Merged into [server].speculative_config by key."
+    speculative_config: dict[str, Any] | Literal[False] = Field(
+        default_factory=dict,
+        description="Merged into [server].speculative_config by key; false turns speculative "
+        "decoding off (a no-speculation speed arm: no acceptance, speed only).",
+    )
+    concurrency: int | None = Field(
+        None, ge=1, description="Probes in flight at once for this arm; default [probes]."
     )
     patches: list[str] = Field(default_factory=list, description="Extra patch modules.")
     allow_noop_patches: bool | None = Field(

@@ -7,19 +7,19 @@ is non-increasing and sums to `num_accepted_tokens`. Mean accepted length = 1 + 
 
 from __future__ import annotations
 
-import functools
 import itertools
-import os
-import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.errors import BootFailed
+
+# Moved to bench.experiment (the preflight needs it before any boot); kept importable here.
+from bench.experiment import supports_per_request_metrics as supports_per_request_metrics
+from bench.experiment import vllm_package_dir as vllm_package_dir
 
 PREFIX = "vllm:spec_decode_"
 _SCALARS = {
@@ -229,50 +229,3 @@ def check_counts(c: SpecCounts, what: str) -> None:
         problems.append("accepted_per_pos[0] > drafts")
     if problems:
         raise BootFailed(f"invalid counts for {what}: " + "; ".join(problems))
-
-
-_DETECT = (
-    "import importlib.util, site\n"
-    "site.venv(None)\n"  # under -S nothing has applied pyvenv.cfg yet
-    "extra = [site.getusersitepackages()] if site.ENABLE_USER_SITE else []\n"
-    "for d in site.getsitepackages() + extra:\n"
-    "    site.addsitedir(d)\n"
-    "s = importlib.util.find_spec('vllm')\n"
-    "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')\n"
-)
-
-
-@functools.cache
-def vllm_package_dir(python: str, pythonpath: str = "") -> Path | None:
-    """Where `python` would import vllm from, without importing it and without running any
-    sitecustomize (`-S`: a patch runtime must not fire, or append to its report, here)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
-    try:
-        out = subprocess.run(
-            [python, "-S", "-c", _DETECT],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=env,
-            cwd="/",
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    line = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
-    return Path(line) if out.returncode == 0 and line else None
-
-
-def supports_per_request_metrics(python: str, pythonpath: str = "") -> bool:
-    """True if that interpreter's vLLM accepts `--per-request-spec-decode-metrics detailed`
-    (found by reading its argument parser source; cached per interpreter)."""
-    pkg = vllm_package_dir(python, pythonpath)
-    if pkg is None:
-        return False
-    try:
-        args_src = (pkg / "engine" / "arg_utils.py").read_text(encoding="utf-8")
-        obs_src = (pkg / "config" / "observability.py").read_text(encoding="utf-8")
-    except OSError:
-        return False
-    return "--per-request-spec-decode-metrics" in args_src and '"detailed"' in obs_src

@@ -272,8 +272,6 @@ GAPS_VALIDATE = {
     "patch does not compile",
     "zero speculative tokens",
     "hub id not cached offline",
-    "concurrency without per-request metrics",
-    "per-request metrics on an interpreter without vLLM",
 }
 GAPS_RUN_AB = GAPS_VALIDATE | {
     "model ./missing",
