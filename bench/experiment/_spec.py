@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import SpecabError
+from bench.experiment._spec_probes import ProbesSection
 from bench.records import DEFAULT_MARGINS
 
 ArgValue = str | int | float | bool | None
@@ -119,33 +120,6 @@ class ServerSection(_Model):
     )
 
 
-class ProbesSection(_Model):
-    sets: list[str] = Field(min_length=1, description="Probe set JSONL files.")
-    max_tokens: int = Field(64, ge=1, description="Default completion length per probe.")
-    temperature: float = Field(0.0, ge=0, description="Sampling temperature.")
-    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling parameter.")
-    seed: int | None = Field(None, description="Per-request sampling seed (None: engine stream).")
-    warmup: int = Field(2, ge=0, description="Warmup probes run first and excluded from data.")
-    concurrency: int = Field(
-        1,
-        ge=1,
-        description="Probes in flight at once (arms may override); >1 needs per-request "
-        "acceptance metrics (vLLM >= 0.32), since /metrics deltas cannot split concurrent probes.",
-    )
-    acceptance_source: Literal["auto", "per_request", "metrics_delta"] = Field(
-        "auto", description="Where per-probe acceptance comes from."
-    )
-    timing_source: Literal["auto", "per_request", "off"] = Field(
-        "auto",
-        description="Server-side TTFT/TPOT/queue time per probe (--enable-per-request-metrics): "
-        "auto = when the arm's vLLM has it, per_request = required, off = never.",
-    )
-    request_timeout_s: float = Field(300.0, gt=0, description="Timeout for one probe request.")
-    ignore_eos: bool = Field(
-        False, description="Generate max_tokens even past EOS (fixed workload per probe)."
-    )
-
-
 class ResourcesSection(_Model):
     cpu: float = Field(1.0, ge=0, description="Ray CPUs per boot.")
     gpu: float = Field(0.0, ge=0, description="Ray GPUs per boot.")
@@ -181,6 +155,17 @@ class ArmSpec(_Model):
         None, description="JSON merge patch (RFC 7386) on the draft's config.json."
     )
     python: str | None = Field(None, description="Interpreter (venv) for this arm's server.")
+
+    @field_validator("speculative_config", mode="before")
+    @classmethod
+    def _table_or_false(cls, v: Any) -> Any:
+        if isinstance(v, dict) or v is False:
+            return v
+        raise ValueError(
+            f"speculative_config = {json.dumps(v, default=str)} is neither a table nor "
+            "false; write a table, e.g. { num_speculative_tokens = 3 }, or false for an arm "
+            "without speculation"
+        )
 
 
 class Experiment(_Model):

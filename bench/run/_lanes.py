@@ -11,6 +11,7 @@ lane propagates with its traceback like anywhere else in the boot.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 
 import httpx
@@ -24,15 +25,18 @@ def lane_of(sequence: int, concurrency: int) -> int:
     return sequence % concurrency
 
 
+LaneClient = Callable[[], httpx.Client]  # a new client per lane (tests pass MockTransports)
+
+
 def _lane(
-    base_url: httpx.URL,
+    new_client: LaneClient,
     probes: list[tuple[int, Probe]],
     model: str,
     sampling: Sampling,
     stop: threading.Event,
 ) -> list[tuple[int, ProbeResponse]]:
     out: list[tuple[int, ProbeResponse]] = []
-    with httpx.Client(base_url=base_url, timeout=60, trust_env=False) as client:
+    with new_client() as client:
         for seq, probe in probes:
             if stop.is_set():
                 break
@@ -41,14 +45,14 @@ def _lane(
 
 
 def run_lanes(
-    client: httpx.Client,
+    new_client: LaneClient,
     probes: list[Probe],
     model: str,
     sampling: Sampling,
     concurrency: int,
 ) -> list[ProbeResponse]:
-    """Every probe's response, in `probes` order, sent by `concurrency` lanes against the
-    server `client` points at."""
+    """Every probe's response, in `probes` order, sent by `concurrency` lanes, each with its
+    own client from `new_client`."""
     plan: list[list[tuple[int, Probe]]] = [[] for _ in range(min(concurrency, len(probes)))]
     for seq, probe in enumerate(probes):
         plan[lane_of(seq, concurrency)].append((seq, probe))
@@ -56,9 +60,7 @@ def run_lanes(
     pool = ThreadPoolExecutor(max_workers=len(plan), thread_name_prefix="specab-lane")
     futures: list[Future[list[tuple[int, ProbeResponse]]]] = []
     try:
-        futures = [
-            pool.submit(_lane, client.base_url, lane, model, sampling, stop) for lane in plan
-        ]
+        futures = [pool.submit(_lane, new_client, lane, model, sampling, stop) for lane in plan]
         done, _ = wait(futures, return_when=FIRST_EXCEPTION)
         for f in futures:  # the first failure in lane order among those that finished
             if f in done and f.exception() is not None:

@@ -19,7 +19,7 @@ from bench.errors import BootFailed
 from bench.experiment import Probe, ProbeSet
 from bench.records import AcceptanceSource, ProbeRecord
 from bench.run._attempts import Attempt
-from bench.run._lanes import run_lanes
+from bench.run._lanes import LaneClient, run_lanes
 from bench.run._metrics import SpecCounts, check_counts, counts_from_response, scrape
 from bench.run._probes import ProbeResponse, Sampling, run_probe
 
@@ -134,15 +134,19 @@ def measure(
     attempt: Attempt,
     concurrency: int = 1,
     speculative: bool = True,
+    lane_client: LaneClient | None = None,
 ) -> Measured:
     """Warmup (discarded, one at a time), then every probe: in probe-set order at
-    concurrency 1, else in `concurrency` lanes (see the module docstring)."""
+    concurrency 1, else in `concurrency` lanes (see the module docstring), each with a client
+    from `lane_client` (default: a new one to `client`'s server)."""
     probes: list[Probe] = [p for s in sets for p in s.probes]
     for i in range(warmup):
         run_probe(client, probes[i % len(probes)], model, sampling)
     rows = _Rows(experiment, attempt, source, k, speculative)
     if concurrency > 1:
-        return _concurrent(client, probes, rows, model, sampling, concurrency)
+        base = client.base_url
+        new = lane_client or (lambda: httpx.Client(base_url=base, timeout=60, trust_env=False))
+        return _concurrent(client, new, probes, rows, model, sampling, concurrency)
     t0 = time.perf_counter()
     start = prev = scrape(client, k)
     records: list[ProbeRecord] = []
@@ -169,6 +173,7 @@ def measure(
 
 def _concurrent(
     client: httpx.Client,
+    new_client: LaneClient,
     probes: list[Probe],
     rows: _Rows,
     model: str,
@@ -178,7 +183,7 @@ def _concurrent(
     """Every probe in `concurrency` lanes; counts from the responses, one /metrics delta."""
     t0 = time.perf_counter()
     start = scrape(client, rows.k)
-    responses = run_lanes(client, probes, model, sampling, concurrency)
+    responses = run_lanes(new_client, probes, model, sampling, concurrency)
     records: list[ProbeRecord] = []
     counts_seen: list[SpecCounts] = []
     for seq, (probe, resp) in enumerate(zip(probes, responses, strict=True)):

@@ -79,6 +79,4 @@ def _check_no_drafts(df: pd.DataFrame, path: Path) -> None:
         bad = v != 0
         if bad.any():
             i = int(np.argmax(bad))
-            raise _bad(
-                path, df.iloc[i], f"probes.{col}", f"{v[i]:g} in a boot without speculation"
-            )
+            raise _bad(path, df.iloc[i], f"probes.{col}", f"{v[i]:g} in a boot without speculation")

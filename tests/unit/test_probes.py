@@ -167,3 +167,24 @@ def test_response_fields_are_read() -> None:
     assert (r.prompt_tokens, r.completion_tokens) == (9, 48)
     assert r.spec_decoding is not None and r.spec_decoding["num_spec_steps"] == 12
     assert len(r.output_sha256) == 64
+
+
+def test_server_timings_are_read_in_seconds() -> None:
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
+    body = json.loads((fix / "completion_timing.json").read_text())
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=body)))
+    r = run_probe(client, PROBE, "m", Sampling())
+    m = body["metrics"]
+    assert r.ttft_s == pytest.approx(m["time_to_first_token_ms"] / 1000)
+    assert r.tpot_s == pytest.approx(m["mean_itl_ms"] / 1000)
+    assert r.queue_s == pytest.approx(m["queue_time_ms"] / 1000)
+    assert r.spec_decoding is not None  # acceptance and timings in the same response
+    plain = json.loads((fix / "completion.json").read_text())  # flag off: nulls
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=plain)))
+    r = run_probe(client, PROBE, "m", Sampling())
+    assert (r.ttft_s, r.tpot_s, r.queue_s) == (None, None, None)
+    bad = json.loads(json.dumps(body))
+    bad["metrics"]["mean_itl_ms"] = -1.0
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=bad)))
+    with pytest.raises(BootFailed, match="malformed response.*mean_itl_ms"):
+        run_probe(client, PROBE, "m", Sampling())
