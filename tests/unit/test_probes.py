@@ -188,3 +188,25 @@ def test_server_timings_are_read_in_seconds() -> None:
     client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=bad)))
     with pytest.raises(BootFailed, match="malformed response.*mean_itl_ms"):
         run_probe(client, PROBE, "m", Sampling())
+
+
+def test_demo_probe_sets_have_two_categories_within_the_context() -> None:
+    """The demo's probes: a HumanEval subset and stdlib-style prompts, each category in its
+    own set; 20 probes x 64 tokens like before; every prompt leaves room for max_tokens in
+    the demo's 512-token context (the demo tokenizer counts them)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from bench.experiment import load_probe_sets, load_spec
+
+    demo = ARMS / "demo" / "demo.toml"
+    spec = load_spec(demo)
+    sets = load_probe_sets(spec, demo)
+    cats = {s.name: {p.category for p in s.probes} for s in sets}
+    assert cats == {"humaneval-12": {"humaneval"}, "stdlib-8": {"stdlib"}}
+    probes = [p for s in sets for p in s.probes]
+    assert len(probes) * spec.probes.max_tokens == 20 * 64
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=str(ARMS / "demo" / "models" / "tokenizer" / "tokenizer.json")
+    )
+    longest = max(len(tok(p.prompt or "")["input_ids"]) for p in probes)
+    assert longest + spec.probes.max_tokens <= 512
