@@ -186,7 +186,7 @@ def test_server_timings_are_read_in_seconds() -> None:
     bad = json.loads(json.dumps(body))
     bad["metrics"]["mean_itl_ms"] = -1.0
     client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=bad)))
-    with pytest.raises(BootFailed, match="malformed response.*mean_itl_ms"):
+    with pytest.raises(BootFailed, match=r"malformed response.*mean_itl_ms"):
         run_probe(client, PROBE, "m", Sampling())
 
 
