@@ -165,3 +165,35 @@ def test_speculative_config_true_is_one_line(tmp_path: Path) -> None:
         parse_spec(doc, tmp_path / "exp.toml")
     assert e.value.field == "arms[0](a).speculative_config"
     assert "neither a table nor false" in e.value.problem and "false" in (e.value.fix or "")
+
+
+def test_validate_and_lint_handle_no_speculation_and_concurrency_arms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from bench.cli import run
+    from bench.experiment import lint_file
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    for name, layers in (("target", 4), ("draft", 1)):
+        (tmp_path / name).mkdir()
+        cfg = {"model_type": "qwen3", "num_hidden_layers": layers, "vocab_size": 2048}
+        (tmp_path / name / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "p.jsonl").write_text('{"id": "a", "prompt": "def f():", "category": "x"}\n')
+    (tmp_path / "exp.toml").write_text(
+        '[experiment]\nname = "m"\n\n[server]\nmodel = "target"\n'
+        'speculative_config = { method = "draft_model", model = "draft", '
+        "num_speculative_tokens = 3 }\n\n"
+        '[probes]\nsets = ["p.jsonl"]\n\n'
+        '[[arms]]\nname = "base"\n\n[[arms]]\nname = "c4"\nconcurrency = 4\n\n'
+        '[[arms]]\nname = "off"\nspeculative_config = false\n'
+    )
+    assert run(["validate", str(tmp_path / "exp.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "measures: acceptance per_request, server timings per request, concurrency 4" in out
+    assert "measures: no speculation (speed only)" in out
+    off_cmd = next(ln for ln in out.splitlines() if "command:" in ln and "--speculative" not in ln)
+    assert "--model" in off_cmd  # the no-speculation arm's command has no --speculative-config
+    report = lint_file(tmp_path / "exp.toml")
+    assert report.arms == ("base", "c4", "off") and report.findings == ()
