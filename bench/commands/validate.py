@@ -28,10 +28,11 @@ def validate(
 ) -> None:
     """Check an experiment file (everything run-ab checks before it writes anything) and
     print, per arm, what a boot would run. Boots nothing."""
-    from bench.experiment import command_line, inspect_experiment
+    from bench.experiment import command_line, inspect_experiment, measurement
 
     checked, views = inspect_experiment(file, cluster=cluster)
     spec, exp = checked.spec, checked.spec.experiment
+    measured = {v.arm.name: measurement(spec, file, v.arm) for v in views}
     n = len(views)
     console.print(f"[bold]{exp.name}[/bold]: {file} is valid")
     console.print(
@@ -44,6 +45,7 @@ def validate(
             f"\n[bold]arm {a.name}[/bold]  definition sha256 {a.definition_sha256()[:16]}"
         )
         console.print(f"  command: {command_line(plan)}", markup=False)
+        console.print(f"  measures: {measured[a.name].describe()}", markup=False)
         env = " ".join(f"{k}={val}" for k, val in sorted(v.env_set.items())) or "(none)"
         console.print(f"  env set by the file: {env}", markup=False)
         if a.name != spec.baseline:

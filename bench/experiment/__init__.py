@@ -2,7 +2,7 @@
 arm runs (launch plan: argv, environment, config overlays, code patches) and the probe sets.
 Nothing here starts a server; `bench.run` does."""
 
-from bench.experiment._arms import ResolvedArm, resolve_arm
+from bench.experiment._arms import ResolvedArm, resolve_arm, speculative_and_concurrency
 from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
 from bench.experiment._envs import (
     REDACTED,
@@ -10,6 +10,7 @@ from bench.experiment._envs import (
     interpreter_vllm_version,
     redact_env,
     supports_per_request_metrics,
+    supports_per_request_timing,
     vllm_package_dir,
 )
 from bench.experiment._launch import LaunchPlan, check_patches_applied, launch_plan, render_args
@@ -22,6 +23,7 @@ from bench.experiment._materialize import (
     inspect_experiment,
     materialize_arm,
 )
+from bench.experiment._measurement import Measurement, measurement
 from bench.experiment._overlay import effective_config, merge_patch
 from bench.experiment._preflight import Preflight, preflight
 from bench.experiment._preflight_resume import (
@@ -54,6 +56,7 @@ __all__ = [
     "Finding",
     "LaunchPlan",
     "LintReport",
+    "Measurement",
     "Preflight",
     "Probe",
     "ProbeSet",
@@ -77,6 +80,7 @@ __all__ = [
     "load_probe_sets",
     "load_spec",
     "materialize_arm",
+    "measurement",
     "merge_patch",
     "parse_spec",
     "preflight",
@@ -86,7 +90,9 @@ __all__ = [
     "resolve_arm",
     "resolve_path",
     "resume_changes",
+    "speculative_and_concurrency",
     "supports_per_request_metrics",
+    "supports_per_request_timing",
     "vllm_package_dir",
     "write_probe_lines",
 ]

@@ -4,7 +4,9 @@ Merging rules (documented in the README "Arms" section):
 - `args` by flag name ('_' and '-' are the same flag): `true` -> bare `--flag`,
   `false` / absent value -> the flag is omitted (an arm can remove a server flag),
   anything else -> `--flag value`. The arm wins.
-- `speculative_config` and `env` by key; the arm wins.
+- `speculative_config` and `env` by key; the arm wins. An arm's `speculative_config = false`
+  turns speculative decoding off (a no-speculation speed arm; no --speculative-config).
+- `concurrency`: the arm's, else `[probes].concurrency`.
 - `patches`: the server's patches, then the arm's.
 - `target_config` / `draft_config`: JSON merge patches (RFC 7386) on the model's config.json,
   materialized per boot as overlay directories (see `bench.experiment._overlay`).
@@ -58,6 +60,8 @@ class ResolvedArm:
     python: str
     spec_file: str = ""
     allow_noop_patches: bool = False
+    speculative: bool = True  # False: speculative_config = false (a speed-only arm)
+    concurrency: int = 1  # probes in flight at once in a boot of this arm
 
     @property
     def draft_model(self) -> str | None:
@@ -95,6 +99,9 @@ class ResolvedArm:
             "effective_target_config": _maybe_effective(self.model, self.target_config),
             "effective_draft_config": _maybe_effective(self.draft_model, self.draft_config),
             **({"allow_noop_patches": True} if self.allow_noop_patches else {}),
+            # Only when set: definitions (and hashes) of existing arms stay as they were.
+            **({"speculative": False} if not self.speculative else {}),
+            **({"concurrency": self.concurrency} if self.concurrency != 1 else {}),
         }
 
     def _rel(self, p: Path) -> str:
@@ -182,20 +189,32 @@ def _patch_files(spec: Experiment, spec_file: Path, name: str) -> tuple[Path, ..
     return tuple(patches)
 
 
+def speculative_and_concurrency(spec: Experiment, name: str) -> tuple[bool, int]:
+    """Whether arm `name` speculates, and its probes in flight at once (the merge rules of
+    `resolve_arm`, without touching any file: for records of attempts that never resolved)."""
+    arm = spec.arm(name)
+    return arm.speculative_config is not False, arm.concurrency or spec.probes.concurrency
+
+
 def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedArm:
     """Merge arm `name` over [server] (rules in the module docstring)."""
     spec_file = Path(spec_file)
     arm = spec.arm(name)
     srv = spec.server
-    spec_cfg = {**srv.speculative_config, **arm.speculative_config}
+    own = arm.speculative_config
+    speculative, concurrency = speculative_and_concurrency(spec, name)
+    spec_cfg = {**srv.speculative_config, **own} if own is not False else {}
     if isinstance(spec_cfg.get("model"), str):
         spec_cfg["model"] = _model_path(spec_file, spec_cfg["model"])
     if arm.draft_config is not None and not isinstance(spec_cfg.get("model"), str):
         raise SpecabError(
-            "draft_config needs a draft model",
+            "draft_config needs a draft model"
+            + ("" if speculative else " (this arm has speculative_config = false)"),
             file=spec_file,
             field=f"arms({name}).draft_config",
-            fix='set speculative_config.model = "path/to/draft" in [server] or the arm',
+            fix='set speculative_config.model = "path/to/draft" in [server] or the arm'
+            if speculative
+            else "remove draft_config from the no-speculation arm",
         )
     return ResolvedArm(
         name=name,
@@ -211,4 +230,6 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         allow_noop_patches=(
             srv.allow_noop_patches if arm.allow_noop_patches is None else arm.allow_noop_patches
         ),
+        speculative=speculative,
+        concurrency=concurrency,
     )

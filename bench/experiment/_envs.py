@@ -1,6 +1,7 @@
 """The server's environment: a whitelisted base (like pyperf's), secret redaction, and what an
 interpreter would serve with: its vLLM version, where it imports vLLM from and whether that
-vLLM can report per-request acceptance (read from its source, never imported)."""
+vLLM can report per-request acceptance and per-request timings (read from its source, never
+imported)."""
 
 from __future__ import annotations
 
@@ -107,7 +108,36 @@ def supports_per_request_metrics(python: str, pythonpath: str = "") -> bool:
     return "--per-request-spec-decode-metrics" in args_src and '"detailed"' in obs_src
 
 
+# Where vLLM keeps the --enable-per-request-metrics field and the timing fields it fills
+# (0.32 layout first; the openai/ paths are where older builds kept their server code).
+_TIMING_FLAG_FILES = ("entrypoints/launchers/cli_args.py", "entrypoints/openai/cli_args.py")
+_TIMING_FIELD_FILES = ("entrypoints/generate/base/protocol.py", "entrypoints/openai/protocol.py")
+
+
+def _any_source_has(pkg: Path, files: tuple[str, ...], *needles: str) -> bool:
+    for rel in files:
+        try:
+            src = (pkg / rel).read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if all(n in src for n in needles):
+            return True
+    return False
+
+
+def supports_per_request_timing(python: str, pythonpath: str = "") -> bool:
+    """True if that interpreter's vLLM accepts `--enable-per-request-metrics` and then puts
+    time_to_first_token_ms / mean_itl_ms / queue_time_ms into each non-streaming response's
+    `metrics` (vLLM >= 0.32; read from its source like `supports_per_request_metrics`)."""
+    pkg = vllm_package_dir(python, pythonpath)
+    if pkg is None:
+        return False
+    return _any_source_has(pkg, _TIMING_FLAG_FILES, "enable_per_request_metrics") and (
+        _any_source_has(pkg, _TIMING_FIELD_FILES, "time_to_first_token_ms", "mean_itl_ms")
+    )
+
+
 __all__ = [
     "REDACTED", "base_env", "interpreter_vllm_version", "redact_env",
-    "supports_per_request_metrics", "vllm_package_dir",
+    "supports_per_request_metrics", "supports_per_request_timing", "vllm_package_dir",
 ]  # fmt: skip

@@ -71,7 +71,7 @@ def _command_sh(plan: LaunchPlan, spec_file: Path, arm: str) -> str:
         f"# specab materialize: arm {arm} of {spec_file}",
         "# Runs the server exactly as a boot would: clean environment, own cwd, loopback.",
         "# The boot picks a free port; here PORT (default 8000) chooses it. The boot also adds",
-        "# --per-request-spec-decode-metrics detailed when probes.acceptance_source uses it.",
+        "# the per-request metrics flags `specab validate` lists under 'measures'.",
         "set -e",
         'cd "$(dirname "$0")/cwd"',
         "exec env -i \\",

@@ -30,7 +30,8 @@ def hub_offline(env: Mapping[str, str]) -> bool:
 def origin(spec: Experiment, arm: str, section: str, key: str) -> str:
     """The field path a merged value came from: the arm's table when it sets the key."""
     own = getattr(spec.arm(arm), section)
-    return f"arms({arm}).{section}.{key}" if key in own else f"server.{section}.{key}"
+    mine = isinstance(own, dict) and key in own
+    return f"arms({arm}).{section}.{key}" if mine else f"server.{section}.{key}"
 
 
 def check_models(
@@ -44,7 +45,8 @@ def check_models(
     """Raise SpecabError for a model that cannot be served; with `cluster`, return warning
     lines instead (a node may hold what this machine lacks)."""
     env = {**environ, **arm.env}
-    cfg = {**spec.server.speculative_config, **spec.arm(arm.name).speculative_config}
+    own = spec.arm(arm.name).speculative_config
+    cfg = {} if own is False else {**spec.server.speculative_config, **own}  # false: no draft
     items: list[tuple[str, str, ArgValue]] = [
         ("server.model", spec.server.model, arm.args.get("revision"))
     ]

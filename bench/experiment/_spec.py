@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import SpecabError
+from bench.experiment._spec_probes import ProbesSection
 from bench.records import DEFAULT_MARGINS
 
 ArgValue = str | int | float | bool | None
@@ -119,25 +120,6 @@ class ServerSection(_Model):
     )
 
 
-class ProbesSection(_Model):
-    sets: list[str] = Field(min_length=1, description="Probe set JSONL files.")
-    max_tokens: int = Field(64, ge=1, description="Default completion length per probe.")
-    temperature: float = Field(0.0, ge=0, description="Sampling temperature.")
-    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling parameter.")
-    seed: int | None = Field(None, description="Per-request sampling seed (None: engine stream).")
-    warmup: int = Field(2, ge=0, description="Warmup probes run first and excluded from data.")
-    concurrency: int = Field(
-        1, ge=1, description="Concurrent probes; >1 needs per-request metrics support."
-    )
-    acceptance_source: Literal["auto", "per_request", "metrics_delta"] = Field(
-        "auto", description="Where per-probe acceptance comes from."
-    )
-    request_timeout_s: float = Field(300.0, gt=0, description="Timeout for one probe request.")
-    ignore_eos: bool = Field(
-        False, description="Generate max_tokens even past EOS (fixed workload per probe)."
-    )
-
-
 class ResourcesSection(_Model):
     cpu: float = Field(1.0, ge=0, description="Ray CPUs per boot.")
     gpu: float = Field(0.0, ge=0, description="Ray GPUs per boot.")
@@ -152,8 +134,13 @@ class ArmSpec(_Model):
     description: str = Field("", description="Free text shown in reports.")
     args: dict[str, ArgValue] = Field(default_factory=dict, description="Flags merged by name.")
     env: dict[str, str] = Field(default_factory=dict, description="Env merged by key.")
-    speculative_config: dict[str, Any] = Field(
-        default_factory=dict, description="Merged into [server].speculative_config by key."
+    speculative_config: dict[str, Any] | Literal[False] = Field(
+        default_factory=dict,
+        description="Merged into [server].speculative_config by key; false turns speculative "
+        "decoding off (a no-speculation speed arm: no acceptance, speed only).",
+    )
+    concurrency: int | None = Field(
+        None, ge=1, description="Probes in flight at once for this arm; default [probes]."
     )
     patches: list[str] = Field(default_factory=list, description="Extra patch modules.")
     allow_noop_patches: bool | None = Field(
@@ -168,6 +155,17 @@ class ArmSpec(_Model):
         None, description="JSON merge patch (RFC 7386) on the draft's config.json."
     )
     python: str | None = Field(None, description="Interpreter (venv) for this arm's server.")
+
+    @field_validator("speculative_config", mode="before")
+    @classmethod
+    def _table_or_false(cls, v: Any) -> Any:
+        if isinstance(v, dict) or v is False:
+            return v
+        raise ValueError(
+            f"speculative_config = {json.dumps(v, default=str)} is neither a table nor "
+            "false; write a table, e.g. { num_speculative_tokens = 3 }, or false for an arm "
+            "without speculation"
+        )
 
 
 class Experiment(_Model):

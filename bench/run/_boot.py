@@ -18,27 +18,27 @@ from typing import Any
 import httpx
 
 from bench import __version__
-from bench.errors import BootFailed, SpecabError
+from bench.errors import BootFailed
 from bench.experiment import (
     Experiment,
     LaunchPlan,
+    Measurement,
     ProbeSet,
     ResolvedArm,
     check_patches_applied,
     launch_plan,
     load_probe_sets,
+    measurement,
     probe_sets_sha256,
     resolve_arm,
-    supports_per_request_metrics,
+    speculative_and_concurrency,
 )
-from bench.records import SCHEMA_VERSION, AcceptanceSource, BootRecord, ProbeRecord
+from bench.records import SCHEMA_VERSION, BootRecord, ProbeRecord
 from bench.run._attempts import Attempt
 from bench.run._measure import Measured, check_boot_total, measure
 from bench.run._metrics import SpecCounts, scrape_k
 from bench.run._probes import Sampling
 from bench.run._server import ServerProcess
-
-PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
 
 
 @dataclass(frozen=True)
@@ -82,6 +82,8 @@ class _Timeline:
     definition_sha256: str | None = None  # what this boot ran (resume/analyze integrity)
     probe_sets_sha256: str | None = None
     noop_patches: tuple[str, ...] = ()  # patches that changed nothing (allowed by the arm)
+    speculative: bool = True
+    concurrency: int = 1
 
 
 def _now() -> datetime:
@@ -94,22 +96,10 @@ def one_line(text: str, limit: int = 500) -> str:
     return " ".join(first.split())[:limit]
 
 
-def choose_source(req: BootRequest, plan: LaunchPlan) -> AcceptanceSource:
-    """per_request | metrics_delta, per probes.acceptance_source and what the server supports."""
-    wanted = req.spec.probes.acceptance_source
-    if wanted == "metrics_delta":
-        return wanted
-    if PER_REQUEST_FLAG in plan.argv:
-        return "per_request"
-    ok = supports_per_request_metrics(plan.argv[0], plan.env.get("PYTHONPATH", ""))
-    if wanted == "per_request" and not ok:
-        raise SpecabError(
-            f"the server's vLLM ({plan.argv[0]}) has no {PER_REQUEST_FLAG} detailed",
-            file=req.spec_file,
-            field="probes.acceptance_source",
-            fix='set acceptance_source = "auto" or "metrics_delta"',
-        )
-    return "per_request" if ok else "metrics_delta"
+def choose_measurement(req: BootRequest, arm: ResolvedArm, plan: LaunchPlan) -> Measurement:
+    """Acceptance source, server timings, concurrency and the flags they need, for the
+    server's own interpreter and PYTHONPATH (bench.experiment.measurement)."""
+    return measurement(req.spec, req.spec_file, arm, pythonpath=plan.env.get("PYTHONPATH", ""))
 
 
 def _vllm_version(client: httpx.Client) -> str:
@@ -123,13 +113,6 @@ def _vllm_version(client: httpx.Client) -> str:
 def _arm_and_probes(req: BootRequest) -> tuple[ResolvedArm, list[ProbeSet]]:
     """The arm and probe sets; user mistakes raise SpecabError before anything starts."""
     spec = req.spec
-    if spec.probes.concurrency != 1:
-        raise SpecabError(
-            "concurrent probes are not implemented yet",
-            file=req.spec_file,
-            field="probes.concurrency",
-            fix="set concurrency = 1",
-        )
     return resolve_arm(spec, req.spec_file, req.attempt.arm), load_probe_sets(spec, req.spec_file)
 
 
@@ -146,6 +129,8 @@ def run_boot(
         k=arm.num_speculative_tokens,
         definition_sha256=arm.definition_sha256(),  # as read on this node, at launch
         probe_sets_sha256=probe_sets_sha256(sets),
+        speculative=arm.speculative,
+        concurrency=arm.concurrency,
     )
     cwd = node.workdir / "cwd" / req.attempt.boot_id  # empty: `python -m` puts cwd on sys.path
     measured: Measured | None = None
@@ -154,20 +139,20 @@ def run_boot(
         cwd.mkdir(parents=True, exist_ok=True)
         environ = {**os.environ, **node.server_env}
         plan = launch_plan(arm, node.workdir, engine_seed=req.engine_seed, environ=environ)
-        source = choose_source(req, plan)
+        how = choose_measurement(req, arm, plan)
         server = ServerProcess(
             plan,
             node.log_file,
             host=req.spec.server.host,
             ready_timeout_s=req.spec.server.ready_timeout_s,
             stop_grace_s=req.spec.server.stop_grace_s,
-            extra_args=_source_flag(source, plan),
+            extra_args=list(how.flags),
             cwd=cwd,
             on_started=on_started,
         )
         t.started_at = _now()
         with server:
-            measured = _measure_served(req, server, plan, sets, source, t)
+            measured = _measure_served(req, server, plan, sets, how, t)
         check_boot_total(measured, t.k)
     except BootFailed as exc:
         error = one_line(exc.reason)
@@ -181,17 +166,12 @@ def run_boot(
     return BootOutcome(record, [])
 
 
-def _source_flag(source: AcceptanceSource, plan: LaunchPlan) -> list[str]:
-    add = source == "per_request" and PER_REQUEST_FLAG not in plan.argv
-    return [PER_REQUEST_FLAG, "detailed"] if add else []
-
-
 def _measure_served(
     req: BootRequest,
     server: ServerProcess,
     plan: LaunchPlan,
     sets: list[ProbeSet],
-    source: AcceptanceSource,
+    how: Measurement,
     t: _Timeline,
 ) -> Measured:
     """/health, the patch check, then warmup and probes on the running server."""
@@ -200,7 +180,7 @@ def _measure_served(
     t.noop_patches = check_patches_applied(plan)
     with httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client:
         t.vllm_version = _vllm_version(client)
-        if t.k < 1:  # the method's default (e.g. MTP n_predict): ask the server
+        if t.k < 1 and how.speculative:  # the method's default (e.g. MTP n_predict)
             t.k = scrape_k(client)
         return measure(
             client,
@@ -208,10 +188,12 @@ def _measure_served(
             model=plan.served_model_name,
             sampling=Sampling.from_spec(req.spec.probes),
             warmup=req.spec.probes.warmup,
-            source=source,
+            source=how.source,
             k=t.k,
             experiment=req.spec.experiment.name,
             attempt=req.attempt,
+            concurrency=how.concurrency,
+            speculative=how.speculative,
         )
 
 
@@ -219,7 +201,9 @@ def failed_record(
     req: BootRequest, error: str, *, started_at: datetime, node: NodeSetup | None = None
 ) -> BootRecord:
     """The record of an attempt that produced none (worker or node died, cancelled)."""
-    return _record(req, node, _Timeline(started_at=started_at), None, error)
+    speculative, concurrency = speculative_and_concurrency(req.spec, req.attempt.arm)
+    t = _Timeline(started_at=started_at, speculative=speculative, concurrency=concurrency)
+    return _record(req, node, t, None, error)
 
 
 def _record(
@@ -258,12 +242,16 @@ def _record(
         definition_sha256=t.definition_sha256,
         probe_sets_sha256=t.probe_sets_sha256,
         noop_patches=t.noop_patches,
+        speculative=t.speculative,
+        concurrency=t.concurrency,
     )
 
 
 def build_manifest(spec: Experiment, spec_file: str | Path) -> dict[str, Any]:
     """manifest.json's body (store.ResultsWriter adds schema_version if missing)."""
     resolved = [resolve_arm(spec, spec_file, a.name) for a in spec.arms]
+    for arm in resolved:  # what no server can measure (concurrency without per-request counts)
+        measurement(spec, spec_file, arm)
     sets = load_probe_sets(spec, spec_file)
     return {
         "schema_version": SCHEMA_VERSION,

@@ -194,6 +194,11 @@ def _counts_from_response(obj: Mapping[str, Any], num_spec_tokens: int) -> SpecC
     if k != num_spec_tokens:
         raise BootFailed(f"response reports num_spec_tokens={k}, expected {num_spec_tokens}")
     hist = [int(x) for x in obj["acceptance_histogram"]]
+    if len(hist) != k + 1:  # steps with 0..K accepted: K + 1 entries
+        raise BootFailed(
+            f"per-request metrics: acceptance_histogram has {len(hist)} entries, "
+            f"not K + 1 = {k + 1}"
+        )
     steps = obj.get("per_step_accepted")
     if steps is not None:
         step_hist = [0] * (k + 1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -43,6 +44,10 @@ class ProbeResponse:
     completion_tokens: int
     latency_s: float
     spec_decoding: dict[str, Any] | None  # the response's metrics.speculative_decoding
+    # Server-side timings (vLLM --enable-per-request-metrics), seconds; None when absent.
+    ttft_s: float | None = None  # scheduled -> first token (queue time excluded)
+    tpot_s: float | None = None  # mean time per output token after the first
+    queue_s: float | None = None  # queued -> scheduled
 
     @property
     def output_sha256(self) -> str:
@@ -96,8 +101,22 @@ def run_probe(client: httpx.Client, probe: Probe, model: str, sampling: Sampling
             completion_tokens=int(usage["completion_tokens"]),
             latency_s=latency,
             spec_decoding=metrics.get("speculative_decoding"),
+            ttft_s=_seconds(metrics, "time_to_first_token_ms"),
+            tpot_s=_seconds(metrics, "mean_itl_ms"),
+            queue_s=_seconds(metrics, "queue_time_ms"),
         )
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise BootFailed(
             f"probe {probe.set_name}/{probe.id}: malformed response ({exc!r})"
         ) from None
+
+
+def _seconds(metrics: dict[str, Any], key: str) -> float | None:
+    """A `metrics` timing in ms as seconds; ValueError for one no clock can produce."""
+    value = metrics.get(key)
+    if value is None:
+        return None
+    ms = float(value)
+    if not math.isfinite(ms) or ms < 0:
+        raise ValueError(f"metrics.{key} = {value!r}")
+    return ms / 1000.0

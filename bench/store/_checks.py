@@ -36,20 +36,24 @@ def check_counts(df: pd.DataFrame, path: Path, cols: Sequence[str], prefix: str)
 
 def check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
     """Counts a real run can write: non-null, non-negative, K per-position counts that never
-    grow with k, A_0 <= drafts and num_accepted_tokens = sum_k A_k (vLLM's counters)."""
+    grow with k, A_0 <= drafts and num_accepted_tokens = sum_k A_k (vLLM's counters). A probe
+    of a K = 0 boot (no speculation) has no per-position counts and no drafts at all."""
     for col in ("boot_id", "probe_set", "probe_id", "accepted_per_pos"):
         if col not in df.columns:
             raise _bad(path, None, f"probes.{col}", "column missing")
     check_counts(df, path, ("num_drafts", "num_accepted_tokens"), "probes")
     lists = df["accepted_per_pos"]
     n = lists.map(lambda x: -1 if x is None else len(x)).to_numpy()
-    want = df["boot_id"].map(k_of).fillna(0).to_numpy(dtype=int)
-    want = np.where(want > 0, want, n[0] if len(n) else 0)
-    bad = (n != want) | (n < 1)
+    k = df["boot_id"].map(k_of).to_numpy(dtype="float64")  # NaN: boot unknown here
+    want = np.where(np.isnan(k), n[0] if len(n) else 0, k).astype(int)
+    bad = (n != want) | (n < 0)
     if bad.any():
         i = int(np.argmax(bad))
         got = "missing" if n[i] < 0 else f"of length {n[i]}"
         raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{got}, expected {want[i]}")
+    plain = want == 0
+    _check_no_drafts(df[plain], path)
+    df, lists = df[~plain], lists[~plain]
     a = np.stack([np.asarray(x, dtype="float64") for x in lists]) if len(df) else np.zeros((0, 1))
     d = df["num_drafts"].to_numpy(dtype="float64")
     checks = (
@@ -98,3 +102,15 @@ def check_arm_versions(boots: pd.DataFrame, path: Path) -> None:
                 fix="keep the boots of one version (delete the others' boots/ and probes/ "
                 "files, then --resume) or move them to their own results directory",
             )
+
+
+def _check_no_drafts(df: pd.DataFrame, path: Path) -> None:
+    """Probes of no-speculation boots: every draft count is zero."""
+    for col in ("num_drafts", "num_draft_tokens", "num_accepted_tokens"):
+        if col not in df.columns:
+            continue
+        v = pd.to_numeric(df[col], errors="coerce").to_numpy(dtype="float64")
+        bad = v != 0
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _bad(path, df.iloc[i], f"probes.{col}", f"{v[i]:g} in a boot without speculation")

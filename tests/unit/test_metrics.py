@@ -137,3 +137,10 @@ def test_an_older_vllm_without_the_flag_is_detected(tmp_path: Path) -> None:
 def test_num_spec_tokens_read_from_a_fresh_server() -> None:
     assert positions_in_metrics(before()) == K
     assert positions_in_metrics("# nothing\n") == 0
+
+
+def test_a_histogram_without_k_plus_one_entries_is_refused() -> None:
+    sd = {**spec_decoding(), "per_step_accepted": None}
+    sd["acceptance_histogram"] = sd["acceptance_histogram"][:-1]
+    with pytest.raises(BootFailed, match="acceptance_histogram has 4 entries, not K \\+ 1 = 5"):
+        counts_from_response(sd, K)

