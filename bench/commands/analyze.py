@@ -165,7 +165,8 @@ def analyze(
         typer.echo(verdict_markdown(result), nl=False)
     else:
         render(result, console)
-    return 1 if any(c.verdict in gate for c in result.comparisons) else 0
+    primary = [c for c in result.comparisons if c.family == "primary"]
+    return 1 if any(c.verdict in gate for c in primary) else 0
 
 
 def plan(
