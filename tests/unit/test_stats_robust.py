@@ -162,6 +162,8 @@ def test_boots_needed_honours_the_requested_power(tmp_path: Path) -> None:
             max(abs(c95["difference"]), c95["margin"]),
             c95["boots_needed"],
         )
+        if c95["scale"] == "relative":  # speed: planned on the log scale of its SD
+            effect = max(abs(np.log1p(c95["difference"])), np.log1p(c95["margin"]))
 
         def planned(b: int, sd: float = sd) -> float:  # the planning formula, v = 2B - 2
             nu = 2 * b - 2
