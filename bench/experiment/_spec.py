@@ -12,12 +12,12 @@ import re
 import tomllib
 from itertools import pairwise
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import SpecabError
-from bench.records import ALL_METRICS, DEFAULT_MARGINS, METRICS, SPEED_METRIC
+from bench.experiment._margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 
 ArgValue = str | int | float | bool | None
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -26,31 +26,6 @@ NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 class _Model(BaseModel):
     # strict: a TOML string is never silently coerced to a number ("3" is an error)
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-PrimaryMetric = Literal["acceptance_pos0", "mean_accepted_length", "output_tokens_per_s"]
-PRIMARY_DEFAULT: tuple[PrimaryMetric, ...] = ("acceptance_pos0", "mean_accepted_length")
-assert set(PRIMARY_DEFAULT) == set(METRICS) and set(get_args(PrimaryMetric)) == set(ALL_METRICS)
-
-
-class Margins(_Model):
-    acceptance_pos0: float = Field(
-        DEFAULT_MARGINS["acceptance_pos0"],
-        gt=0,
-        description="Equivalence margin for acceptance at draft position 0.",
-    )
-    mean_accepted_length: float = Field(
-        DEFAULT_MARGINS["mean_accepted_length"],
-        gt=0,
-        description="Equivalence margin for mean accepted length (tokens).",
-    )
-    output_tokens_per_s: float = Field(
-        DEFAULT_MARGINS[SPEED_METRIC],
-        gt=0,
-        lt=1,
-        description="Relative margin for output tokens/s: 0.02 = the arm/baseline ratio "
-        "within 0.98..1.02 counts as no change that matters.",
-    )
 
 
 class ExperimentSection(_Model):
@@ -64,9 +39,8 @@ class ExperimentSection(_Model):
     )
     alpha: float = Field(0.05, gt=0, lt=0.5, description="Two-sided significance level.")
     margins: Margins = Field(default_factory=Margins, description="Pre-registered margins.")
-    primary_metrics: list[PrimaryMetric] = Field(
+    primary_metrics: PrimaryMetrics = Field(
         default_factory=lambda: list(PRIMARY_DEFAULT),
-        min_length=1,
         description="Metrics in the primary Holm family (verdicts, --fail-on, sequential "
         "looks); every other metric is secondary (its own Holm family across arms). "
         'Add "output_tokens_per_s" to make speed primary.',
@@ -90,16 +64,6 @@ class ExperimentSection(_Model):
             if isinstance(looks, list) and looks and isinstance(looks[-1], int):
                 return {**data, "boots_per_arm": looks[-1]}
         return data
-
-    @field_validator("primary_metrics")
-    @classmethod
-    def _unique_metrics(cls, metrics: list[str]) -> list[str]:
-        if len(set(metrics)) != len(metrics):
-            raise ValueError(
-                f"primary_metrics {metrics} lists a metric twice; list each once, from "
-                f"{list(ALL_METRICS)}"
-            )
-        return metrics
 
     @model_validator(mode="after")
     def _looks_fit_boots(self) -> ExperimentSection:
