@@ -296,3 +296,44 @@ def test_simulated_speed_has_the_stated_truth() -> None:
     assert ratio == pytest.approx(1.25, rel=0.01)
     # boot-level SD of log tokens/s: sigma_speed_boot (0.05) plus a little probe noise
     assert 0.045 < logv.std(axis=-1, ddof=1).mean() < 0.06
+
+
+SPEC = """
+[experiment]
+name = "x"
+{extra}
+[server]
+model = "m"
+[probes]
+sets = ["p.jsonl"]
+[[arms]]
+name = "a"
+"""
+
+
+@pytest.mark.parametrize(
+    "extra,field,words",
+    [
+        ('primary_metrics = ["output_tokens_per_s", "output_tokens_per_s"]',
+         "experiment.primary_metrics", "twice"),
+        ('primary_metrics = ["tokens_per_joule"]', "experiment.primary_metrics[0]",
+         "output_tokens_per_s"),
+        ("primary_metrics = []", "experiment.primary_metrics", "at least"),
+        ("margins = { output_tokens_per_s = 1.0 }", "experiment.margins.output_tokens_per_s",
+         "smaller"),
+    ],
+)  # fmt: skip
+def test_experiment_file_speed_settings(tmp_path: Path, extra: str, field: str, words: str) -> None:
+    from bench.experiment import load_spec
+
+    f = tmp_path / "e.toml"
+    f.write_text(SPEC.format(extra=""))
+    spec = load_spec(f)
+    assert spec.experiment.primary_metrics == ["acceptance_pos0", "mean_accepted_length"]
+    assert spec.experiment.margins.output_tokens_per_s == 0.02
+    f.write_text(SPEC.format(extra=extra))
+    with pytest.raises(SpecabError) as exc:
+        load_spec(f)
+    assert exc.value.field == field and words in exc.value.one_line()
+    f.write_text(SPEC.format(extra='primary_metrics = ["output_tokens_per_s"]'))
+    assert load_spec(f).experiment.primary_metrics == [SPEED_METRIC]
