@@ -15,7 +15,14 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from bench.errors import SpecabError
-from bench.stats._cells import categories, cell_sums, concurrency, histograms, speculative_arms
+from bench.stats._cells import (
+    categories,
+    cell_sums,
+    concurrency,
+    histograms,
+    speculative_arms,
+    stacked,
+)
 
 F = NDArray[np.float64]
 
@@ -128,7 +135,7 @@ def _per_pos_matrix(col: pd.Series) -> NDArray[np.int64]:
     lengths = np.fromiter((len(x) for x in values), int, len(values))
     k = int(lengths.max()) if len(values) else 1
     if len(values) and np.all(lengths == k):
-        return np.stack([np.asarray(x, dtype=np.int64) for x in values])
+        return stacked(values, k)
     out = np.zeros((len(values), max(k, 1)), dtype=np.int64)
     for i, x in enumerate(values):
         out[i, : len(x)] = np.asarray(x, dtype=np.int64)

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from bench.records import BOOT_SCHEMA, PROBE_SCHEMA
 from bench.stats.simulate import (
     SimParams,
     draw_prompt_set,
@@ -17,7 +18,6 @@ from bench.stats.simulate import (
     simulate_frames,
     simulate_results,
 )
-from bench.records import BOOT_SCHEMA, PROBE_SCHEMA
 from bench.store import load_results
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from test_plots import _overlaps
 
 from bench.cli import run
 from bench.report import (
@@ -22,7 +23,6 @@ from bench.report import (
 )
 from bench.stats.simulate import simulate_results
 from bench.store import load_results
-from test_plots import _overlaps
 
 
 @pytest.fixture(scope="module")

@@ -142,7 +142,9 @@ def test_no_speculation_arm_has_speed_only(nospec: Path) -> None:
         ratio, lo, hi = _welch_log(v.loc["plain"].to_numpy(), v.loc[arm].to_numpy())
         assert (s["speedup"], s["ci_low"], s["ci_high"]) == pytest.approx((ratio, lo, hi))
         assert s["reference"] == "plain" and s["concurrency"] == 1
-        assert SPEED[arm] / SPEED["plain"] * 0.85 < s["speedup"] < SPEED[arm] / SPEED["plain"] / 0.85
+        assert (
+            SPEED[arm] / SPEED["plain"] * 0.85 < s["speedup"] < SPEED[arm] / SPEED["plain"] / 0.85
+        )
 
 
 def test_no_speculation_baseline_compares_speed_only(nospec: Path) -> None:
