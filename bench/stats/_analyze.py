@@ -2,9 +2,12 @@
 
 Pure functions of the loaded frames (no I/O, no printing). Method: STATISTICS.md. The boot
 is the unit of replication; ratio of sums within boot; Welch intervals on jackknife
-(leverage-robust) boot SEs; Holm across the primary family (each arm vs baseline x {pos0,
-mean length}); each verdict rests on the Holm-compatible interval it quotes (`verdict_ci`).
-With sequential looks the family is the one the design decided at the look reached.
+(leverage-robust) boot SEs; Holm across the primary family (each arm vs baseline x the
+experiment's `primary_metrics`, default {pos0, mean length}); every other metric (output
+tokens/s by default: Welch on log boot values, reported as a ratio) is secondary, its own
+Holm family; each verdict rests on the Holm-compatible interval it quotes (`verdict_ci`).
+With sequential looks the family is the one the design decided at the look reached, and
+everything else (secondary families, speedups, `--by` groups) uses the same boots.
 Additive keys beyond DESIGN.md are described on the models (`bench.stats._models`).
 """
 
@@ -122,7 +125,7 @@ def analyze_data(
             f"sequential design: comparisons use the first {n} boots per arm at the look's "
             f"nominal alpha {prim.level:.3g} ({decision.action})"
         )
-    ups = speedups(data, s.alpha, notes, s.margins[SPEED_METRIC])
+    ups = speedups(prim.data, s.alpha, notes, s.margins[SPEED_METRIC])
     return Analysis(
         experiment=experiment,
         alpha=s.alpha,
@@ -145,5 +148,5 @@ def analyze_data(
         notes=list(dict.fromkeys(notes)),
         primary_metrics=list(s.primary),
         speedups=ups,
-        breakdown=breakdown(ds, arms, s, by, power) if by else None,
+        breakdown=breakdown(ds, prim.data, arms, s, by, power) if by else None,
     )

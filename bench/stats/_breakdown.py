@@ -9,10 +9,12 @@ adjusted ACROSS groups, so with many categories some "differences" are expected 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from bench.stats._compare import explain, one
-from bench.stats._data import Dataset
+from bench.stats._data import ArmData, Dataset
 from bench.stats._decide import Primary
 from bench.stats._extras import Extras
 from bench.stats._models import Breakdown, Group, GroupArm
@@ -35,16 +37,25 @@ def labels(ds: Dataset, by: str) -> list[str]:
     return [k.split("/", 1)[0] for k in ds.keys]
 
 
-def breakdown(ds: Dataset, arms: list[str], s: Settings, by: str, power: float) -> Breakdown:
+def breakdown(
+    ds: Dataset,
+    data: Mapping[str, ArmData],
+    arms: list[str],
+    s: Settings,
+    by: str,
+    power: float,
+) -> Breakdown:
+    """Per group of `ds`'s prompts, on the boots in `data` (the comparisons' boots: a
+    sequential design's look)."""
     lab = np.asarray(labels(ds, by), dtype=object)
     others = [a for a in arms if a != s.baseline]
     groups = []
     for g in sorted(set(lab.tolist())):
         idx = np.flatnonzero(lab == g)
-        data = {a: ds.arms[a].columns(idx) for a in arms}
-        est = estimates(data, Prior())
+        part = {a: data[a].columns(idx) for a in arms}
+        est = estimates(part, Prior())
         rows = family_rows(est, others, s, s.alpha, s.alpha)
-        prim = Primary(data, est, others, rows, s.alpha, False)
+        prim = Primary(part, est, others, rows, s.alpha, False)
         comps = [one(prim, r, s, power, Extras()) for r in rows]
         groups.append(
             Group(
@@ -52,7 +63,7 @@ def breakdown(ds: Dataset, arms: list[str], s: Settings, by: str, power: float) 
                 probes=idx.size,
                 arms=[
                     GroupArm(arm=a, boots=ad.n_boots, metrics=arm_metrics(ad, s.alpha, Prior()))
-                    for a, ad in data.items()
+                    for a, ad in part.items()
                 ],
                 comparisons=[c.model_copy(update={"why": explain(c, prim)}) for c in comps],
             )
