@@ -28,7 +28,7 @@ from bench.stats._decide import prepare, primary
 from bench.stats._models import Analysis, AnalysisSettings, Comparison, PriorInfo
 from bench.stats._parts import arm_result, components, position_comparisons
 from bench.stats._settings import Prior, Settings
-from bench.stats._speed import speed_notes, speedups
+from bench.stats._speed import order_notes, speed_notes, speedups
 
 COMPARISON_KEYS = tuple(list(Comparison.model_fields)[:13])
 BEFF_WARN = 0.75  # warn when Kish effective boots fall below this share of the boots
@@ -119,6 +119,9 @@ def analyze_data(
             "comparisons are one test counted twice (Holm is conservative here)"
         )
     comps = comparisons(prim, s, power, n_resamples, np.random.default_rng(seed), notes)
+    claims = {"improved", "regressed", "small_improvement", "small_regression"}
+    faster_or_slower = [c.arm for c in comps if c.metric == SPEED_METRIC and c.verdict in claims]
+    notes += order_notes(prim.data, s.baseline, faster_or_slower)
     if decision is not None:
         n = decision.looks[(decision.look or 1) - 1]
         notes.append(

@@ -167,3 +167,29 @@ def speed_notes(data: dict[str, ArmData], s: Settings) -> list[str]:
             "is compared; pass a speculative baseline (--baseline) to compare acceptance"
         )
     return notes
+
+
+def order_notes(data: dict[str, ArmData], baseline: str, claimed: list[str]) -> list[str]:
+    """Speed is sensitive to what ran just before (a server still shutting down, a warm page
+    cache): when a speed difference is claimed for an arm that ran on the same side of the
+    baseline in every block, say so."""
+    base = data.get(baseline)
+    if base is None or not base.order:
+        return []
+    where = dict(zip(base.boot_index, base.order, strict=False))
+    out = []
+    for a in claimed:
+        ad = data[a]
+        pairs = [(o, where[b]) for b, o in zip(ad.boot_index, ad.order, strict=False) if b in where]
+        if len(pairs) < 2:
+            continue
+        after = sum(o > ob for o, ob in pairs)
+        if after in (0, len(pairs)):
+            side = "after" if after else "before"
+            out.append(
+                f"{a} vs {baseline} tokens/s: {a} ran {side} {baseline} in every block "
+                f"({len(pairs)} of {len(pairs)}), so an effect of the position in the block "
+                "(e.g. the previous server still shutting down) would look like this "
+                "difference; more blocks shuffle it out"
+            )
+    return out

