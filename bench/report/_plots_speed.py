@@ -143,9 +143,10 @@ def _ratios(ax: Axes, analysis: Analysis) -> None:
     ax.set_yticks([-i for i in range(len(labels))], labels)
     ax.set_ylim(-len(labels) + 0.4, 0.6)
     ax.set_xlabel("ratio of output tokens/s (log-scale Welch interval)")
+    diamonds = "; ◇ speedup over no speculation" if ups else ""
     ax.set_title(
         f"Ratio to {analysis.baseline} (± {100 * margin:g} % band; thick: the verdict's "
-        "interval, dashed: raw); ◇ speedup over no speculation",
+        f"interval, dashed: raw){diamonds}",
         loc="left",
         fontsize=9,
     )
