@@ -21,8 +21,12 @@ SCHEMA_VERSION = 1
 # The primary metrics (DESIGN.md `analyze --json`) and their pre-registered default margins,
 # defined once: the experiment file, the statistics and the report all read these.
 METRICS = ("acceptance_pos0", "mean_accepted_length")
+# Speed (secondary unless an experiment lists it in `primary_metrics`): output tokens/s per
+# boot, compared as a ratio; its margin is relative (0.02: the ratio within 0.98..1.02).
+SPEED_METRIC = "output_tokens_per_s"
+ALL_METRICS = (*METRICS, SPEED_METRIC)
 DEFAULT_MARGINS: Mapping[str, float] = MappingProxyType(
-    {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
+    {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02, SPEED_METRIC: 0.02}
 )
 BootStatus = Literal["ok", "failed"]
 AcceptanceSource = Literal["per_request", "metrics_delta"]

@@ -125,7 +125,8 @@ def main() -> None:
     print(
         "  (analyze = common-probe selection, jackknife estimates, Welch, Holm, exact/MC "
         "permutation, studentized cluster bootstrap, pigeonhole bootstrap, simultaneous "
-        "cumulative and conditional positions, variance components, typed result)"
+        "cumulative and conditional positions, variance components, tokens/s per boot and "
+        "its log-scale Welch comparisons, accepted-length distributions, typed result)"
     )
     print(
         "scipy loop (bootstrap BCa + permutation_test, 4 comparisons; no pigeonhole): "

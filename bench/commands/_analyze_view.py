@@ -9,9 +9,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from bench.records import SPEED_METRIC
 from bench.report import METRIC_SHORT as METRIC_LABEL
 from bench.report import verdict_interval
-from bench.stats import Analysis, MetricEstimate
+from bench.stats import Analysis, Comparison, MetricEstimate
 
 
 def _ci(est: float | None, lo: float | None, hi: float | None, digits: int = 4) -> str:
@@ -22,8 +23,19 @@ def _ci(est: float | None, lo: float | None, hi: float | None, digits: int = 4) 
     return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
 
 
-def _m(m: MetricEstimate) -> str:
-    return _ci(m.estimate, m.ci_low, m.ci_high)
+def _m(m: MetricEstimate, digits: int = 4) -> str:
+    return _ci(m.estimate, m.ci_low, m.ci_high, digits)
+
+
+def _diff(c: Comparison) -> str:
+    """difference [raw CI]: metric units, or percent for a relative (speed) comparison."""
+    if c.scale == "relative":
+        return f"{_pct(c.difference)} [{_pct(c.ci_low)}, {_pct(c.ci_high)}]"
+    return _ci(c.difference, c.ci_low, c.ci_high)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f} %"
 
 
 def _num(x: float | None, spec: str = ".3g") -> str:
@@ -36,33 +48,42 @@ def render(result: Analysis, out: Console) -> None:
     out.print(
         f"[bold]{result.experiment}[/bold]  baseline: {result.baseline}  alpha: "
         f"{result.alpha}  margins: pos0 ±{m['acceptance_pos0']}, mean length "
-        f"±{m['mean_accepted_length']}"
+        f"±{m['mean_accepted_length']}, tokens/s ±{100 * m[SPEED_METRIC]:g} %  primary: "
+        f"{', '.join(METRIC_LABEL.get(x, x) for x in result.primary_metrics)}"
     )
     arms = Table(title="Arms (ratio of sums over ok boots; t interval over boots)")
-    for col in ("arm", "boots", "failed", "B_eff", "pos0", "sd", "mean length", "sd"):
-        arms.add_column(col, justify="left" if col in ("arm", "pos0", "mean length") else "right")
+    cols = ("arm", "boots", "failed", "B_eff", "pos0", "sd", "mean length", "sd", "tokens/s", "sd")
+    for col in cols:
+        arms.add_column(col, justify="right" if col in ("boots", "failed", "B_eff") else "left")
     for a in result.arms:
         p0, ml = a.metrics["acceptance_pos0"], a.metrics["mean_accepted_length"]
+        sp = a.metrics[SPEED_METRIC]
+        accept = (
+            [_m(p0), _num(p0.between_boot_sd, ".4f"), _m(ml), _num(ml.between_boot_sd, ".4f")]
+            if a.speculative
+            else ["no speculation", "", "", ""]
+        )
         arms.add_row(
             a.arm,
             str(a.boots),
             str(a.failed_boots),
             _num(a.effective_boots, ".1f"),
-            _m(p0),
-            _num(p0.between_boot_sd, ".4f"),
-            _m(ml),
-            _num(ml.between_boot_sd, ".4f"),
+            *accept,
+            _m(sp, 1),
+            _num(sp.between_boot_sd, ".1f"),
         )
     out.print(arms)
-    comps = Table(title="Each arm vs baseline (Welch on boot values; Holm across the family)")
-    for col in ("arm", "metric", "difference [raw CI]", "verdict interval", "p", "p Holm"):
+    comps = Table(title="Each arm vs baseline (Welch on boot values; Holm within each family)")
+    for col in ("arm", "metric", "family", "difference [raw CI]", "verdict interval", "p"):
         comps.add_column(escape(col))  # "[raw CI]" is not rich markup
+    comps.add_column("p Holm")
     comps.add_column("verdict")
     for c in result.comparisons:
         comps.add_row(
             f"{c.arm} vs {c.baseline}",
             METRIC_LABEL.get(c.metric, c.metric),
-            _ci(c.difference, c.ci_low, c.ci_high),
+            c.family,
+            _diff(c),
             verdict_interval(c),
             _num(c.p_value),
             _num(c.p_adjusted),
@@ -81,6 +102,13 @@ def render(result: Analysis, out: Console) -> None:
             extra.append(f"on new prompts [{lo:+.4f}, {hi:+.4f}]")
         if extra:
             out.print("    " + "; ".join(extra))
+    for s in result.speedups:
+        out.print(
+            f"speedup {s.arm} over {s.reference} (no speculation, concurrency {s.concurrency}): "
+            f"{_ci(s.speedup, s.ci_low, s.ci_high, 3)}x (raw {1 - result.alpha:.0%} interval)"
+        )
+    if result.breakdown is not None:
+        _render_breakdown(result, out)
     if result.sequential:
         out.print(
             f"sequential: [bold]{result.sequential.action}[/bold]: {result.sequential.reason}"
@@ -89,13 +117,37 @@ def render(result: Analysis, out: Console) -> None:
         out.print(f"note: {note}", markup=False)
 
 
+def _render_breakdown(result: Analysis, out: Console) -> None:
+    b = result.breakdown
+    assert b is not None
+    table = Table(title=f"By {b.by} (secondary; Holm within each group only)")
+    for col in ("group", "probes", "arm", "metric", "estimate [CI]", "vs baseline", "verdict"):
+        table.add_column(escape(col))
+    for g in b.groups:
+        for a in g.arms:
+            for metric, m in a.metrics.items():
+                if m.estimate is None:
+                    continue
+                c = next((c for c in g.comparisons if c.arm == a.arm and c.metric == metric), None)
+                table.add_row(
+                    g.group,
+                    str(g.probes),
+                    a.arm,
+                    METRIC_LABEL.get(metric, metric),
+                    _m(m, 1 if metric == SPEED_METRIC else 4),
+                    _diff(c) if c is not None else "baseline" if a.arm == result.baseline else "",
+                    c.verdict if c is not None else "",
+                )
+    out.print(table)
+    out.print(f"note: {b.note}", markup=False)
+
+
 def render_split(split: dict[str, Any], out: Console) -> None:
+    rates = ", ".join(f"{METRIC_LABEL.get(m, m)} {r:.1%}" for m, r in split["claimed_rate"].items())
     out.print(
         f"split-arm {split['arm']} ({split['boots']} boots, {split['splits']} splits"
-        f"{'' if split['exhaustive'] else ', sampled'}): a difference was claimed in "
-        f"{split['any_claimed_rate']:.1%} of splits (pos0 "
-        f"{split['claimed_rate']['acceptance_pos0']:.1%}, mean length "
-        f"{split['claimed_rate']['mean_accepted_length']:.1%}); alpha {split['alpha']}"
+        f"{'' if split['exhaustive'] else ', sampled'}): a primary difference was claimed in "
+        f"{split['any_claimed_rate']:.1%} of splits ({rates}); alpha {split['alpha']}"
     )
     out.print(f"note: {split['note']}", markup=False)
 

@@ -14,6 +14,8 @@ FLAGS = {
     "alpha": "--alpha",
     "margins.acceptance_pos0": "--margin-pos0",
     "margins.mean_accepted_length": "--margin-length",
+    "margins.output_tokens_per_s": "--margin-speed",
+    "by": "--by",
     "looks": "--looks",
     "prior.between_boot_sd": "--prior-between-boot-sd",
     "prior.df": "--prior-df",

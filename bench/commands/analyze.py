@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 from rich.console import Console
@@ -55,6 +55,12 @@ def _fail_on(text: str | None) -> set[str]:
     return names
 
 
+def _by(text: str | None) -> Literal["category", "probe_set"] | None:
+    if text is None or text in ("category", "probe_set"):
+        return text  # type: ignore[return-value]
+    raise SpecabError(f"{text!r}", field="--by", fix="use --by category or --by probe_set")
+
+
 def _prior(sd: str | None, df: float | None, from_dir: Path | None) -> Prior:
     from bench.stats import Prior, prior_from_results
     from bench.store import load_results
@@ -81,6 +87,13 @@ def analyze(
     alpha: Annotated[float | None, typer.Option(help="Two-sided level, (0, 0.5).")] = None,
     margin_pos0: Annotated[float | None, typer.Option(help="Margin for pos0.")] = None,
     margin_length: Annotated[float | None, typer.Option(help="Margin, mean length.")] = None,
+    margin_speed: Annotated[
+        float | None, typer.Option(help="Relative margin for tokens/s (0.02 = 2 %).")
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(help="Also break acceptance and speed down by category or probe_set."),
+    ] = None,
     prior_between_boot_sd: Annotated[
         str | None,
         typer.Option(help="A/A-measured between-boot SD for 1-boot arms: X (pos0) or X,Y."),
@@ -105,9 +118,10 @@ def analyze(
         typer.Option(help="Exit 1 if a primary verdict is one of these, e.g. regressed."),
     ] = None,
 ) -> int:
-    """Boot-level verdicts: every arm vs the baseline on pos0 acceptance and mean length.
+    """Boot-level verdicts: every arm vs the baseline on pos0 acceptance and mean length
+    (primary) and output tokens/s (secondary unless the experiment lists it as primary).
 
-    Exit 0, or 1 when --fail-on names a verdict that occurred; 2 on any error."""
+    Exit 0, or 1 when --fail-on names a primary verdict that occurred; 2 on any error."""
     from bench import stats
     from bench.report import verdict_markdown
     from bench.store import load_results
@@ -137,6 +151,7 @@ def analyze(
                 alpha=alpha,
                 margin_pos0=margin_pos0,
                 margin_length=margin_length,
+                margin_speed=margin_speed,
                 source=src,
             )
             if out_fmt == "json":
@@ -152,7 +167,9 @@ def analyze(
             alpha=alpha,
             margin_pos0=margin_pos0,
             margin_length=margin_length,
+            margin_speed=margin_speed,
             prior=prior,
+            by=_by(by),
             looks=_looks(looks),
             n_resamples=resamples,
             seed=seed,
@@ -165,7 +182,8 @@ def analyze(
         typer.echo(verdict_markdown(result), nl=False)
     else:
         render(result, console)
-    return 1 if any(c.verdict in gate for c in result.comparisons) else 0
+    primary = [c for c in result.comparisons if c.family == "primary"]
+    return 1 if any(c.verdict in gate for c in primary) else 0
 
 
 def plan(

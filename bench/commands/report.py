@@ -32,6 +32,16 @@ def register(app: typer.Typer) -> None:
             float | None,
             typer.Option("--margin-length", help="Margin for mean accepted length (tokens)."),
         ] = None,
+        margin_speed: Annotated[
+            float | None,
+            typer.Option("--margin-speed", help="Relative margin for tokens/s (0.02 = 2 %)."),
+        ] = None,
+        by: Annotated[
+            str | None,
+            typer.Option(
+                "--by", help="Break down by category or probe_set (default: category if any)."
+            ),
+        ] = None,
     ) -> None:
         """Render the verdicts, provenance and figures of a results directory."""
         from bench.commands._options import as_flags
@@ -45,6 +55,8 @@ def register(app: typer.Typer) -> None:
                 alpha=alpha,
                 margin_pos0=margin_pos0,
                 margin_length=margin_length,
+                margin_speed=margin_speed,
+                by=by,
             )
         typer.echo(f"report {page}")
         typer.echo(f"markdown {page.with_name('report.md')}")

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import SpecabError
+from bench.experiment._margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment._spec_probes import ProbesSection
-from bench.records import DEFAULT_MARGINS
 
 ArgValue = str | int | float | bool | None
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -27,19 +27,6 @@ NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
 class _Model(BaseModel):
     # strict: a TOML string is never silently coerced to a number ("3" is an error)
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class Margins(_Model):
-    acceptance_pos0: float = Field(
-        DEFAULT_MARGINS["acceptance_pos0"],
-        gt=0,
-        description="Equivalence margin for acceptance at draft position 0.",
-    )
-    mean_accepted_length: float = Field(
-        DEFAULT_MARGINS["mean_accepted_length"],
-        gt=0,
-        description="Equivalence margin for mean accepted length (tokens).",
-    )
 
 
 class ExperimentSection(_Model):
@@ -53,6 +40,12 @@ class ExperimentSection(_Model):
     )
     alpha: float = Field(0.05, gt=0, lt=0.5, description="Two-sided significance level.")
     margins: Margins = Field(default_factory=Margins, description="Pre-registered margins.")
+    primary_metrics: PrimaryMetrics = Field(
+        default_factory=lambda: list(PRIMARY_DEFAULT),
+        description="Metrics in the primary Holm family (verdicts, --fail-on, sequential "
+        "looks); every other metric is secondary (its own Holm family across arms). "
+        'Add "output_tokens_per_s" to make speed primary.',
+    )
     max_attempts: int = Field(3, ge=1, description="Attempts per boot before it counts as lost.")
     max_failures_per_arm: int = Field(
         4, ge=0, description="Failed attempts an arm may accumulate before the run stops."

@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from bench.records import METRICS
+from bench.records import METRICS, SPEED_METRIC
 from bench.report._plots_common import (
     FEASIBLE,
     METRIC_LABELS,
@@ -34,7 +34,7 @@ from bench.stats import Analysis, Comparison
 
 def per_boot_frame(analysis: Analysis) -> pd.DataFrame:
     """The analysis' per-boot metrics as a table, in launch order (figure 1, the notebook)."""
-    cols = ["arm", "boot", "boot_id", "order", "drafts", *METRICS]
+    cols = ["arm", "boot", "boot_id", "order", "drafts", *METRICS, SPEED_METRIC]
     rows = [{"arm": a.arm, **b.model_dump()} for a in analysis.arms for b in a.per_boot]
     df = pd.DataFrame(rows, columns=cols)
     return df.sort_values(["order", "arm", "boot"], kind="stable").reset_index(drop=True)
@@ -47,8 +47,8 @@ def plot_boot_strip(analysis: Analysis) -> Figure:
     its (1 - alpha) interval from the analysis, on the same y scale.
     """
     per_boot = per_boot_frame(analysis)
-    arms = analysis_arms(analysis)
-    styles = arm_styles(arms)
+    styles = arm_styles(analysis_arms(analysis))  # the same style per arm in every figure
+    arms = [a.arm for a in analysis.arms if a.speculative]  # no acceptance without drafts
     alpha = analysis.alpha
     fig = new_figure(10.5, 6.4)
     grid = fig.add_gridspec(2, 2, width_ratios=[4, 1.4])
@@ -179,7 +179,9 @@ def plot_forest(analysis: Analysis) -> Figure:
     interval the verdict rests on (Holm-compatible; TOST for equivalence); dashed: the raw
     (1 - alpha) interval."""
     comps = analysis.comparisons
-    arms = [a for a in analysis_arms(analysis) if any(c.arm == a for c in comps)]
+    arms = [
+        a for a in analysis_arms(analysis) if any(c.arm == a and c.metric in METRICS for c in comps)
+    ]
     styles = arm_styles(analysis_arms(analysis))
     fig = new_figure(10.5, 1.9 + 1.1 * max(1, len(arms)))
     axes = fig.subplots(1, 2)
@@ -187,7 +189,7 @@ def plot_forest(analysis: Analysis) -> Figure:
     for ax, metric in zip(axes, METRICS, strict=True):
         rows = [c for c in comps if c.metric == metric]
         if not rows:
-            no_data(ax, "no comparison\n(only one arm)")
+            no_data(ax, "no acceptance comparison\n(one speculative arm, or none)")
             ax.set_title(METRIC_TITLES[metric], fontsize=10)
             continue
         margin = rows[0].margin

@@ -114,7 +114,7 @@ def _plot_boots_needed(ax: object, analysis: Analysis) -> None:
     from matplotlib.axes import Axes
 
     assert isinstance(ax, Axes)
-    comps = [c for c in analysis.comparisons if c.boots_needed is not None]
+    comps = [c for c in analysis.comparisons if c.boots_needed is not None and c.metric in METRICS]
     base = analysis.baseline
     power = f"{analysis.settings.power:.0%}"
     if not comps:

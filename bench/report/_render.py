@@ -20,19 +20,18 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from bench.records import METRICS
+from bench.report._captions import CAPTIONS
 from bench.report._plots import plot_boot_strip, plot_forest, plot_positions
 from bench.report._plots_runs import plot_output_identity, plot_timing, plot_variance
-from bench.report._provenance import provenance
+from bench.report._plots_speed import plot_accepted_length, plot_categories, plot_speed
+from bench.report._sections import Section, sections
 from bench.report._tables import (
-    failed_attempts,
-    identity_summary,
     output_identity,
     probe_temperature,
     variance_table,
     verdict_table,
 )
-from bench.stats import Analysis, MetricEstimate, analyze
+from bench.stats import Analysis, analyze
 from bench.store import Results, atomic_write_bytes, load_results
 
 
@@ -56,9 +55,17 @@ def figure_png(fig: Figure) -> bytes:
 def analyze_results(results: Results, **analyze_options: Any) -> Analysis:
     """The analysis of loaded results (options as `bench.stats.analyze`)."""
     opts = {k: v for k, v in analyze_options.items() if v is not None}
+    if "by" not in opts and has_categories(results):
+        opts["by"] = "category"
     return analyze(
         results.probes, results.boots, results.manifest, source=str(results.root), **opts
     )
+
+
+def has_categories(results: Results) -> bool:
+    """Whether any probe carries a category (the report then breaks results down by it)."""
+    col = results.probes.get("category")
+    return col is not None and bool(col.notna().any())
 
 
 def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
@@ -74,48 +81,10 @@ def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
         "fig6_identity": plot_output_identity(
             output_identity(results.probes, base, arms), probe_temperature(results.manifest)
         ),
+        "fig7_speed": plot_speed(analysis),
+        "fig8_accepted_length": plot_accepted_length(analysis),
+        **({"fig9_categories": plot_categories(analysis)} if analysis.breakdown else {}),
     }
-
-
-CAPTIONS = {
-    "fig1_boots": (
-        "Per-boot acceptance",
-        "Each point is one boot (ratio of sums over its probes) at its launch position; drift "
-        "over time or a bad node shows as a trend or an outlier; a failed attempt leaves a gap "
-        "(see the boot-time figure). Right: each arm's estimate and interval, computed from "
-        "boot-to-boot variation (an arrow marks an interval cut at the metric's range).",
-    ),
-    "fig2_forest": (
-        "Each arm minus baseline",
-        "Difference with the interval its verdict rests on (thick: Holm-compatible across the "
-        "family of primary metrics; for equivalent, the TOST interval) and the raw interval "
-        "(dashed); the grey band is the pre-registered ± margin.",
-    ),
-    "fig3_positions": (
-        "Acceptance per draft position",
-        "Cumulative: share of drafts whose first k+1 tokens were all accepted. Conditional: "
-        "acceptance at k given k−1 was accepted. Intervals hold jointly over positions; "
-        "positions k ≥ 1 are secondary metrics.",
-    ),
-    "fig4_variance": (
-        "Variance components and planning",
-        "Standard deviations by source: the SD of a boot's metric (what the intervals use) "
-        "and the crossed-ANOVA components of the per-(boot, prompt) cells. Prompts dominate "
-        "a cell but are shared by every arm and cancel; the between-boot part does not. "
-        "Right: boots per arm for the stated power at max(|difference|, margin).",
-    ),
-    "fig5_timing": (
-        "Boot and probe time",
-        "Seconds from server start to /health, and for the measured probes, per attempt; "
-        "failed attempts are red crosses and listed with their errors.",
-    ),
-    "fig6_identity": (
-        "Output identity",
-        "Probes whose generated text (output_sha256) differs from the baseline's. For greedy "
-        "probes different text means different work, so acceptance is not directly "
-        "comparable; with sampling (temperature > 0) differences are expected.",
-    ),
-}
 
 
 def render_figures(figures: Mapping[str, Figure]) -> list[ReportFigure]:
@@ -131,7 +100,8 @@ def render_report(
 ) -> Path:
     """Load, analyze and write the report (see `write_report`); returns report.html's path.
 
-    `analyze_options` go to `bench.stats.analyze` (baseline, alpha, margin_pos0, margin_length).
+    `analyze_options` go to `bench.stats.analyze` (baseline, alpha, margin_pos0, margin_length,
+    margin_speed, by; by defaults to category when the probes carry categories).
     """
     results = load_results(results_dir)
     return write_report(results, analyze_results(results, **analyze_options), out_dir)
@@ -142,9 +112,9 @@ def write_report(results: Results, analysis: Analysis, out_dir: str | Path | Non
     return the report.html path. Everything is rendered before the first file is written."""
     out = Path(out_dir) if out_dir is not None else results.root / "report"
     figures = render_figures(build_figures(results, analysis))
-    sections = _sections(results, analysis)
-    md = _markdown(results, analysis, sections, figures)
-    page = _html(results, analysis, sections, figures)
+    parts = sections(results, analysis)
+    md = _markdown(results, analysis, parts, figures)
+    page = _html(results, analysis, parts, figures)
     for f in figures:
         atomic_write_bytes(out / f"{f.stem}.png", f.png)
     atomic_write_bytes(
@@ -154,68 +124,6 @@ def write_report(results: Results, analysis: Analysis, out_dir: str | Path | Non
     atomic_write_bytes(out / "report.md", md.encode())
     atomic_write_bytes(out / "report.html", page.encode())
     return out / "report.html"
-
-
-# ---- text sections -------------------------------------------------------------------------
-
-Section = tuple[str, str, pd.DataFrame | None]  # heading, paragraph, optional table
-
-
-def _sections(results: Results, analysis: Analysis) -> list[Section]:
-    arms = results.arms()
-    base = analysis.baseline
-    prov = provenance(results, base)
-    verdicts = verdict_table(analysis)
-    identity = output_identity(results.probes, base, arms)
-    failed = failed_attempts(results.boots)
-    notes = analysis.notes
-    arm_rows = pd.DataFrame(
-        [
-            {
-                "arm": a.arm,
-                "boots": a.boots,
-                "failed": a.failed_boots,
-                "effective boots": "—" if a.effective_boots is None else f"{a.effective_boots:.1f}",
-                **{m: _est(a.metrics.get(m)) for m in METRICS},
-            }
-            for a in analysis.arms
-        ]
-    )
-    ident_text = identity_summary(identity, base, probe_temperature(results.manifest))
-    where = (
-        f"vLLM {', '.join(prov['vllm_versions']) or '—'}; hosts "
-        f"{', '.join(prov['hosts']) or '—'}; GPUs {', '.join(prov['gpus']) or '—'}; "
-        f"probe sets {', '.join(prov['probe_sets']) or '—'}; "
-        f"spec sha256 {prov['spec_sha256'] or '—'}; specab {prov['specab_version'] or '—'}; "
-        f"created {prov['created_at'] or '—'}."
-    )
-    return [
-        (
-            "Verdicts",
-            f"Baseline **{base}**, α = {analysis.alpha}. Each verdict rests on the interval "
-            "beside it (Holm-compatible across the primary family; TOST for equivalent); the "
-            "raw interval is shown too."
-            + ("" if len(verdicts) else " No comparison: only one arm has results."),
-            verdicts,
-        ),
-        ("Arms", "Estimates with their intervals, from ok boots only.", arm_rows),
-        ("Provenance", where, prov["arms"]),
-        ("Output identity", ident_text, identity),
-        *([("Notes", " ".join(f"{n.rstrip('.')}." for n in notes), None)] if notes else []),
-        (
-            "Failed attempts",
-            f"{len(failed)} failed boot attempt(s); they are kept as records and excluded.",
-            failed if len(failed) else None,
-        ),
-    ]
-
-
-def _est(m: MetricEstimate | None) -> str:
-    if m is None or m.estimate is None:
-        return "—"
-    lo, hi = m.ci_low, m.ci_high
-    ci = f" [{lo:.4f}, {hi:.4f}]" if lo is not None and hi is not None else ""
-    return f"{m.estimate:.4f}{ci}"
 
 
 def _md_table(df: pd.DataFrame) -> str:

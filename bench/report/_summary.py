@@ -1,4 +1,5 @@
-"""What `specab run-ab` prints when it ends: per-node counts, the verdict table, the report.
+"""What `specab run-ab` prints when it ends: per-node counts, the verdict table, each arm's
+tokens/s with its interval and speed verdict beside the acceptance verdicts, the report.
 
 The analysis runs once and feeds both the printed verdict table and the report. When the
 analysis refuses the data (e.g. a boot without drafts), per-arm pooled numbers are printed
@@ -15,9 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.errors import SpecabError
-from bench.report._render import write_report
+from bench.report._render import analyze_results, write_report
 from bench.report._tables import verdict_table
-from bench.stats import Analysis, analyze, pooled_ratios
+from bench.report._tables_speed import arm_summary
+from bench.stats import Analysis, pooled_ratios
 from bench.store import load_results
 
 
@@ -35,11 +37,13 @@ def _print_verdicts(console: Console, analysis: Analysis) -> None:
     if table.empty:
         console.print("no comparison: only one arm has results", markup=False)
         return
-    cols = [c for c in table.columns if c not in ("why", "method", "margin", "p (raw / Holm)")]
+    drop = ("why", "method", "margin", "p (raw / Holm)")
+    cols = [c for c in table.columns if c not in drop]
     _print_df(console, table[cols], "verdict (boot-level statistics)")
     for arm, metric, why in zip(table["arm"], table["metric"], table["why"], strict=True):
         if why:
             console.print(f"  {arm} {metric}: {why}", markup=False, highlight=False)
+    _print_df(console, arm_summary(analysis), "per arm: acceptance verdicts and speed")
 
 
 def print_end(
@@ -60,7 +64,7 @@ def print_end(
         console.print("no ok boots yet: nothing to analyze")
         return None
     try:
-        analysis = analyze(results.probes, results.boots, results.manifest, source=str(root))
+        analysis = analyze_results(results)
     except SpecabError as exc:
         console.print(f"no verdict: {exc.one_line()}", markup=False)
         _print_df(

@@ -146,33 +146,46 @@ def _fmt(v: float | None, digits: int = 4) -> str:
     return "—" if v is None else f"{v:+.{digits}f}"
 
 
+def pct(v: float | None, signed: bool = True) -> str:
+    """A relative value (ratio - 1) as a percentage."""
+    return "—" if v is None else f"{100 * v:+.1f} %" if signed else f"{100 * v:.1f} %"
+
+
+def difference(c: Comparison) -> str:
+    """'difference [raw CI]' in metric units, or in percent for a relative (speed) one."""
+    f = pct if c.scale == "relative" else _fmt
+    return f"{f(c.difference)} [{f(c.ci_low)}, {f(c.ci_high)}]"
+
+
 def verdict_interval(c: Comparison) -> str:
     """'[lo, hi] 97.5 % Holm interval': the interval the verdict rests on, named."""
     if c.verdict_ci is None:
         return "—"
     lo, hi = c.verdict_ci
-    return f"[{_fmt(lo)}, {_fmt(hi)}] {level_name(c.verdict_ci_level, c.verdict_ci_kind)}"
+    f = pct if c.scale == "relative" else _fmt
+    return f"[{f(lo)}, {f(hi)}] {level_name(c.verdict_ci_level, c.verdict_ci_kind)}"
 
 
 def verdict_table(analysis: Analysis) -> pd.DataFrame:
-    """One row per comparison: difference [raw CI], the interval the verdict rests on,
-    p (raw / Holm), margin, method, verdict, why."""
+    """One row per comparison (primary family first): difference [raw CI], the interval the
+    verdict rests on, p (raw / Holm within its family), margin, method, verdict, why."""
     raw = f"difference [raw {1 - analysis.alpha:.0%} CI]"
     rows = [
         {
             "arm": c.arm,
             "metric": c.metric,
-            raw: f"{_fmt(c.difference)} [{_fmt(c.ci_low)}, {_fmt(c.ci_high)}]",
+            "family": c.family,
+            raw: difference(c),
             "verdict interval": verdict_interval(c),
             "p (raw / Holm)": f"{_p(c.p_value)} / {_p(c.p_adjusted)}",
-            "margin": f"±{c.margin:g}",
+            "margin": f"±{pct(c.margin, False)}" if c.scale == "relative" else f"±{c.margin:g}",
             "method": c.method,
             "verdict": c.verdict,
             "why": " ".join(c.why.split()),
         }
         for c in analysis.comparisons
     ]
-    cols = ["arm", "metric", raw, "verdict interval", "p (raw / Holm)", "margin"]
+    cols = ["arm", "metric", "family", raw, "verdict interval", "p (raw / Holm)", "margin"]
     return pd.DataFrame(rows, columns=[*cols, "method", "verdict", "why"])
 
 

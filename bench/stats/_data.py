@@ -8,20 +8,29 @@ them would say something about the prompts, not the arms.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
 from numpy.typing import NDArray
 
 from bench.errors import SpecabError
+from bench.stats._cells import (
+    categories,
+    cell_sums,
+    concurrency,
+    histograms,
+    speculative_arms,
+    stacked,
+)
 
 F = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
 class ArmData:
-    """Counts of one arm's ok boots (in boot order), cells (boots, prompts)."""
+    """Counts of one arm's ok boots (in boot order), cells (boots, prompts). A no-speculation
+    arm (`speculative` False) has zero drafts and K = 0: only its speed is analyzed."""
 
     name: str
     boot_ids: list[str]
@@ -30,10 +39,41 @@ class ArmData:
     per_pos: F  # (B, P, K) cumulative accepted per position
     boot_index: list[int] = field(default_factory=list)
     order: list[int] = field(default_factory=list)
+    completion: F | None = None  # (B, P) completion tokens
+    latency: F | None = None  # (B, P) request seconds
+    hist: F | None = None  # (B, P, K + 1) per-request accepted-length histogram, if complete
+    speculative: bool = True
+    concurrency: int = 1
 
     @property
     def n_boots(self) -> int:
         return len(self.boot_ids)
+
+    def speed(self) -> F:
+        """Each boot's output tokens/s: sum completion tokens / sum latency (ratio of sums
+        within the boot, over the compared probes); NaN where a boot has no latency."""
+        if self.completion is None or self.latency is None:
+            return np.full(self.n_boots, np.nan)
+        lat = self.latency.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out: F = np.where(lat > 0, self.completion.sum(axis=1) / lat, np.nan)
+        return out
+
+    def columns(self, idx: NDArray[np.int64]) -> ArmData:
+        """These prompts only (a category's or a probe set's), every boot."""
+
+        def cut(x: F | None) -> F | None:
+            return None if x is None else x[:, idx]
+
+        return replace(
+            self,
+            drafts=self.drafts[:, idx],
+            accepted=self.accepted[:, idx],
+            per_pos=self.per_pos[:, idx],
+            completion=cut(self.completion),
+            latency=cut(self.latency),
+            hist=cut(self.hist),
+        )
 
     @property
     def positions(self) -> int:
@@ -55,14 +95,22 @@ class ArmData:
 
     def subset(self, idx: list[int], name: str | None = None) -> ArmData:
         """These boots only (sequential looks take the first n; the split check halves)."""
-        return ArmData(
-            self.name if name is None else name,
-            [self.boot_ids[i] for i in idx],
-            self.drafts[idx],
-            self.accepted[idx],
-            self.per_pos[idx],
-            [self.boot_index[i] for i in idx] if self.boot_index else [],
-            [self.order[i] for i in idx] if self.order else [],
+
+        def cut(x: F | None) -> F | None:
+            return None if x is None else x[idx]
+
+        return replace(
+            self,
+            name=self.name if name is None else name,
+            boot_ids=[self.boot_ids[i] for i in idx],
+            drafts=self.drafts[idx],
+            accepted=self.accepted[idx],
+            per_pos=self.per_pos[idx],
+            boot_index=[self.boot_index[i] for i in idx] if self.boot_index else [],
+            order=[self.order[i] for i in idx] if self.order else [],
+            completion=cut(self.completion),
+            latency=cut(self.latency),
+            hist=cut(self.hist),
         )
 
     def head(self, n: int) -> ArmData:
@@ -76,6 +124,8 @@ class Dataset:
     arms: dict[str, ArmData]
     compared_probes: int
     notes: list[str]
+    keys: list[str] = field(default_factory=list)  # "probe_set/probe_id" per prompt column
+    categories: list[str | None] = field(default_factory=list)  # per prompt column
 
 
 def _per_pos_matrix(col: pd.Series) -> NDArray[np.int64]:
@@ -85,7 +135,7 @@ def _per_pos_matrix(col: pd.Series) -> NDArray[np.int64]:
     lengths = np.fromiter((len(x) for x in values), int, len(values))
     k = int(lengths.max()) if len(values) else 1
     if len(values) and np.all(lengths == k):
-        return np.stack([np.asarray(x, dtype=np.int64) for x in values])
+        return stacked(values, k)
     out = np.zeros((len(values), max(k, 1)), dtype=np.int64)
     for i, x in enumerate(values):
         out[i, : len(x)] = np.asarray(x, dtype=np.int64)
@@ -150,8 +200,10 @@ def arm_data(
     per_pos = (
         _per_pos_matrix(pr["accepted_per_pos"]) if len(pr) else np.zeros((0, 1), dtype=np.int64)
     )
-    out = {a: _one_arm(a, ok, pr, p_codes, len(p_uniques), per_pos, source) for a in arms}
-    return Dataset(out, len(p_uniques), notes)
+    spec = speculative_arms(ok, arms, source)
+    out = {a: _one_arm(a, ok, pr, p_codes, len(p_uniques), per_pos, source, spec[a]) for a in arms}
+    cats = categories(pr, p_codes, len(p_uniques))
+    return Dataset(out, len(p_uniques), notes, [str(k) for k in p_uniques], cats)
 
 
 def _one_arm(
@@ -162,6 +214,7 @@ def _one_arm(
     n_p: int,
     per_pos: NDArray[np.int64],
     source: str | None,
+    speculative: bool = True,
 ) -> ArmData:
     rows = ok[ok["arm"] == arm].sort_values(["boot", "attempt"]) if len(ok) else ok
     ids = [str(x) for x in rows["boot_id"]] if len(rows) else []
@@ -176,7 +229,7 @@ def _one_arm(
     np.add.at(a, (bi, pi), pr["num_accepted_tokens"].to_numpy(dtype=np.float64)[sel])
     np.add.at(ak, (bi, pi), per_pos[sel][:, :k])
     for i, bid in enumerate(ids):
-        if d[i].sum() <= 0:
+        if speculative and d[i].sum() <= 0:
             raise SpecabError(
                 f"boot {bid} (arm {arm}) has zero drafts over its probes: speculative "
                 "decoding did not run, so the boot is invalid",
@@ -187,7 +240,15 @@ def _one_arm(
             )
     order = [int(x) for x in rows["order"]] if len(rows) else []
     boot = [int(x) for x in rows["boot"]] if len(rows) else []
-    return ArmData(arm, ids, d, a, ak, boot, order)
+    shape = (len(ids), n_p)
+    return ArmData(
+        arm, ids, d, a, ak, boot, order,
+        completion=cell_sums(pr, sel, bi, pi, shape, "completion_tokens"),
+        latency=cell_sums(pr, sel, bi, pi, shape, "latency_s"),
+        hist=histograms(pr, sel, bi, pi, shape, k) if speculative else None,
+        speculative=speculative,
+        concurrency=concurrency(rows),
+    )  # fmt: skip
 
 
 def failed_counts(boots: pd.DataFrame, arms: list[str]) -> dict[str, int]:

@@ -8,15 +8,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
-from bench.records import METRICS
 from bench.stats._core import VERDICTS
 from bench.stats._data import ArmData, Dataset, arm_data
-from bench.stats._family import Est, Family, estimate, family
+from bench.stats._family import Est
 from bench.stats._models import Decision, SequentialRow
-from bench.stats._sequential import STATUSES, look_decision, look_index, obf_boundaries
+from bench.stats._rows import Row, estimates, family_rows
+from bench.stats._sequential import STATUSES, look_index, look_status, obf_boundaries
 from bench.stats._settings import Prior, Settings, arm_names, resolve_settings
 
 
@@ -43,6 +44,7 @@ def decide(
     alpha: float | None = None,
     margin_pos0: float | None = None,
     margin_length: float | None = None,
+    margin_speed: float | None = None,
     prior: Prior | None = None,
     source: str | None = None,
 ) -> Decision:
@@ -56,6 +58,7 @@ def decide(
         alpha=alpha,
         margin_pos0=margin_pos0,
         margin_length=margin_length,
+        margin_speed=margin_speed,
         looks=list(looks) if looks is not None else None,
     )
     if not s.looks:
@@ -65,23 +68,15 @@ def decide(
     return decision
 
 
-def estimates(data: Mapping[str, ArmData], prior: Prior) -> dict[str, dict[str, Est]]:
-    """arm -> metric -> estimate on the given boots."""
-    return {
-        a: {m: estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m)) for m in METRICS}
-        for a, ad in data.items()
-    }
-
-
 @dataclass(frozen=True)
 class Primary:
-    """The primary family as analyzed: on which boots, at which level, and its arrays."""
+    """The comparisons as analyzed: on which boots, at which level, and their families."""
 
-    data: dict[str, ArmData]  # the boots the family used (the look's under a design)
+    data: dict[str, ArmData]  # the boots the families used (the look's under a design)
     est: dict[str, dict[str, Est]]
-    others: list[str]  # non-baseline arms, family order: (arm, metric) arm-major
-    fam: Family
-    level: float  # the family's alpha (nominal at a look)
+    others: list[str]  # non-baseline arms
+    rows: list[Row]  # the primary family first, then one family per secondary metric
+    level: float  # the primary family's alpha (nominal at a look)
     sequential: bool
     before_first_look: bool = False  # a design not yet at its first look decides nothing
 
@@ -89,13 +84,14 @@ class Primary:
 def primary(
     data: Mapping[str, ArmData], arms: list[str], s: Settings, prior: Prior
 ) -> tuple[Primary, Decision | None]:
-    """The family on every boot at alpha, or, with looks set, on the look's boots at its
-    nominal level together with the design's decision."""
+    """The families on every boot at alpha, or, with looks set, on the look's boots (the
+    primary family at the look's nominal level, secondary ones at alpha) together with the
+    design's decision, which rests on the primary family only."""
     others = [a for a in arms if a != s.baseline]
     if not s.looks:
         est = estimates(data, prior)
-        pairs = [(est[s.baseline][m], est[a][m], s.margins[m]) for a in others for m in METRICS]
-        return Primary(dict(data), est, others, family(pairs, s.alpha), s.alpha, False), None
+        rows = family_rows(est, others, s, s.alpha, s.alpha)
+        return Primary(dict(data), est, others, rows, s.alpha, False), None
     looks = s.looks
     b_now = min(data[a].n_boots for a in arms)
     idx = look_index(looks, b_now)
@@ -104,9 +100,8 @@ def primary(
     level = nominal[0] if idx is None else nominal[idx]
     head = {a: data[a].head(n) for a in arms}
     est = estimates(head, prior)
-    ordered = [est[s.baseline], *(est[a] for a in others)]
-    fam, status, stop = look_decision(ordered, METRICS, s.margins, level, idx == len(looks) - 1)
-    prim = Primary(head, est, others, fam, level, True, idx is None)
+    rows = family_rows(est, others, s, level, s.alpha)
+    prim = Primary(head, est, others, rows, level, True, idx is None)
     if idx is None:
         reason = f"{b_now} boots per arm; the first planned look is at {looks[0]}"
         return prim, Decision(
@@ -118,22 +113,25 @@ def primary(
             next_look=looks[0],
             nominal_alpha=None,
         )
-    rows = [
+    first = [r for r in rows if r.primary]
+    status = look_status(first[0].fam) if first else np.zeros(0, dtype=np.int64)
+    stop = bool(np.all(status < 2)) or idx == len(looks) - 1
+    table = [
         SequentialRow(
-            arm=a,
-            metric=m,
-            difference=fam.diff[i],
-            p_adjusted=fam.p_adj[i],
-            status=STATUSES[int(status[i])],
-            verdict=VERDICTS[int(fam.code[i])],
+            arm=r.arm,
+            metric=r.metric,
+            difference=r.fam.diff[r.i],
+            p_adjusted=r.fam.p_adj[r.i],
+            status=STATUSES[int(status[r.i])],
+            verdict=VERDICTS[int(r.fam.code[r.i])],
         )
-        for i, (a, m) in enumerate((a, m) for a in others for m in METRICS)
+        for r in first
     ]
     where = f"look {idx + 1} of {len(looks)} ({n} boots/arm, nominal alpha {level:.3g})"
-    undecided = [r for r in rows if r.status == "undecided"]
+    undecided = [r for r in table if r.status == "undecided"]
     if not undecided:
         action, reason, nxt = "stop", f"every comparison decided at {where}", None
-    elif bool(stop):
+    elif stop:
         action, reason, nxt = "stop", f"final {where}: verdicts stand as analyzed", None
     else:
         names = ", ".join(f"{r.arm}/{r.metric}" for r in undecided)
@@ -146,5 +144,5 @@ def primary(
         looks=looks,
         next_look=nxt,
         nominal_alpha=level,
-        comparisons=rows,
+        comparisons=table,
     )

@@ -49,7 +49,7 @@ def resampling_extras(
     """Extras for each comparison (None: not resampled, e.g. deterministic or unreplicated)."""
     if n_resamples <= 0:
         return [Extras() for _ in wanted]
-    usable = [a for a, ad in data.items() if ad.n_boots >= 2]
+    usable = [a for a, ad in data.items() if ad.n_boots >= 2 and ad.speculative]
     star: dict[tuple[str, str], F] = {}
     if usable:
         n_p = data[usable[0]].drafts.shape[1]

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.stats._core import (
+    DETERMINISTIC_RTOL,
     F,
     arm_stats,
     holm,
@@ -54,6 +55,32 @@ def estimate(num: F, den: F, prior_sd: float | None = None, prior_df: float | No
     return Est(s.ratio, s.se, s.sd, s.df, s.b_eff, s.boots, False)
 
 
+def log_estimate(values: F) -> Est:
+    """Estimate of a log-scale metric from per-boot values (..., B) > 0, e.g. a boot's output
+    tokens/s: the mean of the log values (the log of the geometric mean), SE = SD / sqrt(B),
+    df = B - 1. Every boot weighs the same: a boot's speed is a property of the boot (its
+    node, placement, neighbours), not of how many tokens it produced. Non-positive or
+    non-finite values give NaN (no estimate)."""
+    v = np.asarray(values, dtype=np.float64)
+    b = v.shape[-1]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(np.isfinite(v) & (v > 0), np.log(v), np.nan)
+    if b == 0:
+        nan = np.full(v.shape[:-1], np.nan)
+        return Est(nan, nan, nan, nan, nan, 0, False)
+    mean = y.mean(axis=-1)
+    beff = np.full(mean.shape, float(b))
+    if b == 1:
+        nan = np.full(mean.shape, np.nan)
+        return Est(mean, nan, nan, nan, beff, 1, False)
+    sd = y.std(axis=-1, ddof=1)
+    sd = np.where(sd <= DETERMINISTIC_RTOL, 0.0, sd)  # log scale: already relative
+    return Est(mean, sd / np.sqrt(b), sd, np.full(mean.shape, b - 1.0), beff, b, False)
+
+
+Margin = float | tuple[float, float]  # symmetric, or (below 0, above 0) as magnitudes
+
+
 @dataclass(frozen=True)
 class Family:
     """Comparisons on the last axis (C), in the order of the pairs given to `family`."""
@@ -82,12 +109,19 @@ def _stack(values: Sequence[F | float]) -> F:
     return np.stack(np.broadcast_arrays(*[np.asarray(v, dtype=np.float64) for v in values]), -1)
 
 
-def family(pairs: Sequence[tuple[Est, Est, float]], alpha: float) -> Family:
-    """Compare each (baseline, arm, margin) pair: difference arm - baseline."""
+def _margins(pairs: Sequence[tuple[Est, Est, Margin]]) -> tuple[F, F]:
+    down = [m if isinstance(m, float | int) else m[0] for _, _, m in pairs]
+    up = [m if isinstance(m, float | int) else m[1] for _, _, m in pairs]
+    return _stack(down), _stack(up)
+
+
+def family(pairs: Sequence[tuple[Est, Est, Margin]], alpha: float) -> Family:
+    """Compare each (baseline, arm, margin) pair: difference arm - baseline. A margin is a
+    number (symmetric) or (below, above) magnitudes, e.g. a relative margin on a log ratio."""
     ri, rj = _stack([b.ratio for b, _, _ in pairs]), _stack([a.ratio for _, a, _ in pairs])
     se_i, se_j = _stack([b.se for b, _, _ in pairs]), _stack([a.se for _, a, _ in pairs])
     df_i, df_j = _stack([b.df for b, _, _ in pairs]), _stack([a.df for _, a, _ in pairs])
-    margin = _stack([m for _, _, m in pairs])
+    margin_down, margin = _margins(pairs)
     no_boots = np.isnan(ri) | np.isnan(rj)
     diff = rj - ri
     se, df = welch(se_i, df_i, se_j, df_j)
@@ -100,7 +134,9 @@ def family(pairs: Sequence[tuple[Est, Est, float]], alpha: float) -> Family:
     lo2, hi2 = interval(diff, se, df, 2.0 * alpha)
     v_lo, v_hi = interval(diff, se, df, level)
     claimed = (v_lo > 0) | (v_hi < 0)  # for identical boots: the exact difference is not 0
-    code = verdict_codes(diff, v_lo, v_hi, lo2, hi2, margin, claimed=claimed)
+    code = verdict_codes(
+        diff, v_lo, v_hi, lo2, hi2, margin, claimed=claimed, margin_down=margin_down
+    )
     return Family(
         diff, se, df, p, p_adj, lo, hi, lo2, hi2, v_lo, v_hi, level, code, det, unrep, no_boots
     )

@@ -49,6 +49,9 @@ class MetricEstimate(_Out):
     df: Num = Field(description="Degrees of freedom: min(B, B_eff) - 1 (prior df with 1 boot).")
     unreplicated: bool = Field(description="One boot and no prior: no interval.")
     prior_sd_used: bool = Field(description="The SE comes from a prior A/A between-boot SD.")
+    relative_sd: Num = Field(
+        None, description="Log-scale metrics (tokens/s): SD of the log boot values (relative)."
+    )
 
 
 class PositionEstimate(_Out):
@@ -70,6 +73,16 @@ class BootMetrics(_Out):
     drafts: float = Field(description="Drafts of this boot on the compared probes.")
     acceptance_pos0: Num = Field(description="This boot's ratio of sums, position 0.")
     mean_accepted_length: Num = Field(description="This boot's 1 + accepted / drafts.")
+    output_tokens_per_s: Num = Field(None, description="Sum completion tokens / sum latency.")
+    completion_tokens: Num = Field(None, description="Completion tokens, compared probes.")
+    latency_s: Num = Field(None, description="Sum of request latencies (s), compared probes.")
+
+
+class AcceptedShare(_Out):
+    accepted: Int = Field(description="Draft tokens accepted in one verify step (0..K).")
+    share: Num = Field(description="Share of the arm's verify steps that accepted that many.")
+    ci_low: Num = Field(description="(1 - alpha) interval over boots (per bin, not joint).")
+    ci_high: Num = Field(description="Its upper end.")
 
 
 class ArmResult(_Out):
@@ -81,19 +94,31 @@ class ArmResult(_Out):
     effective_boots: Num = Field(description="Kish (sum D)^2 / sum D^2 over the ok boots.")
     positions: Int = Field(description="Speculative tokens K seen in this arm's counts.")
     per_boot: list[BootMetrics] = Field(description="Each ok boot's own metrics.")
+    speculative: bool = Field(True, description="False: no speculation; acceptance is null.")
+    concurrency: Int = Field(1, description="Probes in flight at once in this arm's boots.")
+    accepted_length: list[AcceptedShare] = Field(
+        default_factory=list, description="Distribution of accepted tokens per verify step."
+    )
+    accepted_length_source: Literal["histogram", "per_position"] | None = Field(
+        None,
+        description="histogram: per-request histograms; per_position: from the cumulative "
+        "per-position counts (steps accepting exactly j = A_(j-1) - A_j, exact).",
+    )
 
 
 class Comparison(_Out):
     arm: str = Field(description="The arm compared.")
     baseline: str = Field(description="The baseline arm.")
-    metric: str = Field(description="Primary metric name.")
-    difference: Num = Field(description="arm - baseline (metric units).")
+    metric: str = Field(description="Metric name.")
+    difference: Num = Field(
+        description="arm - baseline (metric units); relative (ratio - 1) when scale is relative."
+    )
     ci_low: Num = Field(description="Raw (1 - alpha) Welch interval of the difference.")
     ci_high: Num = Field(description="Its upper end.")
     p_value: Num = Field(description="Raw two-sided Welch p (null: not testable).")
-    p_adjusted: Num = Field(description="Holm-adjusted p across the primary family.")
+    p_adjusted: Num = Field(description="Holm-adjusted p across the comparison's family.")
     method: str = Field(description="welch, welch_prior_sd, deterministic or unreplicated.")
-    margin: float = Field(description="Pre-registered margin (metric units).")
+    margin: float = Field(description="Pre-registered margin (metric units, or relative).")
     verdict: Verdict = Field(description="The verdict (STATISTICS.md).")
     mde: Num = Field(description="Effect this comparison detects with the stated power.")
     boots_needed: int | None = Field(description="Boots/arm for that power at max(|d|, margin).")
@@ -101,7 +126,7 @@ class Comparison(_Out):
     verdict_ci: Pair | None = Field(description="The interval the verdict rests on.")
     verdict_ci_level: Num = Field(description="Its two-sided level (e.g. 0.025 under Holm).")
     verdict_ci_kind: str | None = Field(description="holm, holm_sequential, tost or exact.")
-    se: Num = Field(description="Welch SE of the difference.")
+    se: Num = Field(description="Welch SE of the difference (of the log ratio: relative).")
     df: Num = Field(description="Welch-Satterthwaite df.")
     tost_ci: Pair | None = Field(description="(1 - 2 alpha) interval (equivalence, TOST).")
     unreplicated: bool = Field(description="An arm has 1 boot and no prior SD.")
@@ -115,6 +140,27 @@ class Comparison(_Out):
     new_prompts_ci: Pair | None = Field(
         None, description="Pigeonhole: would it hold on new prompts?"
     )
+    family: Literal["primary", "secondary"] = Field(
+        "primary", description="Holm family: primary, or the metric's own secondary family."
+    )
+    scale: Literal["absolute", "relative"] = Field(
+        "absolute",
+        description="relative: Welch on log boot values; difference, intervals and margin "
+        "are ratio - 1 (0.02 = +2 %), se/df are those of the log ratio.",
+    )
+    ratio: Num = Field(None, description="arm / baseline (relative-scale metrics).")
+    ratio_ci_low: Num = Field(None, description="Raw (1 - alpha) interval of the ratio.")
+    ratio_ci_high: Num = Field(None, description="Its upper end.")
+
+
+class Speedup(_Out):
+    arm: str = Field(description="A speculative arm.")
+    reference: str = Field(description="The no-speculation arm at the same concurrency.")
+    concurrency: Int = Field(description="Probes in flight in both arms' boots.")
+    speedup: Num = Field(description="Ratio of output tokens/s, arm / reference.")
+    ci_low: Num = Field(description="Raw (1 - alpha) Welch interval on log boot values.")
+    ci_high: Num = Field(description="Its upper end.")
+    df: Num = Field(description="Welch-Satterthwaite df.")
 
 
 class PositionComparison(_Out):
@@ -195,12 +241,33 @@ class AnalysisSettings(_Out):
     prior: PriorInfo | None = Field(None, description="Prior between-boot SD, if any.")
 
 
+class GroupArm(_Out):
+    arm: str = Field(description="Arm name.")
+    boots: Int = Field(description="Ok boots.")
+    metrics: dict[str, MetricEstimate] = Field(description="On this group's probes only.")
+
+
+class Group(_Out):
+    group: str = Field(description="Category or probe set ('(none)': probes without one).")
+    probes: Int = Field(description="Compared probes in the group.")
+    arms: list[GroupArm] = Field(description="Per arm, as in arms[].")
+    comparisons: list[Comparison] = Field(description="As comparisons[], on the group.")
+
+
+class Breakdown(_Out):
+    by: Literal["category", "probe_set"] = Field(description="What the probes are grouped by.")
+    groups: list[Group] = Field(description="One per group, sorted by name.")
+    note: str = Field(description="How to read it (secondary; multiplicity).")
+
+
 class Analysis(_Out):
     schema_version: Literal[1] = Field(1, description="analyze --json schema version.")
     experiment: str = Field(description="Experiment name.")
     alpha: float = Field(description="Two-sided level of the family.")
     arms: list[ArmResult] = Field(description="Per arm, manifest order.")
-    comparisons: list[Comparison] = Field(description="Primary family, each arm vs baseline.")
+    comparisons: list[Comparison] = Field(
+        description="Each arm vs baseline: the primary family first, then secondary metrics."
+    )
     variance_components: VarianceComponents = Field(description="Where the noise is.")
     baseline: str = Field(description="Baseline arm.")
     margins: dict[str, float] = Field(description="Metric -> margin.")
@@ -209,6 +276,13 @@ class Analysis(_Out):
     sequential: Decision | None = Field(description="Decision at the look reached (looks set).")
     settings: AnalysisSettings = Field(description="How it was computed.")
     notes: list[str] = Field(description="Sentences worth reading.")
+    primary_metrics: list[str] = Field(
+        default_factory=list, description="Metrics of the primary Holm family."
+    )
+    speedups: list[Speedup] = Field(
+        default_factory=list, description="Each speculative arm over a no-speculation arm."
+    )
+    breakdown: Breakdown | None = Field(None, description="Per category or probe set (--by).")
 
     def to_json(self) -> dict[str, Any]:
         """The strict-JSON object `analyze --json` prints."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.records import METRICS
+from bench.records import METRICS, SPEED_METRIC
 from bench.stats._core import effective_boots, interval
 from bench.stats._data import ArmData
 from bench.stats._family import Est, estimate
@@ -21,6 +21,7 @@ from bench.stats._models import (
 )
 from bench.stats._position import conditional_band, cumulative_band, position_differences
 from bench.stats._settings import Prior, Settings
+from bench.stats._speed import accepted_length, null_estimate, speed_estimate
 from bench.stats._variance import arm_components, pooled_components
 
 # Reported value = ratio + OFFSET (mean accepted length counts the target's own token).
@@ -73,8 +74,12 @@ def _positions(ad: ArmData, alpha: float) -> list[PositionEstimate]:
 
 def _per_boot(ad: ArmData) -> list[BootMetrics]:
     d = ad.drafts.sum(axis=1)
-    pos0 = ad.per_pos[:, :, 0].sum(axis=1) / d
-    length = 1.0 + ad.accepted.sum(axis=1) / d
+    nan = np.full(ad.n_boots, np.nan)
+    pos0 = ad.per_pos[:, :, 0].sum(axis=1) / d if ad.speculative else nan
+    length = 1.0 + ad.accepted.sum(axis=1) / d if ad.speculative else nan
+    comp = ad.completion.sum(axis=1) if ad.completion is not None else nan
+    lat = ad.latency.sum(axis=1) if ad.latency is not None else nan
+    speed = ad.speed()
     return [
         BootMetrics(
             boot_id=bid,
@@ -83,25 +88,43 @@ def _per_boot(ad: ArmData) -> list[BootMetrics]:
             drafts=float(d[i]),
             acceptance_pos0=pos0[i],
             mean_accepted_length=length[i],
+            output_tokens_per_s=speed[i],
+            completion_tokens=comp[i],
+            latency_s=lat[i],
         )
         for i, bid in enumerate(ad.boot_ids)
     ]
 
 
-def arm_result(ad: ArmData, alpha: float, prior: Prior, failed: int) -> ArmResult:
+def arm_metrics(ad: ArmData, alpha: float, prior: Prior) -> dict[str, MetricEstimate]:
+    """Every metric of one arm; the acceptance ones are null for a no-speculation arm."""
     metrics = {}
     for m in METRICS:
+        if not ad.speculative:
+            metrics[m] = null_estimate()
+            continue
         e = estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m))
         metrics[m] = metric_estimate(e, m, alpha, ad.positions)
+    metrics[SPEED_METRIC] = speed_estimate(ad, alpha)
+    return metrics
+
+
+def arm_result(ad: ArmData, alpha: float, prior: Prior, failed: int) -> ArmResult:
+    shares, source = accepted_length(ad, alpha)
+    spec = ad.speculative and ad.n_boots > 0
     return ArmResult(
         arm=ad.name,
         boots=ad.n_boots,
         failed_boots=failed,
-        metrics=metrics,
-        per_position=_positions(ad, alpha),
-        effective_boots=effective_boots(ad.drafts.sum(axis=1)) if ad.n_boots else None,
+        metrics=arm_metrics(ad, alpha, prior),
+        per_position=_positions(ad, alpha) if ad.speculative else [],
+        effective_boots=effective_boots(ad.drafts.sum(axis=1)) if spec else None,
         positions=ad.positions,
         per_boot=_per_boot(ad),
+        speculative=ad.speculative,
+        concurrency=ad.concurrency,
+        accepted_length=shares,
+        accepted_length_source=source,
     )
 
 
@@ -120,7 +143,7 @@ def position_comparisons(
             method=p.method,
         )
         for a in arms
-        if a != s.baseline
+        if a != s.baseline and base.speculative and data[a].speculative
         for p in position_differences(base, data[a], s.alpha)
     ]
 
@@ -131,7 +154,7 @@ def components(data: dict[str, ArmData], arms: list[str]) -> VarianceComponents:
     for m in METRICS:
         comps, boots = [], []
         for a in arms:
-            if data[a].n_boots == 0:
+            if data[a].n_boots == 0 or not data[a].speculative:
                 continue
             comp = arm_components(*data[a].cells(m), binomial=m == "acceptance_pos0")
             per_arm.setdefault(a, {})[m] = comp

@@ -57,7 +57,7 @@ def plan_from_results(
     data = arm_data(probes, boots, arms, source).arms
     comps, counts = [], []
     for a in arms:
-        if data[a].n_boots:
+        if data[a].n_boots and data[a].speculative:  # acceptance: no-speculation arms have none
             comps.append(arm_components(*data[a].cells(metric), binomial=False))
             counts.append(data[a].n_boots)
     if not comps:
@@ -78,7 +78,8 @@ def plan_from_results(
         prompt_cost_s=prompt_cost,
     )
     out.update(
-        metric=metric, boots_measured=dict(zip(arms, [data[a].n_boots for a in arms], strict=True))
+        metric=metric,
+        boots_measured={a: data[a].n_boots for a in arms if data[a].speculative},
     )
     out["components"] = pooled.model_dump(mode="json")
     return clean(out)
@@ -105,7 +106,11 @@ def prior_from_results(
     sd: dict[str, float] = {}
     df: dict[str, float] = {}
     for m in METRICS:
-        ests = [estimate(*data[a].totals(m)) for a in arms if data[a].n_boots >= 2]
+        ests = [
+            estimate(*data[a].totals(m))
+            for a in arms
+            if data[a].n_boots >= 2 and data[a].speculative
+        ]
         pooled, dof = pooled_sd([float(e.sd) for e in ests], [float(e.df) for e in ests])
         if pooled is not None:
             sd[m], df[m] = pooled, dof

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from bench.errors import SpecabError
-from bench.records import DEFAULT_MARGINS, METRICS
+from bench.records import ALL_METRICS, DEFAULT_MARGINS, METRICS, SPEED_METRIC
 
 
 def _spec_experiment(manifest: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -87,8 +87,9 @@ class Prior:
 class Settings:
     baseline: str
     alpha: float
-    margins: dict[str, float]
+    margins: dict[str, float]  # every metric of ALL_METRICS
     looks: tuple[int, ...] | None
+    primary: tuple[str, ...] = METRICS  # metrics of the primary Holm family, ALL_METRICS order
 
 
 def _where(option: str, given: bool, manifest_field: str) -> str:
@@ -105,6 +106,7 @@ def resolve_settings(
     margin_length: float | None,
     looks: list[int] | tuple[int, ...] | None,
     source: str | None = None,
+    margin_speed: float | None = None,
 ) -> Settings:
     """Options override the manifest; every bad value is a SpecabError naming its setting."""
     exp = _spec_experiment(manifest)
@@ -132,17 +134,19 @@ def resolve_settings(
     for metric, value in (
         ("acceptance_pos0", margin_pos0),
         ("mean_accepted_length", margin_length),
+        (SPEED_METRIC, margin_speed),
     ):
         if value is not None:
             margins[metric] = value
-        if not margins[metric] > 0:
+        relative = metric == SPEED_METRIC
+        if not 0 < margins[metric] < (1 if relative else math.inf):
             raise SpecabError(
-                f"margin {margins[metric]!r} must be > 0",
+                f"margin {margins[metric]!r} must be > 0" + (" and < 1 (relative)" * relative),
                 file=None if value is not None else file,
                 field=_where(
                     f"margins.{metric}", value is not None, f"experiment.margins.{metric}"
                 ),
-                fix="use a positive margin",
+                fix="use e.g. 0.02 (2 %)" if relative else "use a positive margin",
             )
     lk = looks if looks is not None else (manifest.get("looks") or exp.get("looks"))
     look_t = tuple(int(x) for x in lk) if lk else None
@@ -153,4 +157,25 @@ def resolve_settings(
             field=_where("looks", looks is not None, "experiment.looks"),
             fix="use e.g. 3,6,10",
         )
-    return Settings(str(base), float(a), {m: float(margins[m]) for m in METRICS}, look_t)
+    return Settings(
+        str(base),
+        float(a),
+        {m: float(margins[m]) for m in ALL_METRICS},
+        look_t,
+        _primary(manifest.get("primary_metrics") or exp.get("primary_metrics"), file),
+    )
+
+
+def _primary(listed: Any, file: str | None) -> tuple[str, ...]:
+    """The primary family's metrics as the experiment declared them (default: acceptance)."""
+    if listed is None:
+        return METRICS
+    names = [listed] if isinstance(listed, str) else list(listed)
+    if not names or any(n not in ALL_METRICS for n in names):
+        raise SpecabError(
+            f"primary_metrics {names!r} must list some of {list(ALL_METRICS)}",
+            file=file,
+            field="experiment.primary_metrics",
+            fix='e.g. ["acceptance_pos0", "mean_accepted_length", "output_tokens_per_s"]',
+        )
+    return tuple(m for m in ALL_METRICS if m in names)

@@ -9,6 +9,12 @@ sigma_res^2) per boot x prompt. Output length L_p is lognormal around 256 tokens
 per-boot work multiplier m_ab (lognormal with `work_sigma`; `work_outlier` x for boot 0 of
 every arm): unequal work per boot. D = max(1, round(m L_p / (1 + sum_k prod_{j<=k} q_j)));
 A_0 ~ Bin(D, q_0), A_k ~ Bin(A_{k-1}, q_k) (cumulative, as vLLM counts them).
+
+Speed: prompt p completes C_p = round(L_p) tokens in every arm and boot (same text); its
+latency is C_p * seconds_per_token / f_a * exp(eta_ab + e_abp) with f_a the arm's speed
+factor, eta ~ N(0, sigma_speed_boot^2) per boot (Student t with `speed_boot_df`) and
+e ~ N(0, sigma_speed_probe^2) per probe. A boot's tokens/s is sum C / sum latency; the true
+ratio of two arms' geometric-mean tokens/s is f_j / f_i exactly (the rest is shared).
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 DEFAULT_MU = (1.65, 1.33, 1.33, 1.33)
+F = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -38,6 +45,9 @@ class SimParams:
     work_outlier: float = 1.0  # boot 0 of every arm runs this many times the work
     boot_df: float | None = None  # Student t boot effects with this df (heavy tails)
     arm_boot_scale: tuple[float, ...] | None = None  # sigma_boot multiplier per arm
+    sigma_speed_boot: float = 0.05  # SD of log latency between boots (shared-CPU-like noise)
+    sigma_speed_probe: float = 0.1  # SD of log latency between probes of one boot
+    speed_boot_df: float | None = None  # Student t speed boot effects (heavy tails)
     extra: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -172,3 +182,47 @@ def simulate_boot_totals(
         d_parts.append(drafts.sum(axis=3))
         a_parts.append(acc.sum(axis=3))
     return np.concatenate(d_parts), np.concatenate(a_parts)
+
+
+def _t_or_normal(rng: np.random.Generator, df: float | None, shape: tuple[int, ...]) -> F:
+    """Unit-SD draws: normal, or Student t scaled to SD 1 (df > 2)."""
+    if df is None:
+        return rng.standard_normal(shape)
+    z: F = rng.standard_t(df, shape)
+    return z * np.sqrt((df - 2.0) / df) if df > 2 else z
+
+
+def simulate_latency(
+    rng: np.random.Generator,
+    factors: NDArray[np.float64] | list[float],
+    boots: int,
+    completion: NDArray[np.float64],
+    params: SimParams = SimParams(),
+) -> F:
+    """Latency (R, arms, boots, P) of completions (R, P) at per-arm speed factors."""
+    f = np.asarray(factors, dtype=np.float64)
+    r, p = completion.shape
+    eta = params.sigma_speed_boot * _t_or_normal(rng, params.speed_boot_df, (r, f.size, boots, 1))
+    eps = rng.normal(0.0, params.sigma_speed_probe, (r, f.size, boots, p))
+    base = completion[:, None, None, :] * params.seconds_per_token / f[None, :, None, None]
+    out: F = base * np.exp(eta + eps)
+    return out
+
+
+def simulate_speed_totals(
+    rng: np.random.Generator,
+    factors: NDArray[np.float64] | list[float],
+    boots: int,
+    prompts: int,
+    params: SimParams = SimParams(),
+    replicates: int = 1,
+) -> tuple[F, F]:
+    """Boot totals for calibration: completion tokens and latency, each (R, arms, boots)."""
+    length = params.length_median * np.exp(
+        rng.normal(0.0, params.length_sigma, (replicates, prompts))
+    )
+    completion = np.maximum(1.0, np.rint(length))
+    lat = simulate_latency(rng, factors, boots, completion, params)
+    n_arms = np.asarray(factors).size
+    tokens = np.broadcast_to(completion.sum(axis=1)[:, None, None], (replicates, n_arms, boots))
+    return tokens.copy(), lat.sum(axis=3)

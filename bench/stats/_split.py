@@ -12,14 +12,18 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from numpy.typing import NDArray
 
 from bench.errors import SpecabError
-from bench.records import METRICS
+from bench.records import ALL_METRICS, SPEED_METRIC
 from bench.stats._core import CLAIMS
-from bench.stats._data import arm_data
-from bench.stats._family import estimate, family
+from bench.stats._data import ArmData, arm_data
+from bench.stats._family import Est, estimate, family, log_estimate
 from bench.stats._settings import arm_names, resolve_settings
+from bench.stats._speed import margin_for
 from bench.stats._text import clean
+
+Idx = NDArray[np.int64]
 
 
 def split_arm(
@@ -31,6 +35,7 @@ def split_arm(
     alpha: float | None = None,
     margin_pos0: float | None = None,
     margin_length: float | None = None,
+    margin_speed: float | None = None,
     max_splits: int = 200,
     seed: int = 0,
     source: str | None = None,
@@ -46,6 +51,7 @@ def split_arm(
         alpha=alpha,
         margin_pos0=margin_pos0,
         margin_length=margin_length,
+        margin_speed=margin_speed,
         looks=None,
         source=source,
     )
@@ -68,14 +74,17 @@ def split_arm(
         splits = [tuple(sorted(rng.choice(b, h, replace=False))) for _ in range(max_splits)]
     first = np.array(splits, dtype=np.int64)  # (S, h)
     rest = np.array([[i for i in range(b) if i not in c] for c in splits], dtype=np.int64)
-    pairs = []
-    for m in METRICS:
-        num, den = ad.totals(m)
-        pairs.append(
-            (estimate(num[first], den[first]), estimate(num[rest], den[rest]), s.margins[m])
-        )
-    claimed = np.isin(family(pairs, s.alpha).code, CLAIMS)  # (S, metrics)
+    metrics = [m for m in ALL_METRICS if ad.speculative or m == SPEED_METRIC]
+    primary = [m for m in metrics if m in s.primary]
+    claimed = {}
+    # the primary family as analyze tests it (Holm across its metrics), then each secondary
+    for group in [primary] + [[m] for m in metrics if m not in primary]:
+        if group:
+            pairs = [(*_halves(ad, m, first, rest), margin_for(m, s.margins[m])) for m in group]
+            codes = family(pairs, s.alpha).code  # (S, metrics)
+            claimed.update({m: np.isin(codes[:, i], CLAIMS) for i, m in enumerate(group)})
     n = len(splits)
+    any_primary = np.any([claimed[m] for m in primary], axis=0) if primary else np.zeros(n)
     return clean(
         {
             "arm": arm,
@@ -83,9 +92,19 @@ def split_arm(
             "splits": n,
             "exhaustive": total <= max_splits,
             "alpha": s.alpha,
-            "claimed_rate": {m: float(claimed[:, i].mean()) for i, m in enumerate(METRICS)},
-            "any_claimed_rate": float(claimed.any(axis=1).mean()),
+            "claimed_rate": {m: float(claimed[m].mean()) for m in metrics},
+            "any_claimed_rate": float(any_primary.mean()),
             "note": "splits share boots, so they are not independent; a rate far above alpha "
-            "(Holm across both metrics) means boots are not exchangeable (drift, node effects)",
+            "(any primary metric, Holm across them) means boots are not exchangeable (drift, "
+            "node effects)",
         }
     )
+
+
+def _halves(ad: ArmData, metric: str, first: Idx, rest: Idx) -> tuple[Est, Est]:
+    """The metric's estimate on each pseudo-arm of every split (S, ...)."""
+    if metric == SPEED_METRIC:
+        v = ad.speed()
+        return log_estimate(v[first]), log_estimate(v[rest])
+    num, den = ad.totals(metric)
+    return estimate(num[first], den[first]), estimate(num[rest], den[rest])

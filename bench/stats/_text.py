@@ -15,12 +15,19 @@ import numpy as np
 from bench.stats._models import Comparison
 
 
-def fmt(x: float | None, signed: bool = True) -> str:
+def _fmt(x: float | None, signed: bool = True) -> str:
     if x is None or not math.isfinite(x):
         return "n/a"
     if x != 0 and abs(x) < 0.001:
         return f"{x:+.2g}" if signed else f"{x:.2g}"
     return f"{x:+.3f}" if signed else f"{x:.3f}"
+
+
+def pct(x: float | None, signed: bool = True) -> str:
+    """A relative value as a percentage: +3.1 %."""
+    if x is None or not math.isfinite(x):
+        return "n/a"
+    return f"{100 * x:+.1f} %" if signed else f"{100 * x:.1f} %"
 
 
 def level_name(level: float | None, kind: str | None) -> str:
@@ -37,7 +44,9 @@ def level_name(level: float | None, kind: str | None) -> str:
 
 
 def why(c: Comparison, alpha: float) -> str:
-    """One sentence explaining comparison `c` (every other field filled)."""
+    """One sentence explaining comparison `c` (every other field filled); relative-scale
+    comparisons (speed) in percent."""
+    fmt = pct if c.scale == "relative" else _fmt
     d, margin, v = c.difference, c.margin, c.verdict
     m = fmt(margin, False)
     if c.no_boots:

@@ -9,25 +9,17 @@ vectorized path (many replicates at once, boot totals only); `simulate_frames` /
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from numpy.typing import NDArray
 
-from bench.records import (
-    BOOT_SCHEMA,
-    DEFAULT_MARGINS,
-    PROBE_OPTIONAL,
-    PROBE_SCHEMA,
-    BootRecord,
-    boot_file_stem,
-)
+from bench.records import BOOT_SCHEMA, DEFAULT_MARGINS, PROBE_SCHEMA, BootRecord, boot_file_stem
 from bench.stats._simmodel import (
     DEFAULT_MU,
     PromptSet,
@@ -36,13 +28,16 @@ from bench.stats._simmodel import (
     mu_for,
     simulate_boot_totals,
     simulate_counts,
+    simulate_latency,
+    simulate_speed_totals,
 )
+from bench.stats._simrows import SimBoot, boot_record, probe_frame
 from bench.store import ResultsWriter
 
 __all__ = [
     "DEFAULT_MU", "PromptSet", "SimParams", "SimRun", "draw_prompt_set", "mu_for",
-    "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_results",
-    "simulate_run", "simulated_manifest",
+    "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_latency",
+    "simulate_results", "simulate_run", "simulate_speed_totals", "simulated_manifest",
 ]  # fmt: skip
 
 
@@ -91,11 +86,17 @@ def simulate_run(
     experiment: str = "sim",
     probe_set: str = "sim",
     failed_boots: int | Mapping[str, int] = 0,
+    speed: Mapping[str, float] | None = None,
+    no_spec: Collection[str] = (),
+    categories: Sequence[str] | None = None,
 ) -> SimRun:
     """Probe rows and boot records with the ids, attempt numbers and columns of real runs.
 
-    `arms` maps arm name -> delta (logit shift). Boots are interleaved in blocks (one per
-    arm) as the orchestrator runs them; `failed_boots` adds failed attempts (no probes).
+    `arms` maps arm name -> delta (logit shift); `speed` arm -> speed factor (default 1: the
+    true tokens/s ratio of two arms is the ratio of their factors); arms in `no_spec` run
+    without speculative decoding; `categories` are given to the probes in turn. Boots are
+    interleaved in blocks (one per arm) as the orchestrator runs them; `failed_boots` adds
+    failed attempts (no probes).
     """
     rng = np.random.default_rng(seed)
     names = list(arms)
@@ -109,105 +110,53 @@ def simulate_run(
     t0 = datetime(2026, 1, 1, tzinfo=UTC)
     probe_ids = [f"p{p:04d}" for p in range(prompts)]
     prompt_tokens = rng.integers(20, 200, prompts)
+    completion = np.maximum(1, np.rint(length[:1])).astype(np.int64)  # same text everywhere
+    factors = [float((speed or {}).get(a, 1.0)) for a in names]
+    latency = simulate_latency(rng, factors, b_max, completion.astype(np.float64), params)[0]
+    cats = [categories[p % len(categories)] for p in range(prompts)] if categories else None
     fails = _boot_counts(failed_boots, names) if failed_boots else dict.fromkeys(names, 0)
-    probe_frames: list[pd.DataFrame] = []
-    boot_rows: list[BootRecord] = []
-    acc_parts: list[NDArray[np.int64]] = []
-    order = 0
+    frames: list[pd.DataFrame] = []
+    records: list[BootRecord] = []
     for b in range(b_max):
         for ai, arm in enumerate(names):
             if b >= per_arm[arm]:
                 continue
-            for attempt in range(1, 1 + (fails[arm] if b == 0 else 0)):
-                boot_rows.append(
-                    _boot_row(experiment, arm, b, attempt, order, b, k, t0, None, params, rng)
-                )
-                order += 1
-            attempt = 1 + (fails[arm] if b == 0 else 0)
-            boot_id = boot_file_stem(arm, b, attempt)
-            d, a = drafts[ai, b], acc[ai, b]
-            acc_parts.append(a)
-            completion = np.minimum(d + a.sum(axis=1), np.rint(length[0] * 1.05)).astype(np.int64)
-            latency = completion * params.seconds_per_token * rng.lognormal(0.0, 0.1, prompts)
-            probe_frames.append(
-                pd.DataFrame(
-                    {
-                        "experiment": experiment,
-                        "arm": arm,
-                        "boot": b,
-                        "boot_id": boot_id,
-                        "probe_set": probe_set,
-                        "probe_id": probe_ids,
-                        "num_drafts": d,
-                        "num_draft_tokens": d * k,
-                        "num_accepted_tokens": a.sum(axis=1),
-                        "accepted_per_pos": None,  # filled once below (fast .tolist())
-                        "prompt_tokens": prompt_tokens,
-                        "completion_tokens": completion,
-                        "output_sha256": f"sim-{arm}-{b}-",
-                        "source": "per_request",
-                        "latency_s": latency,
-                    }
-                )
+            sim = SimBoot(
+                drafts[ai, b], acc[ai, b], completion[0], latency[ai, b], arm not in no_spec
             )
-            totals = (int(d.sum()), a.sum(axis=0), float(latency.sum()))
-            boot_rows.append(
-                _boot_row(experiment, arm, b, attempt, order, b, k, t0, totals, params, rng)
-            )
-            order += 1
-    probes = pd.concat(probe_frames, ignore_index=True)
-    probes["accepted_per_pos"] = np.concatenate(acc_parts).tolist()
-    probes["output_sha256"] = probes["output_sha256"] + probes["probe_id"]
-    probes["sequence"] = probes.groupby("boot_id", sort=False).cumcount()
-    # What a real sequential boot without server timing metrics leaves unknown.
-    probes = probes.assign(**{c: None for c in PROBE_OPTIONAL if c not in probes.columns})
-    return SimRun(probes[PROBE_SCHEMA.names], boot_rows)
-
-
-def _boot_row(
-    experiment: str,
-    arm: str,
-    boot: int,
-    attempt: int,
-    order: int,
-    block: int,
-    k: int,
-    t0: datetime,
-    totals: tuple[int, NDArray[np.int64], float] | None,
-    params: SimParams,
-    rng: np.random.Generator,
-) -> BootRecord:
-    start = t0 + timedelta(minutes=2 * order)
-    boot_s = float(params.boot_seconds * rng.lognormal(0.0, 0.1))
-    ok = totals is not None
-    probe_s = totals[2] if totals is not None else 0.0
-    return BootRecord(
-        experiment=experiment,
-        arm=arm,
-        boot=boot,
-        attempt=attempt,
-        boot_id=boot_file_stem(arm, boot, attempt),
-        status="ok" if ok else "failed",
-        error=None if ok else "simulated failure: server exited during startup",
-        order=order,
-        block=block,
-        host="sim-host",
-        gpu="sim-gpu",
-        started_at=start,
-        ready_at=start + timedelta(seconds=boot_s) if ok else None,
-        finished_at=start + timedelta(seconds=boot_s + probe_s),
-        boot_seconds=boot_s if ok else None,
-        probe_seconds=probe_s if ok else None,
-        num_speculative_tokens=k,
-        vllm_version="sim",
-        log_path=f"logs/{boot_file_stem(arm, boot, attempt)}.log",
-        num_drafts=totals[0] if totals is not None else None,
-        num_draft_tokens=totals[0] * k if totals is not None else None,
-        num_accepted_tokens=int(totals[1].sum()) if totals is not None else None,
-        accepted_per_pos=tuple(int(x) for x in totals[1]) if totals is not None else None,
-        engine_seed=order,
-        compile_cache=None,
-    )
+            last = 1 + (fails[arm] if b == 0 else 0)  # earlier attempts failed
+            for attempt in range(1, last + 1):
+                ok = attempt == last
+                if ok:
+                    frames.append(
+                        probe_frame(
+                            sim,
+                            experiment=experiment,
+                            arm=arm,
+                            boot=b,
+                            boot_id=boot_file_stem(arm, b, attempt),
+                            probe_set=probe_set,
+                            probe_ids=probe_ids,
+                            prompt_tokens=prompt_tokens,
+                            categories=cats,
+                        )
+                    )
+                records.append(
+                    boot_record(
+                        experiment=experiment,
+                        arm=arm,
+                        boot=b,
+                        attempt=attempt,
+                        order=len(records),
+                        k=k,
+                        t0=t0,
+                        sim=sim if ok else None,
+                        params=params,
+                        rng=rng,
+                    )
+                )
+    probes = pd.concat(frames, ignore_index=True)
+    return SimRun(probes[PROBE_SCHEMA.names], records)
 
 
 def simulated_manifest(
@@ -222,6 +171,7 @@ def simulated_manifest(
     probe_set: str = "sim",
     seed: int = 0,
     looks: list[int] | None = None,
+    primary_metrics: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A manifest with the keys stats reads: arms, baseline, alpha, margins, probe sets."""
     names = list(arms)
@@ -237,6 +187,8 @@ def simulated_manifest(
         "margins": m,
         "looks": looks,
     }
+    if primary_metrics is not None:
+        exp_section["primary_metrics"] = list(primary_metrics)
     return {
         "schema_version": 1,
         "experiment": experiment,
@@ -272,8 +224,14 @@ def simulate_results(
     margins: Mapping[str, float] | None = None,
     failed_boots: int | Mapping[str, int] = 0,
     looks: list[int] | None = None,
+    speed: Mapping[str, float] | None = None,
+    no_spec: Collection[str] = (),
+    categories: Sequence[str] | None = None,
+    sigma_speed_boot: float = 0.05,
+    primary_metrics: Sequence[str] | None = None,
 ) -> Path:
-    """Write a whole results directory through `ResultsWriter`; returns its path."""
+    """Write a whole results directory through `ResultsWriter`; returns its path (options
+    as `simulate_run` and `simulated_manifest`)."""
     arms = dict(arms) if arms is not None else {"a": 0.0, "b": 0.1}
     params = SimParams(
         mu=mu_for(positions),
@@ -281,6 +239,7 @@ def simulate_results(
         sigma_prompt=sigma_prompt,
         sigma_res=sigma_res,
         sigma_interaction=sigma_interaction,
+        sigma_speed_boot=sigma_speed_boot,
     )
     run = simulate_run(
         arms,
@@ -290,6 +249,9 @@ def simulate_results(
         params=params,
         experiment=experiment,
         failed_boots=failed_boots,
+        speed=speed,
+        no_spec=no_spec,
+        categories=categories,
     )
     manifest = simulated_manifest(
         arms,
@@ -301,6 +263,7 @@ def simulate_results(
         prompts=prompts,
         seed=seed,
         looks=looks,
+        primary_metrics=primary_metrics,
     )
     run.write(ResultsWriter.create(Path(out_dir), manifest))
     return Path(out_dir)

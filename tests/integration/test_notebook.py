@@ -29,8 +29,14 @@ def venv_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "python3"
 
 
-def _execute(results_dir: Path, kernel: str, cwd: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run the notebook on `results_dir`; return its text output (six figures checked)."""
+def _execute(
+    results_dir: Path,
+    kernel: str,
+    cwd: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    figures: int = 8,
+) -> str:
+    """Run the notebook on `results_dir`; return its text output (`figures` PNGs checked)."""
     monkeypatch.setenv("SPECAB_RESULTS_DIR", str(results_dir))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     assert any("parameters" in c.metadata.get("tags", []) for c in nb.cells)
@@ -44,10 +50,33 @@ def _execute(results_dir: Path, kernel: str, cwd: Path, monkeypatch: pytest.Monk
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     pngs = [o for o in outputs if "image/png" in o.get("data", {})]
-    assert len(pngs) == 6
+    assert len(pngs) == figures
     return "\n".join(
         str(o.get("text", "")) + str(o.get("data", {}).get("text/plain", "")) for o in outputs
     )
+
+
+@pytest.mark.slow
+def test_notebook_with_a_no_speculation_arm_and_categories(
+    venv_kernel: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Speed, speedup over no speculation, accepted length and per-category sections."""
+    from bench.stats.simulate import simulate_results
+
+    root = simulate_results(
+        tmp_path / "ns",
+        {"plain": 0.0, "a": 0.0, "b": 0.2},
+        boots=3,
+        prompts=20,
+        baseline="a",
+        no_spec=["plain"],
+        speed={"plain": 1.0, "a": 1.5, "b": 1.4},
+        categories=["code", "chat"],
+    )
+    text = _execute(root, venv_kernel, tmp_path, monkeypatch, figures=9)
+    assert "no speculation" in text and "speedup" in text  # speed tables
+    assert "nothing is adjusted across groups" in text and "code" in text  # categories
+    assert "histogram" in text  # accepted-length table: where it came from
 
 
 @pytest.mark.slow

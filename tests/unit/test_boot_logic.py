@@ -161,7 +161,11 @@ def test_manifest(tmp_path: Path) -> None:
     (ps,) = m["probe_sets"]
     assert ps["name"] == "p" and ps["count"] == 2 and len(ps["sha256"]) == 64
     assert m["spec_sha256"] == load_spec(toml).sha256()
-    assert m["margins"] == {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
+    assert m["margins"] == {
+        "acceptance_pos0": 0.005,
+        "mean_accepted_length": 0.02,
+        "output_tokens_per_s": 0.02,
+    }
     json.dumps(m)  # JSON-able as is
 
 

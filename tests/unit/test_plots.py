@@ -239,6 +239,8 @@ def test_figures_have_no_overlapping_text_and_leave_pyplot_alone(
         "fig4_variance",
         "fig5_timing",
         "fig6_identity",
+        "fig7_speed",
+        "fig8_accepted_length",
     ]
     assert plt.get_fignums() == before  # no pyplot figure was created
     for name, fig in figures.items():
@@ -254,6 +256,8 @@ def test_figures_have_no_overlapping_text_and_leave_pyplot_alone(
     assert "standard deviation" in labels["fig4_variance"]
     assert "seconds" in labels["fig5_timing"]
     assert "probes (count)" in labels["fig6_identity"]
+    assert "tokens/s" in labels["fig7_speed"] and "launch order" in labels["fig7_speed"]
+    assert "share of verify steps" in labels["fig8_accepted_length"]
 
 
 def test_identity_figure_and_variance_figure_degrade_without_data(tmp_path: Path) -> None:

@@ -29,6 +29,8 @@ FILES = {
             "fig4_variance",
             "fig5_timing",
             "fig6_identity",
+            "fig7_speed",
+            "fig8_accepted_length",
         )
     ),
 }
@@ -46,7 +48,7 @@ def test_report_has_every_file_and_a_self_contained_html(rendered: Path) -> None
     assert {p.name for p in rendered.iterdir()} == FILES
     page = (rendered / "report.html").read_text()
     images = re.findall(r'<img [^>]*src="([^"]*)"', page)
-    assert len(images) == 6
+    assert len(images) == 8
     assert all(src.startswith("data:image/png;base64,") for src in images)
     assert not re.search(r"<(link|script)\b", page)  # nothing fetched from elsewhere
     # The embedded images are the PNGs written beside it, in the same order.
@@ -127,7 +129,7 @@ def test_single_arm_results_render_without_comparisons(tmp_path: Path) -> None:
     page = render_report(results, n_resamples=0)
     md = page.with_name("report.md").read_text()
     assert "Only one arm: nothing to compare." in md
-    assert page.stat().st_size > 0 and len(list(page.parent.glob("*.png"))) == 6
+    assert page.stat().st_size > 0 and len(list(page.parent.glob("*.png"))) == 8
 
 
 def test_unreplicated_arm_says_so_instead_of_a_verdict(tmp_path: Path) -> None:
@@ -147,7 +149,7 @@ def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
     ResultsWriter.create(root, simulated_manifest({"a": 0.0, "b": 0.0}))
     page = render_report(root, n_resamples=0)
     md = page.with_name("report.md").read_text()
-    assert "| b | acceptance_pos0 | — [—, —] |" in md and "| inconclusive |" in md
+    assert "| b | acceptance_pos0 | primary | — [—, —] |" in md and "| inconclusive |" in md
     assert "0 failed boot attempt(s)" in md
 
 
@@ -161,9 +163,8 @@ def test_each_verdict_shows_the_interval_it_rests_on_beside_the_raw_one(rendered
             line for line in md.splitlines() if line.startswith(f"| {c['arm']} | {c['metric']} |")
         )
         lo, hi = c["verdict_ci"]
-        assert (
-            f"[{lo:+.4f}, {hi:+.4f}]" in row and f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]" in row
-        )
+        f = "{:+.4f}".format if c["scale"] == "absolute" else lambda x: f"{100 * x:+.1f} %"
+        assert f"[{f(lo)}, {f(hi)}]" in row and f"[{f(c['ci_low'])}, {f(c['ci_high'])}]" in row
         kind = "TOST" if c["verdict"] == "equivalent" else "Holm"
         assert f"{kind} interval" in row
 

@@ -27,7 +27,11 @@ def test_results_directory_round_trips_through_the_store(tmp_path: Path) -> None
     )
     r = load_results(root)
     assert r.manifest["baseline"] == "a" and [a["name"] for a in r.manifest["arms"]] == ["a", "b"]
-    assert r.manifest["margins"] == {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
+    assert r.manifest["margins"] == {
+        "acceptance_pos0": 0.005,
+        "mean_accepted_length": 0.02,
+        "output_tokens_per_s": 0.02,
+    }
     assert r.manifest["spec"]["experiment"]["alpha"] == 0.05
     assert len(r.boots) == 7 and (r.boots["status"] == "failed").sum() == 1
     assert len(r.probes) == 6 * 20

@@ -13,7 +13,7 @@ from scipy import stats as st
 
 from bench import stats
 from bench.errors import SpecabError
-from bench.records import boot_file_stem
+from bench.records import SPEED_METRIC, boot_file_stem
 from bench.stats._core import (
     VERDICTS,
     boots_needed,
@@ -50,6 +50,10 @@ def _analyze(root: Path, **opts: object) -> dict:  # type: ignore[type-arg]
     return out.to_json()
 
 
+def _primary(out: dict) -> list[dict]:  # type: ignore[type-arg]
+    return [c for c in out["comparisons"] if c["family"] == "primary"]
+
+
 @pytest.fixture(scope="module")
 def three_arms(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("sim") / "three"
@@ -69,7 +73,7 @@ def test_json_follows_design_contract(three_arms: Path) -> None:
     assert [a["arm"] for a in out["arms"]] == ["base", "fix", "same"]
     for a in out["arms"]:
         assert set(a) >= DESIGN_ARM
-        assert set(a["metrics"]) == {"acceptance_pos0", "mean_accepted_length"}
+        assert set(a["metrics"]) == {"acceptance_pos0", "mean_accepted_length", SPEED_METRIC}
         for m in a["metrics"].values():
             assert set(m) >= DESIGN_METRIC
             assert m["ci_low"] < m["estimate"] < m["ci_high"]
@@ -80,13 +84,22 @@ def test_json_follows_design_contract(three_arms: Path) -> None:
         "fix": (6, 0),
         "same": (6, 0),
     }
-    assert len(out["comparisons"]) == 4
+    # the primary family first (arm-major), then speed: secondary, its own family
+    assert [(c["arm"], c["metric"], c["family"]) for c in out["comparisons"]] == [
+        ("fix", "acceptance_pos0", "primary"),
+        ("fix", "mean_accepted_length", "primary"),
+        ("same", "acceptance_pos0", "primary"),
+        ("same", "mean_accepted_length", "primary"),
+        ("fix", SPEED_METRIC, "secondary"),
+        ("same", SPEED_METRIC, "secondary"),
+    ]
+    assert out["primary_metrics"] == ["acceptance_pos0", "mean_accepted_length"]
     for c in out["comparisons"]:
         assert set(c) >= DESIGN_COMPARISON
         assert list(c)[:13] == list(stats.COMPARISON_KEYS)
         assert c["verdict"] in VERDICTS and c["why"]
         assert c["p_adjusted"] >= c["p_value"]
-    fix = [c for c in out["comparisons"] if c["arm"] == "fix"]
+    fix = [c for c in out["comparisons"] if c["arm"] == "fix" and c["family"] == "primary"]
     assert {c["verdict"] for c in fix} == {"improved"}  # a large true effect
 
 
@@ -160,7 +173,7 @@ def test_analyze_agrees_with_vectorized_core(three_arms: Path) -> None:
     margins = {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
     pairs = [(est["base"][m], est[a][m], margins[m]) for a in ("fix", "same") for m in margins]
     f = family(pairs, 0.05)
-    for i, c in enumerate(out["comparisons"]):
+    for i, c in enumerate(_primary(out)):
         assert (c["ci_low"], c["ci_high"]) == pytest.approx((float(f.lo[i]), float(f.hi[i])))
         assert c["tost_ci"] == pytest.approx([float(f.lo2[i]), float(f.hi2[i])])
         assert c["verdict_ci"] == pytest.approx([float(f.v_lo[i]), float(f.v_hi[i])])
@@ -178,14 +191,18 @@ def test_unreplicated_is_inconclusive_unless_prior(tmp_path: Path) -> None:
     assert out["arms"][0]["metrics"]["acceptance_pos0"]["between_boot_sd"] is None
     prior = {"acceptance_pos0": 0.008, "mean_accepted_length": 0.038}
     out = _analyze(root, prior=stats.Prior.from_values(prior, df=4))
-    for c in out["comparisons"]:
+    for c in _primary(out):
         assert c["method"] == "welch_prior_sd" and c["ci_low"] is not None
         se = np.hypot(prior[c["metric"]], prior[c["metric"]])
         # The prior's 4 df on each side: Welch gives 8, a t quantile, not the normal one.
         assert c["df"] == pytest.approx(8.0)
         assert c["ci_high"] - c["ci_low"] == pytest.approx(2 * st.t.ppf(0.975, 8) * se)
     # delta 0.5 on the logit scale is a big effect: the prior makes it decidable
-    assert {c["verdict"] for c in out["comparisons"]} == {"improved"}
+    assert {c["verdict"] for c in _primary(out)} == {"improved"}
+    # speed has no prior: still unreplicated
+    assert {c["method"] for c in out["comparisons"] if c["metric"] == SPEED_METRIC} == {
+        "unreplicated"
+    }
 
 
 def _identical_boots(tmp_path: Path, shift: int, boots: int = 3) -> Path:
