@@ -19,7 +19,7 @@ def validate(
     file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
 ) -> None:
     """Check an experiment file and print, per arm, what a boot would run. Boots nothing."""
-    from bench.experiment import command_line, inspect_experiment
+    from bench.experiment import command_line, inspect_experiment, member_title
 
     spec, views = inspect_experiment(file)
     exp = spec.experiment
@@ -29,12 +29,15 @@ def validate(
         f"{n} arm(s) x {exp.boots_per_arm} boot(s) = {n * exp.boots_per_arm} boots; "
         f"baseline: {spec.baseline}; probe sets: {', '.join(spec.probes.sets)}"
     )
+    _print_nodes(spec)
     for v in views:
         a, plan = v.arm, v.plan
         console.print(
             f"\n[bold]arm {a.name}[/bold]  definition sha256 {a.definition_sha256()[:16]}"
         )
-        console.print(f"  command: {command_line(plan)}", markup=False)
+        for m in v.members:
+            title = member_title(m, plan.nodes)
+            console.print(f"  {title} command: {command_line(m)}", markup=False)
         env = " ".join(f"{k}={val}" for k, val in sorted(v.env_set.items())) or "(none)"
         console.print(f"  env set by the file: {env}", markup=False)
         if a.name != spec.baseline:
@@ -61,6 +64,26 @@ def validate(
                 markup=False,
             )
     _print_lint(spec, file)
+
+
+def _print_nodes(spec: Experiment) -> None:
+    """Gang boots and the node preparation before every boot, when the file asks for them."""
+    res, srv = spec.resources, spec.server
+    if res.nodes > 1:
+        console.print(
+            f"gang boots: {res.nodes} nodes per boot (one Ray placement group, STRICT_SPREAD; "
+            "the head serves the API, every other node runs a headless engine; $HEAD_IP, "
+            "$MASTER_PORT, $NODE_IP, $PORT and $BOOT_ID are chosen per boot)",
+            markup=False,
+        )
+    for cmd in srv.pre_boot:
+        console.print(f"before every boot, on each node: {cmd}", markup=False)
+    if srv.min_free_memory_gb:
+        console.print(
+            f"before every boot: wait until MemAvailable >= {srv.min_free_memory_gb:g} GiB "
+            f"(up to {srv.memory_wait_s:g} s)",
+            markup=False,
+        )
 
 
 def _print_lint(spec: Experiment, file: Path) -> None:

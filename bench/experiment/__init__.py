@@ -4,8 +4,20 @@ Nothing here starts a server; `bench.run` does."""
 
 from bench.experiment._arms import ResolvedArm, resolve_arm
 from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
+from bench.experiment._container import (
+    ContainerRef,
+    container_name,
+    container_supports_per_request,
+)
 from bench.experiment._envs import REDACTED, base_env, interpreter_vllm_version, redact_env
-from bench.experiment._launch import LaunchPlan, check_patches_applied, launch_plan, render_args
+from bench.experiment._launch import (
+    LaunchPlan,
+    MemberCommand,
+    check_patches_applied,
+    launch_plan,
+    member_command,
+    render_args,
+)
 from bench.experiment._lint import LintReport, lint_arm, lint_file, lint_spec
 from bench.experiment._lint_layers import OFFSET_LAYER_METHODS
 from bench.experiment._lint_text import Finding
@@ -14,12 +26,14 @@ from bench.experiment._materialize import (
     command_line,
     inspect_experiment,
     materialize_arm,
+    member_title,
 )
 from bench.experiment._overlay import effective_config, merge_patch
 from bench.experiment._probesets import Probe, ProbeSet, load_probe_set, load_probe_sets
 from bench.experiment._spec import (
     ArgValue,
     ArmSpec,
+    ContainerSpec,
     Experiment,
     ProbesSection,
     ResourcesSection,
@@ -36,10 +50,13 @@ __all__ = [
     "ArgValue",
     "ArmSpec",
     "ArmView",
+    "ContainerRef",
+    "ContainerSpec",
     "Experiment",
     "Finding",
     "LaunchPlan",
     "LintReport",
+    "MemberCommand",
     "Probe",
     "ProbeSet",
     "ProbesSection",
@@ -49,6 +66,8 @@ __all__ = [
     "base_env",
     "check_patches_applied",
     "command_line",
+    "container_name",
+    "container_supports_per_request",
     "effective_config",
     "humaneval_probe_lines",
     "inspect_experiment",
@@ -62,6 +81,8 @@ __all__ = [
     "load_probe_sets",
     "load_spec",
     "materialize_arm",
+    "member_command",
+    "member_title",
     "merge_patch",
     "parse_spec",
     "redact_env",

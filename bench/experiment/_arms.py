@@ -8,7 +8,9 @@ Merging rules (documented in the README "Arms" section):
 - `patches`: the server's patches, then the arm's.
 - `target_config` / `draft_config`: JSON merge patches (RFC 7386) on the model's config.json,
   materialized per boot as overlay directories (see `bench.experiment._overlay`).
-- `python`: the arm's interpreter, else the server's, else the one running specab.
+- `python`: the arm's interpreter, else the server's, else the one running specab (in a
+  container: a path inside the image, default `python3`).
+- `container`: the arm's, else the server's (none: the server runs on the host).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
+from bench.experiment._container import DEFAULT_PYTHON, container_vllm_version
 from bench.experiment._envs import interpreter_vllm_version, redact_env
 from bench.experiment._overlay import effective_config
 from bench.experiment._spec import ArgValue, Experiment, resolve_path
+from bench.experiment._spec_nodes import ContainerSpec
 
 # Flags the boot sets itself; an arm that sets them would silently be overridden.
 _RESERVED_FLAGS = {
@@ -58,6 +62,8 @@ class ResolvedArm:
     python: str
     spec_file: str = ""
     allow_noop_patches: bool = False
+    container: ContainerSpec | None = None  # the server runs in this image
+    nodes: int = 1  # nodes one boot spans ([resources] nodes; >1: a gang boot)
 
     @property
     def draft_model(self) -> str | None:
@@ -78,7 +84,7 @@ class ResolvedArm:
             "name": self.name,
             "model": self.model,
             "python": self.python,
-            "vllm_version": interpreter_vllm_version(self.python),
+            "vllm_version": self.vllm_version(),
             "args": dict(sorted(self.args.items())),
             "speculative_config": self.speculative_config,
             "env": dict(sorted(redact_env(self.env).items())),
@@ -95,7 +101,17 @@ class ResolvedArm:
             "effective_target_config": _maybe_effective(self.model, self.target_config),
             "effective_draft_config": _maybe_effective(self.draft_model, self.draft_config),
             **({"allow_noop_patches": True} if self.allow_noop_patches else {}),
+            # Only when set: definitions (and hashes) of host, single-node arms are unchanged.
+            **({"container": self.container.model_dump()} if self.container else {}),
+            **({"nodes": self.nodes} if self.nodes > 1 else {}),
         }
+
+    def vllm_version(self) -> str | None:
+        """The vLLM version this arm's server would run (read inside the image when the arm
+        runs in a container)."""
+        if self.container is not None:
+            return container_vllm_version(self.container, self.python)
+        return interpreter_vllm_version(self.python)
 
     def _rel(self, p: Path) -> str:
         """Relative to the experiment file when below it: hashes stay checkout-independent."""
@@ -124,7 +140,9 @@ def _model_path(spec_file: Path, value: str) -> str:
     return str(p) if p.exists() else value
 
 
-def _interpreter(spec_file: Path, value: str | None) -> str:
+def _interpreter(spec_file: Path, value: str | None, *, container: bool = False) -> str:
+    if container:  # a path inside the image, as written
+        return value or DEFAULT_PYTHON
     if not value:
         return sys.executable
     if os.sep in value or value.startswith("."):
@@ -197,6 +215,7 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
             field=f"arms({name}).draft_config",
             fix='set speculative_config.model = "path/to/draft" in [server] or the arm',
         )
+    container = arm.container or srv.container
     return ResolvedArm(
         name=name,
         model=_model_path(spec_file, srv.model),
@@ -206,9 +225,11 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         patches=_patch_files(spec, spec_file, name),
         target_config=arm.target_config,
         draft_config=arm.draft_config,
-        python=_interpreter(spec_file, arm.python or srv.python),
+        python=_interpreter(spec_file, arm.python or srv.python, container=container is not None),
         spec_file=str(spec_file),
         allow_noop_patches=(
             srv.allow_noop_patches if arm.allow_noop_patches is None else arm.allow_noop_patches
         ),
+        container=container,
+        nodes=spec.resources.nodes,
     )
