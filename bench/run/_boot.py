@@ -7,10 +7,11 @@ for user mistakes, and lets anything else (a bug) propagate with its traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,16 +26,21 @@ from bench.experiment import (
     ProbeSet,
     ResolvedArm,
     check_patches_applied,
+    container_supports_per_request,
     launch_plan,
     load_probe_sets,
     resolve_arm,
 )
 from bench.records import SCHEMA_VERSION, AcceptanceSource, BootRecord, ProbeRecord
 from bench.run._attempts import Attempt
+from bench.run._gang import GangServer
+from bench.run._hygiene import prepare_node
 from bench.run._measure import Measured, check_boot_total, measure
 from bench.run._metrics import SpecCounts, scrape_k, supports_per_request_metrics
 from bench.run._probes import Sampling
+from bench.run._process import Watch
 from bench.run._server import ServerProcess
+from bench.run._servers import LocalMembers, MemberLauncher, ServerSetup, make_server
 
 PER_REQUEST_FLAG = "--per-request-spec-decode-metrics"
 
@@ -96,7 +102,10 @@ def choose_source(req: BootRequest, plan: LaunchPlan) -> AcceptanceSource:
         return wanted
     if PER_REQUEST_FLAG in plan.argv:
         return "per_request"
-    ok = supports_per_request_metrics(plan.argv[0], plan.env.get("PYTHONPATH", ""))
+    if plan.container is not None:  # read inside the image
+        ok = container_supports_per_request(plan.container, plan.argv[0])
+    else:
+        ok = supports_per_request_metrics(plan.argv[0], plan.env.get("PYTHONPATH", ""))
     if wanted == "per_request" and not ok:
         raise SpecabError(
             f"the server's vLLM ({plan.argv[0]}) has no {PER_REQUEST_FLAG} detailed",
@@ -129,11 +138,18 @@ def _arm_and_probes(req: BootRequest) -> tuple[ResolvedArm, list[ProbeSet]]:
 
 
 def run_boot(
-    req: BootRequest, node: NodeSetup, *, on_started: Callable[[int, int], None] | None = None
+    req: BootRequest,
+    node: NodeSetup,
+    *,
+    on_started: Callable[[int, int], None] | None = None,
+    watch: Watch | None = None,
+    members: MemberLauncher | None = None,
 ) -> BootOutcome:
     """Run one boot attempt; see the module docstring for the error contract.
 
-    `on_started(pid, pgid)` lets the caller kill the server group if it is cancelled.
+    `on_started(pid, pgid)` / `watch` (a `reaper.BootGuard`) let the caller kill the server
+    if it is cancelled. A gang boot ([resources] nodes > 1) starts its other members through
+    `members` (default: all on this machine, each its own process tree).
     """
     arm, sets = _arm_and_probes(req)
     t = _Timeline(started_at=_now(), k=arm.num_speculative_tokens)
@@ -143,17 +159,24 @@ def run_boot(
     try:
         cwd.mkdir(parents=True, exist_ok=True)
         environ = {**os.environ, **node.server_env}
-        plan = launch_plan(arm, node.workdir, engine_seed=req.engine_seed, environ=environ)
+        plan = launch_plan(
+            arm,
+            node.workdir,
+            engine_seed=req.engine_seed,
+            environ=environ,
+            extra_mounts=[node.log_file.parent],
+        )
         source = choose_source(req, plan)
-        server = ServerProcess(
+        srv = req.spec.server
+        prepare_node(srv.pre_boot, srv.min_free_memory_gb, node.log_file, wait_s=srv.memory_wait_s)
+        setup = ServerSetup.of(req.spec, req.attempt.boot_id, req.engine_seed, node.log_file, cwd)
+        server = make_server(
+            arm,
             plan,
-            node.log_file,
-            host=req.spec.server.host,
-            ready_timeout_s=req.spec.server.ready_timeout_s,
-            stop_grace_s=req.spec.server.stop_grace_s,
-            extra_args=_source_flag(source, plan),
-            cwd=cwd,
+            replace(setup, extra_args=tuple(_source_flag(source, plan))),
             on_started=on_started,
+            watch=watch,
+            members=members or LocalMembers(node.workdir, node.log_file, environ),
         )
         t.started_at = _now()
         with server:
@@ -178,17 +201,24 @@ def _source_flag(source: AcceptanceSource, plan: LaunchPlan) -> list[str]:
 
 def _measure_served(
     req: BootRequest,
-    server: ServerProcess,
+    server: ServerProcess | GangServer,
     plan: LaunchPlan,
     sets: list[ProbeSet],
     source: AcceptanceSource,
     t: _Timeline,
 ) -> Measured:
-    """/health, the patch check, then warmup and probes on the running server."""
+    """/health, the patch check, then warmup and probes on the running server (a gang:
+    every member's patch check on its node, and the probes under the gang's monitor)."""
     server.wait_ready()
     t.ready_at = _now()
     check_patches_applied(plan)
-    with httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client:
+    gang = server if isinstance(server, GangServer) else None
+    if gang is not None:
+        gang.check_member_patches()
+    with (
+        gang.watching() if gang is not None else contextlib.nullcontext(),
+        httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client,
+    ):
         t.vllm_version = _vllm_version(client)
         if t.k < 1:  # the method's default (e.g. MTP n_predict): ask the server
             t.k = scrape_k(client)
@@ -245,6 +275,8 @@ def _record(
         **(measured.total.as_row() if measured else {}),
         engine_seed=req.engine_seed,
         compile_cache=node.compile_cache if node else None,
+        members=req.spec.resources.nodes,
+        member_hosts=a.hosts(req.spec.resources.nodes),
     )
 
 
