@@ -26,6 +26,7 @@ from bench.run._node import (
     compile_cache_path,
     cpu_binding_for,
     member_log_name,
+    node_ip,
     node_workdir,
     read_log_tail,
 )
@@ -92,7 +93,7 @@ class MemberActor:
                 workdir=workdir,
                 log=self._log,
                 environ=env,
-                node_ip=ray.util.get_node_ip_address(),
+                node_ip=node_ip(),
                 watch=self._guard,
             )
         except (BootFailed, OSError, SpecabError) as exc:
@@ -244,9 +245,7 @@ class RayMembers:
         self.started: list[RemoteMember] = []
 
     def head_ip(self) -> str:
-        import ray
-
-        return str(ray.util.get_node_ip_address())
+        return node_ip()
 
     def member(self, ms: MemberStart) -> RemoteMember:
         m = RemoteMember(ms, self._nodes[ms.rank - 1], self._pg, self._options)

@@ -53,6 +53,18 @@ def gpu_ids() -> str:
     return ",".join(str(i) for i in ids) or os.environ.get("CUDA_VISIBLE_DEVICES", "")
 
 
+def node_ip() -> str:
+    """The address this node registered with Ray (`ray start --node-ip-address`, i.e. where
+    the other nodes reach it), not whatever this process's default route says."""
+    import ray
+
+    me = ray.get_runtime_context().get_node_id()
+    for n in ray.nodes():
+        if n.get("NodeID") == me and n.get("NodeManagerAddress"):
+            return str(n["NodeManagerAddress"])
+    return str(ray.util.get_node_ip_address())
+
+
 def read_log_tail(path: Path) -> bytes | None:
     """The last MAX_LOG_BYTES of a log, to ship to the driver (None: no log)."""
     if not path.is_file():

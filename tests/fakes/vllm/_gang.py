@@ -113,7 +113,8 @@ def run_member(args: Any) -> None:
     host_ip = os.environ.get("VLLM_HOST_IP", "")
     print(
         f"fake vllm member rank={args.node_rank} pid={os.getpid()} child={child.pid} "
-        f"fault={fault} host_ip={host_ip} master={args.master_addr}:{args.master_port}",
+        f"fault={fault} host_ip={host_ip} master={args.master_addr}:{args.master_port} "
+        f"bind={os.environ.get('VLLM_CPU_OMP_THREADS_BIND', '')}",
         flush=True,
     )
     if fault == "crash_at_boot":
