@@ -362,7 +362,7 @@ def test_real_gang_tp2_across_two_nodes_serves_probes_with_counts(
     assert boot["num_drafts"] > 0 and len(boot["accepted_per_pos"]) == REAL_K
     assert boot["vllm_version"].startswith("0.32")
     probes_df = load_results(root).probes
-    assert len(probes_df) == 4 and probes_df["completion_tokens"].min() > 0
+    assert len(probes_df) == 5 and probes_df["completion_tokens"].min() > 0
     assert probes_df["num_drafts"].sum() == boot["num_drafts"]  # probes sum to the boot
     head = (root / "logs" / f"{boot['boot_id']}.log").read_text()
     member = (root / "logs" / f"{boot['boot_id']}.m1.log").read_text()
