@@ -24,6 +24,7 @@ from bench.experiment._spec_nodes import ContainerSpec
 # image (its own PATH, HOME and libraries must stay as the image built them).
 HOST_ONLY_ENV = frozenset(
     {"PATH", "HOME", "SHELL", "USER", "LOGNAME", "TERM", "LD_LIBRARY_PATH", "TMPDIR", "TEMP", "TMP"}
+    | {"SSL_CERT_FILE", "SSL_CERT_DIR"}  # host paths; the image has its own CA bundle
 )
 # What the container CLI itself needs from the caller (rootless podman, remote daemons).
 CLIENT_ENV = ("XDG_RUNTIME_DIR", "DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST")

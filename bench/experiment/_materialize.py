@@ -112,7 +112,7 @@ def preview_members(
             node_ip="$NODE_IP" if plan.nodes > 1 else "",
             container_name=container_name(experiment, boot_id, rank, ""),
             labels={"specab.boot": boot_id, "specab.member": str(rank)},
-            cwd=cwd,
+            cwd=cwd if rank == 0 else f"{cwd}.m{rank}",
         )
         if rank == 0:
             m = MemberCommand(0, [*m.argv, "--host", host, "--port", "$PORT"], m.env, m.container)
@@ -178,7 +178,7 @@ def _command_sh(m: MemberCommand, spec_file: Path, arm: str, nodes: int) -> str:
         "# --per-request-spec-decode-metrics detailed when probes.acceptance_source uses it.",
         *(gang if nodes > 1 else []),
         "set -e",
-        'cd "$(dirname "$0")/cwd"',
+        'cd "$(dirname "$0")/cwd' + (f".m{m.rank}" if m.rank else "") + '"',
         "exec env -i \\",
         *[f"  {a} \\" for a in env_args],
         "  " + " ".join(_sh_word(a, strict=True) for a in m.argv),
@@ -221,6 +221,8 @@ def materialize_arm(
     members = preview_members(
         plan, spec.experiment.name, "127.0.0.1", boot_id="materialized", cwd=str(out / "cwd")
     )
+    for m in members[1:]:
+        (out / f"cwd.m{m.rank}").mkdir(exist_ok=True)
     body["members"] = [{"rank": m.rank, "argv": m.argv} for m in members]
     (out / "plan.json").write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
     for m in members:

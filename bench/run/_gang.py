@@ -92,6 +92,7 @@ def start_member(
         watch=watch,
         container=cmd.container,
         role=f"gang member {ms.rank}",
+        remove_cwd=True,
     )
     proc.launch([*cmd.argv, *ms.extra_args])
     return proc, plan

@@ -85,6 +85,7 @@ class MemberProcess:
         watch: Watch | None = None,
         container: ContainerRef | None = None,
         role: str = "server",
+        remove_cwd: bool = False,
     ) -> None:
         self.plan = plan
         self.role = role  # how errors name it: "server", "gang member 1"
@@ -92,7 +93,7 @@ class MemberProcess:
         self.stop_grace_s = stop_grace_s
         self.container = container
         self._cwd = cwd
-        self._own_cwd: Path | None = None
+        self._own_cwd: Path | None = cwd if remove_cwd else None  # removed after the stop
         self._on_started = on_started
         self._watch = watch
         self._proc: subprocess.Popen[bytes] | None = None
