@@ -132,7 +132,11 @@ class LocalMember:
 
     def begin(self) -> None:
         self._proc, self._plan = start_member(
-            self._ms, workdir=self._workdir, log=self._log, environ=self._environ, node_ip=""
+            self._ms,
+            workdir=self._workdir,
+            log=self._log,
+            environ=self._environ,
+            node_ip=self._ms.master_addr,  # the head's machine: this one
         )
 
     def problem(self) -> str | None:

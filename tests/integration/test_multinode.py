@@ -295,7 +295,7 @@ def test_killed_driver_leaves_no_gang_member_on_any_node(
     kills its member (the headless one ignores SIGTERM: SIGKILL after the grace)."""
     spec = fake_experiment(
         tmp_path,
-        {"g": {"SPECAB_FAKE_PROBE_S": "60"}},
+        {"g": {"SPECAB_FAKE_PROBE_S": "20"}},  # SIGTERM's graceful cancel waits for a probe
         boots_per_arm=1,
         resources=GANG,
         server={"args": {"tensor-parallel-size": 2}},
