@@ -39,6 +39,10 @@ _RESERVED_FLAGS = {
 }
 
 
+# Flags a gang boot sets per member; an arm setting them would break the gang.
+_GANG_FLAGS = ("nnodes", "node-rank", "master-addr", "master-port", "headless")
+
+
 def _flag(name: str) -> str:
     return name.strip().lstrip("-").replace("_", "-")
 
@@ -216,7 +220,7 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
             fix='set speculative_config.model = "path/to/draft" in [server] or the arm',
         )
     container = arm.container or srv.container
-    return ResolvedArm(
+    resolved = ResolvedArm(
         name=name,
         model=_model_path(spec_file, srv.model),
         args=_merged_args(spec, spec_file, name),
@@ -233,3 +237,40 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         container=container,
         nodes=spec.resources.nodes,
     )
+    _check_gang(resolved)
+    return resolved
+
+
+def _check_gang(arm: ResolvedArm) -> None:
+    """A gang boot's world size must split evenly over its nodes; its flags are specab's."""
+    if arm.nodes < 2:
+        return
+    where = f"arms({arm.name}).args"
+    for flag in _GANG_FLAGS:
+        if flag in arm.args:
+            raise SpecabError(
+                f"flag {flag!r} is set by specab for gang boots",
+                file=arm.spec_file or None,
+                field=where,
+                fix="remove it; [resources] nodes chooses the gang",
+            )
+    backend = arm.args.get("distributed-executor-backend")
+    if backend not in (None, False, "mp"):
+        raise SpecabError(
+            f"a gang boot runs vLLM's mp backend across nodes, not {backend!r}",
+            file=arm.spec_file or None,
+            field=f"{where}.distributed-executor-backend",
+            fix="remove the flag (specab passes --distributed-executor-backend mp)",
+        )
+    world = 1
+    for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
+        value = arm.args.get(flag)
+        world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
+    if world % arm.nodes:
+        raise SpecabError(
+            f"[resources] nodes = {arm.nodes} must divide the server's world size "
+            f"(tensor x pipeline parallel = {world})",
+            file=arm.spec_file or None,
+            field=f"{where}.tensor-parallel-size",
+            fix=f"set tensor-parallel-size = {arm.nodes} (one rank per node) or a multiple",
+        )

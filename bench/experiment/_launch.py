@@ -22,8 +22,6 @@ from bench.experiment._spec import ArgValue
 from bench.experiment._spec_nodes import ContainerSpec
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-# Flags a gang boot sets per member; an arm setting them would break the gang.
-_GANG_FLAGS = ("nnodes", "node-rank", "master-addr", "master-port", "headless")
 
 
 @dataclass(frozen=True)
@@ -168,7 +166,6 @@ def launch_plan(
     directory); a gang arm gets the headless member's runner under `workdir/runtime`.
     """
     workdir = Path(workdir)
-    _check_gang(arm)
     overlays = _overlays(arm, workdir / "overlays", create=create)
     model = overlays.get("target", arm.model)
     spec_cfg = dict(arm.speculative_config)
@@ -224,41 +221,6 @@ def launch_plan(
         read_only=tuple(m for m in mounts if m in read_only),
         client_env=client_env({}, os.environ if environ is None else environ),
     )
-
-
-def _check_gang(arm: ResolvedArm) -> None:
-    """A gang boot's world size must split evenly over its nodes; its flags are specab's."""
-    if arm.nodes < 2:
-        return
-    where = f"arms({arm.name}).args"
-    for flag in _GANG_FLAGS:
-        if flag in arm.args:
-            raise SpecabError(
-                f"flag {flag!r} is set by specab for gang boots",
-                file=arm.spec_file or None,
-                field=where,
-                fix="remove it; [resources] nodes chooses the gang",
-            )
-    backend = arm.args.get("distributed-executor-backend")
-    if backend not in (None, False, "mp"):
-        raise SpecabError(
-            f"a gang boot runs vLLM's mp backend across nodes, not {backend!r}",
-            file=arm.spec_file or None,
-            field=f"{where}.distributed-executor-backend",
-            fix="remove the flag (specab passes --distributed-executor-backend mp)",
-        )
-    world = 1
-    for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
-        value = arm.args.get(flag)
-        world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
-    if world % arm.nodes:
-        raise SpecabError(
-            f"[resources] nodes = {arm.nodes} must divide the server's world size "
-            f"(tensor x pipeline parallel = {world})",
-            file=arm.spec_file or None,
-            field=f"{where}.tensor-parallel-size",
-            fix=f"set tensor-parallel-size = {arm.nodes} (one rank per node) or a multiple",
-        )
 
 
 def check_patches_applied(plan: LaunchPlan) -> tuple[str, ...]:

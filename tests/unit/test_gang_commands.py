@@ -278,3 +278,16 @@ def test_dispatcher_places_a_gang_on_distinct_nodes_rotating_the_head() -> None:
     assert len(set(sets)) == 3  # and so do the node pairs
     busy = Dispatcher(nodes[:1], 1, {}, lambda a: None, gang=2)  # type: ignore[arg-type,return-value]
     assert busy.reserve(plan_order(["x"], 1, seed=0)) is None  # one node cannot host a gang
+
+
+def test_run_ab_refuses_a_bad_gang_before_ray_and_the_results_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = write(tmp_path)
+    f.write_text(f.read_text().replace("tensor-parallel-size = 2", "tensor-parallel-size = 3"))
+    root = tmp_path / "results"
+    assert run(["run-ab", str(f), "--results-dir", str(root), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "resources] nodes = 2 must divide" in err
+    assert "Fix: set tensor-parallel-size = 2" in err
+    assert not root.exists()
