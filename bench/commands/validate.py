@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
-    from bench.experiment import Preflight
+    from bench.experiment import Experiment, Preflight
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -28,7 +28,7 @@ def validate(
 ) -> None:
     """Check an experiment file (everything run-ab checks before it writes anything) and
     print, per arm, what a boot would run. Boots nothing."""
-    from bench.experiment import command_line, inspect_experiment, measurement
+    from bench.experiment import command_line, inspect_experiment, measurement, member_title
 
     checked, views = inspect_experiment(file, cluster=cluster)
     spec, exp = checked.spec, checked.spec.experiment
@@ -39,12 +39,15 @@ def validate(
         f"{n} arm(s) x {exp.boots_per_arm} boot(s) = {n * exp.boots_per_arm} boots; "
         f"baseline: {spec.baseline}; probe sets: {', '.join(spec.probes.sets)}"
     )
+    _print_nodes(spec)
     for v in views:
         a, plan = v.arm, v.plan
         console.print(
             f"\n[bold]arm {a.name}[/bold]  definition sha256 {a.definition_sha256()[:16]}"
         )
-        console.print(f"  command: {command_line(plan)}", markup=False)
+        for m in v.members:
+            title = member_title(m, plan.nodes)
+            console.print(f"  {title} command: {command_line(m)}", markup=False)
         console.print(f"  measures: {measured[a.name].describe()}", markup=False)
         env = " ".join(f"{k}={val}" for k, val in sorted(v.env_set.items())) or "(none)"
         console.print(f"  env set by the file: {env}", markup=False)
@@ -74,6 +77,26 @@ def validate(
     for line in checked.warnings:
         console.print(f"\n{line}", markup=False)
     _print_lint(checked, file)
+
+
+def _print_nodes(spec: Experiment) -> None:
+    """Gang boots and the node preparation before every boot, when the file asks for them."""
+    res, srv = spec.resources, spec.server
+    if res.nodes > 1:
+        console.print(
+            f"gang boots: {res.nodes} nodes per boot (one Ray placement group, STRICT_SPREAD; "
+            "the head serves the API, every other node runs a headless engine; $HEAD_IP, "
+            "$MASTER_PORT, $NODE_IP, $PORT and $BOOT_ID are chosen per boot)",
+            markup=False,
+        )
+    for cmd in srv.pre_boot:
+        console.print(f"before every boot, on each node: {cmd}", markup=False)
+    if srv.min_free_memory_gb:
+        console.print(
+            f"before every boot: wait until MemAvailable >= {srv.min_free_memory_gb:g} GiB "
+            f"(up to {srv.memory_wait_s:g} s)",
+            markup=False,
+        )
 
 
 def _print_lint(checked: Preflight, file: Path) -> None:

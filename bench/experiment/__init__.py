@@ -4,6 +4,11 @@ Nothing here starts a server; `bench.run` does."""
 
 from bench.experiment._arms import ResolvedArm, resolve_arm, speculative_and_concurrency
 from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
+from bench.experiment._container import (
+    ContainerRef,
+    container_name,
+    container_supports_per_request,
+)
 from bench.experiment._envs import (
     REDACTED,
     base_env,
@@ -13,7 +18,14 @@ from bench.experiment._envs import (
     supports_per_request_timing,
     vllm_package_dir,
 )
-from bench.experiment._launch import LaunchPlan, check_patches_applied, launch_plan, render_args
+from bench.experiment._launch import (
+    LaunchPlan,
+    MemberCommand,
+    check_patches_applied,
+    launch_plan,
+    member_command,
+    render_args,
+)
 from bench.experiment._lint import LintReport, lint_arm, lint_file, lint_spec
 from bench.experiment._lint_layers import OFFSET_LAYER_METHODS
 from bench.experiment._lint_text import Finding
@@ -22,6 +34,7 @@ from bench.experiment._materialize import (
     command_line,
     inspect_experiment,
     materialize_arm,
+    member_title,
 )
 from bench.experiment._measurement import Measurement, measurement
 from bench.experiment._overlay import effective_config, merge_patch
@@ -35,6 +48,7 @@ from bench.experiment._probesets import Probe, ProbeSet, load_probe_set, load_pr
 from bench.experiment._spec import (
     ArgValue,
     ArmSpec,
+    ContainerSpec,
     Experiment,
     ProbesSection,
     ResourcesSection,
@@ -52,11 +66,14 @@ __all__ = [
     "ArgValue",
     "ArmSpec",
     "ArmView",
+    "ContainerRef",
+    "ContainerSpec",
     "Experiment",
     "Finding",
     "LaunchPlan",
     "LintReport",
     "Measurement",
+    "MemberCommand",
     "Preflight",
     "Probe",
     "ProbeSet",
@@ -67,6 +84,8 @@ __all__ = [
     "base_env",
     "check_patches_applied",
     "command_line",
+    "container_name",
+    "container_supports_per_request",
     "effective_config",
     "humaneval_probe_lines",
     "inspect_experiment",
@@ -81,6 +100,8 @@ __all__ = [
     "load_spec",
     "materialize_arm",
     "measurement",
+    "member_command",
+    "member_title",
     "merge_patch",
     "parse_spec",
     "preflight",

@@ -10,7 +10,9 @@ Merging rules (documented in the README "Arms" section):
 - `patches`: the server's patches, then the arm's.
 - `target_config` / `draft_config`: JSON merge patches (RFC 7386) on the model's config.json,
   materialized per boot as overlay directories (see `bench.experiment._overlay`).
-- `python`: the arm's interpreter, else the server's, else the one running specab.
+- `python`: the arm's interpreter, else the server's, else the one running specab (in a
+  container: a path inside the image, default `python3`).
+- `container`: the arm's, else the server's (none: the server runs on the host).
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
+from bench.experiment._container import DEFAULT_PYTHON, container_vllm_version
 from bench.experiment._envs import interpreter_vllm_version, redact_env
 from bench.experiment._overlay import effective_config
 from bench.experiment._spec import ArgValue, Experiment, resolve_path
+from bench.experiment._spec_nodes import ContainerSpec
 
 # Flags the boot sets itself; an arm that sets them would silently be overridden.
 _RESERVED_FLAGS = {
@@ -35,6 +39,10 @@ _RESERVED_FLAGS = {
     "model": "set [server].model instead",
     "speculative-config": "use the speculative_config table instead",
 }
+
+
+# Flags a gang boot sets per member; an arm setting them would break the gang.
+_GANG_FLAGS = ("nnodes", "node-rank", "master-addr", "master-port", "headless")
 
 
 def _flag(name: str) -> str:
@@ -62,6 +70,8 @@ class ResolvedArm:
     allow_noop_patches: bool = False
     speculative: bool = True  # False: speculative_config = false (a speed-only arm)
     concurrency: int = 1  # probes in flight at once in a boot of this arm
+    container: ContainerSpec | None = None  # the server runs in this image
+    nodes: int = 1  # nodes one boot spans ([resources] nodes; >1: a gang boot)
 
     @property
     def draft_model(self) -> str | None:
@@ -82,7 +92,7 @@ class ResolvedArm:
             "name": self.name,
             "model": self.model,
             "python": self.python,
-            "vllm_version": interpreter_vllm_version(self.python),
+            "vllm_version": self.vllm_version(),
             "args": dict(sorted(self.args.items())),
             "speculative_config": self.speculative_config,
             "env": dict(sorted(redact_env(self.env).items())),
@@ -102,7 +112,17 @@ class ResolvedArm:
             # Only when set: definitions (and hashes) of existing arms stay as they were.
             **({"speculative": False} if not self.speculative else {}),
             **({"concurrency": self.concurrency} if self.concurrency != 1 else {}),
+            # Only when set: definitions (and hashes) of host, single-node arms are unchanged.
+            **({"container": self.container.model_dump()} if self.container else {}),
+            **({"nodes": self.nodes} if self.nodes > 1 else {}),
         }
+
+    def vllm_version(self) -> str | None:
+        """The vLLM version this arm's server would run (read inside the image when the arm
+        runs in a container)."""
+        if self.container is not None:
+            return container_vllm_version(self.container, self.python)
+        return interpreter_vllm_version(self.python)
 
     def _rel(self, p: Path) -> str:
         """Relative to the experiment file when below it: hashes stay checkout-independent."""
@@ -131,7 +151,9 @@ def _model_path(spec_file: Path, value: str) -> str:
     return str(p) if p.exists() else value
 
 
-def _interpreter(spec_file: Path, value: str | None) -> str:
+def _interpreter(spec_file: Path, value: str | None, *, container: bool = False) -> str:
+    if container:  # a path inside the image, as written
+        return value or DEFAULT_PYTHON
     if not value:
         return sys.executable
     if os.sep in value or value.startswith("."):
@@ -216,7 +238,8 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
             if speculative
             else "remove draft_config from the no-speculation arm",
         )
-    return ResolvedArm(
+    container = arm.container or srv.container
+    resolved = ResolvedArm(
         name=name,
         model=_model_path(spec_file, srv.model),
         args=_merged_args(spec, spec_file, name),
@@ -225,11 +248,50 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         patches=_patch_files(spec, spec_file, name),
         target_config=arm.target_config,
         draft_config=arm.draft_config,
-        python=_interpreter(spec_file, arm.python or srv.python),
+        python=_interpreter(spec_file, arm.python or srv.python, container=container is not None),
         spec_file=str(spec_file),
         allow_noop_patches=(
             srv.allow_noop_patches if arm.allow_noop_patches is None else arm.allow_noop_patches
         ),
         speculative=speculative,
         concurrency=concurrency,
+        container=container,
+        nodes=spec.resources.nodes,
     )
+    _check_gang(resolved)
+    return resolved
+
+
+def _check_gang(arm: ResolvedArm) -> None:
+    """A gang boot's world size must split evenly over its nodes; its flags are specab's."""
+    if arm.nodes < 2:
+        return
+    where = f"arms({arm.name}).args"
+    for flag in _GANG_FLAGS:
+        if flag in arm.args:
+            raise SpecabError(
+                f"flag {flag!r} is set by specab for gang boots",
+                file=arm.spec_file or None,
+                field=where,
+                fix="remove it; [resources] nodes chooses the gang",
+            )
+    backend = arm.args.get("distributed-executor-backend")
+    if backend not in (None, False, "mp"):
+        raise SpecabError(
+            f"a gang boot runs vLLM's mp backend across nodes, not {backend!r}",
+            file=arm.spec_file or None,
+            field=f"{where}.distributed-executor-backend",
+            fix="remove the flag (specab passes --distributed-executor-backend mp)",
+        )
+    world = 1
+    for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
+        value = arm.args.get(flag)
+        world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
+    if world % arm.nodes:
+        raise SpecabError(
+            f"[resources] nodes = {arm.nodes} must divide the server's world size "
+            f"(tensor x pipeline parallel = {world})",
+            file=arm.spec_file or None,
+            field=f"{where}.tensor-parallel-size",
+            fix=f"set tensor-parallel-size = {arm.nodes} (one rank per node) or a multiple",
+        )

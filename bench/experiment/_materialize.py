@@ -4,6 +4,7 @@ files a boot would materialize, written to a directory (`specab materialize`).""
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,8 +12,9 @@ from typing import Any
 
 from bench.errors import SpecabError
 from bench.experiment._arms import ResolvedArm
+from bench.experiment._container import container_name
 from bench.experiment._envs import REDACTED, base_env, redact_env
-from bench.experiment._launch import LaunchPlan, launch_plan
+from bench.experiment._launch import LaunchPlan, MemberCommand, launch_plan, member_command
 from bench.experiment._preflight import Preflight, preflight
 
 PLACEHOLDER_WORKDIR = Path("$WORKDIR")
@@ -24,6 +26,7 @@ class ArmView:
     plan: LaunchPlan
     env_set: dict[str, str]  # what the file sets (server + arm env), redacted
     env_vs_baseline: dict[str, tuple[str | None, str | None]]  # name -> (baseline, this arm)
+    members: tuple[MemberCommand, ...] = ()  # head first; placeholders for run-time values
 
 
 def inspect_experiment(
@@ -45,12 +48,71 @@ def inspect_experiment(
             if red_b.get(k) != red_a.get(k):
                 diff[k] = (red_b.get(k), red_a.get(k))
         env_set = {k: v for k, v in plan.redacted_env().items() if k not in base_env_names}
-        views.append(ArmView(arm, plan, env_set, diff))
+        members = preview_members(plan, spec.experiment.name, spec.server.host)
+        views.append(ArmView(arm, plan, env_set, diff, members))
     return checked, views
 
 
-def command_line(plan: LaunchPlan) -> str:
-    return shlex.join(plan.argv)
+def preview_members(
+    plan: LaunchPlan,
+    experiment: str,
+    host: str,
+    *,
+    boot_id: str = "$BOOT_ID",
+    cwd: str = "$WORKDIR/cwd/$BOOT_ID",
+) -> tuple[MemberCommand, ...]:
+    """Every member's command as a boot builds it, with shell variables for what only the
+    boot knows: $HEAD_IP / $MASTER_PORT (picked free on the head's node), $NODE_IP (each
+    node's address), $PORT (the API port), $BOOT_ID (the attempt) and $WORKDIR."""
+    out = []
+    for rank in range(plan.nodes):
+        m = member_command(
+            plan,
+            rank,
+            master_addr="$HEAD_IP",
+            master_port="$MASTER_PORT",
+            node_ip="$NODE_IP" if plan.nodes > 1 else "",
+            container_name=container_name(experiment, boot_id, rank, ""),
+            labels={"specab.boot": boot_id, "specab.member": str(rank)},
+            cwd=cwd if rank == 0 else f"{cwd}.m{rank}",
+        )
+        if rank == 0:
+            m = MemberCommand(0, [*m.argv, "--host", host, "--port", "$PORT"], m.env, m.container)
+        out.append(m)
+    return tuple(out)
+
+
+def command_line(plan: LaunchPlan | MemberCommand) -> str:
+    """The argv as one shell line; $VARIABLE placeholders stay expandable."""
+    return " ".join(_sh_word(a) for a in plan.argv)
+
+
+# What only a boot knows; validate and materialize print these as shell variables.
+PLACEHOLDERS = ("HEAD_IP", "MASTER_PORT", "NODE_IP", "PORT", "BOOT_ID", "WORKDIR")
+_PLACEHOLDER = re.compile(r"\\\$(" + "|".join(PLACEHOLDERS) + r")\b")
+
+
+def _sh_word(text: str, *, strict: bool = False) -> str:
+    """shlex.quote, except that a word holding a placeholder ($HEAD_IP, ...) is
+    double-quoted so the shell expands it and nothing else (`strict`: as ${NAME:?...}, so
+    an unset one stops the script; PORT defaults to 8000)."""
+    body = re.sub(r'([\\"`$])', r"\\\1", text)
+    if not _PLACEHOLDER.search(body):
+        return shlex.quote(text)
+
+    def var(m: re.Match[str]) -> str:
+        if not strict:
+            return f"${m[1]}"
+        return "${PORT:-8000}" if m[1] == "PORT" else f"${{{m[1]}:?set {m[1]}}}"
+
+    return '"' + _PLACEHOLDER.sub(var, body) + '"'
+
+
+def member_title(m: MemberCommand, nodes: int) -> str:
+    """`head` / `worker r` (gang) or `server` (single node), for validate's listing."""
+    if nodes == 1:
+        return "server"
+    return "head (node-rank 0, API server)" if m.rank == 0 else f"worker (node-rank {m.rank})"
 
 
 def _env_lines(env: dict[str, str]) -> list[str]:
@@ -58,27 +120,30 @@ def _env_lines(env: dict[str, str]) -> list[str]:
     return [f"{k}={shlex.quote(v)}" for k, v in sorted(redact_env(env).items())]
 
 
-def _command_sh(plan: LaunchPlan, spec_file: Path, arm: str) -> str:
+def _command_sh(m: MemberCommand, spec_file: Path, arm: str, nodes: int) -> str:
     env_args = []
-    for k, v in sorted(plan.env.items()):
+    for k, v in sorted(m.env.items()):
         if redact_env({k: v})[k] == REDACTED:
             # Never write a secret to disk: take it from the caller's environment.
             env_args.append(f'"{k}=${{{k}:?export {k} first (redacted by specab)}}"')
         else:
-            env_args.append(shlex.quote(f"{k}={v}"))
+            env_args.append(_sh_word(f"{k}={v}", strict=True))
+    gang = [
+        f"# Member {m.rank} of a {nodes}-node gang boot: run one script per node, all with",
+        "# HEAD_IP and MASTER_PORT (the head's address and a free port there) and NODE_IP.",
+    ]
     lines = [
         "#!/bin/sh",
         f"# specab materialize: arm {arm} of {spec_file}",
         "# Runs the server exactly as a boot would: clean environment, own cwd, loopback.",
         "# The boot picks a free port; here PORT (default 8000) chooses it. The boot also adds",
         "# the per-request metrics flags `specab validate` lists under 'measures'.",
+        *(gang if nodes > 1 else []),
         "set -e",
-        'cd "$(dirname "$0")/cwd"',
+        'cd "$(dirname "$0")/cwd' + (f".m{m.rank}" if m.rank else "") + '"',
         "exec env -i \\",
         *[f"  {a} \\" for a in env_args],
-        "  "
-        + " ".join(shlex.quote(a) for a in plan.argv)
-        + ' --host 127.0.0.1 --port "${PORT:-8000}"',
+        "  " + " ".join(_sh_word(a, strict=True) for a in m.argv),
         "",
     ]
     return "\n".join(lines)
@@ -121,9 +186,16 @@ def materialize_arm(
         "definition": arm.definition(),
         "definition_sha256": arm.definition_sha256(),
     }
-    (out / "plan.json").write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
     (out / "server.env").write_text("\n".join(_env_lines(plan.env)) + "\n")
-    sh = out / "command.sh"
-    sh.write_text(_command_sh(plan, spec_file, arm_name))
-    sh.chmod(0o755)
+    members = preview_members(
+        plan, spec.experiment.name, "127.0.0.1", boot_id="materialized", cwd=str(out / "cwd")
+    )
+    for m in members[1:]:
+        (out / f"cwd.m{m.rank}").mkdir(exist_ok=True)
+    body["members"] = [{"rank": m.rank, "argv": m.argv} for m in members]
+    (out / "plan.json").write_text(json.dumps(body, indent=2, sort_keys=True, default=str) + "\n")
+    for m in members:
+        sh = out / ("command.sh" if m.rank == 0 else f"command-m{m.rank}.sh")
+        sh.write_text(_command_sh(m, spec_file, arm_name, plan.nodes))
+        sh.chmod(0o755)
     return plan

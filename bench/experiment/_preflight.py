@@ -26,6 +26,7 @@ from bench.experiment._arms import ResolvedArm, resolve_arm
 from bench.experiment._envs import supports_per_request_metrics, vllm_package_dir
 from bench.experiment._lint import LintReport, lint_arm
 from bench.experiment._lint_text import Finding
+from bench.experiment._measurement import measurement
 from bench.experiment._preflight_models import check_models, origin
 from bench.experiment._probesets import load_probe_sets
 from bench.experiment._spec import Experiment, load_spec, resolve_path
@@ -92,7 +93,9 @@ def preflight(
         missing = check_models(spec, spec_file, arm, env, cluster=cluster)
         warnings += missing
         unchecked += [arm.name] if missing else []
-        _interpreter(spec, spec_file, arm)
+        if arm.container is None:  # a container's interpreter lives in its image
+            _interpreter(spec, spec_file, arm)
+        measurement(spec, spec_file, arm)  # what a boot measures: source, timings, lanes
     return Preflight(spec, resolved, tuple(warnings), tuple(unchecked))
 
 

@@ -18,6 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bench.errors import SpecabError
 from bench.experiment._margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
+from bench.experiment._spec_errors import FIXES, UNION_TAGS, render_loc
+from bench.experiment._spec_nodes import ContainerSpec, ResourcesSection
 from bench.experiment._spec_probes import ProbesSection
 
 ArgValue = str | int | float | bool | None
@@ -103,7 +105,9 @@ class ServerSection(_Model):
         "(report_applied(..., changed=False)); by default such a boot fails, naming the patch.",
     )
     python: str | None = Field(
-        None, description="Interpreter that runs the server; default: the one running specab."
+        None,
+        description="Interpreter that runs the server; default: the one running specab (in a "
+        "container: the image's python3).",
     )
     host: str = Field("127.0.0.1", description="Bind address; keep loopback unless required.")
     ready_timeout_s: float = Field(600.0, gt=0, description="Deadline for /health after start.")
@@ -111,14 +115,22 @@ class ServerSection(_Model):
     per_boot_seed: bool = Field(
         True, description="Give every boot its own engine --seed (GPU boots are not bit-stable)."
     )
-
-
-class ResourcesSection(_Model):
-    cpu: float = Field(1.0, ge=0, description="Ray CPUs per boot.")
-    gpu: float = Field(0.0, ge=0, description="Ray GPUs per boot.")
-    memory_gb: float | None = Field(None, gt=0, description="Ray memory per boot (GiB).")
-    custom: dict[str, float] = Field(
-        default_factory=dict, description="Custom Ray resources per boot, e.g. {GB10 = 1}."
+    container: ContainerSpec | None = Field(
+        None, description="Run the server in this container image (arms may set their own)."
+    )
+    pre_boot: list[str] = Field(
+        default_factory=list,
+        description="Shell commands run on each node of the boot (host side) before its server "
+        "starts, e.g. dropping the page cache; one that fails fails the attempt with its output.",
+    )
+    min_free_memory_gb: float | None = Field(
+        None,
+        gt=0,
+        description="Wait (up to memory_wait_s) until the node's MemAvailable reaches this "
+        "many GiB before starting; the attempt fails otherwise (unified-memory nodes).",
+    )
+    memory_wait_s: float = Field(
+        300.0, gt=0, description="Deadline for min_free_memory_gb (and for each pre_boot command)."
     )
 
 
@@ -148,6 +160,9 @@ class ArmSpec(_Model):
         None, description="JSON merge patch (RFC 7386) on the draft's config.json."
     )
     python: str | None = Field(None, description="Interpreter (venv) for this arm's server.")
+    container: ContainerSpec | None = Field(
+        None, description="Container image for this arm's server (replaces [server].container)."
+    )
 
     @field_validator("speculative_config", mode="before")
     @classmethod
@@ -204,50 +219,6 @@ class Experiment(_Model):
         ).hexdigest()
 
 
-_FIXES = {
-    "extra_forbidden": "remove it (unknown field; see `specab schema` for valid ones)",
-    "missing": "add this field",
-    "greater_than_equal": "use a larger value",
-    "greater_than": "use a larger value",
-    "less_than": "use a smaller value",
-    "less_than_equal": "use a smaller value",
-    "string_pattern_mismatch": "use letters, digits, '.', '_' or '-' only",
-    "too_short": "give at least one entry",
-    "dict_type": "write a TOML table, e.g. { key = value }",
-    "list_type": 'write a list, e.g. ["a", "b"]',
-    "string_type": "write a quoted string",
-    "int_type": "write a whole number",
-    "int_parsing": "write a whole number",
-    "int_from_float": "write a whole number",
-    "float_type": "write a number",
-    "float_parsing": "write a number",
-    "bool_type": "write true or false",
-    "bool_parsing": "write true or false",
-    "literal_error": "use one of the values listed",
-}
-# Members of the flag-value union (ArgValue); pydantic reports one error per member.
-_UNION_TAGS = {"str", "int", "float", "bool", "none"}
-
-
-def _loc(loc: tuple[int | str, ...], data: Any) -> str:
-    """Render a pydantic location; list indices of arms show the arm's name when known."""
-    out: list[str] = []
-    node = data
-    for part in loc:
-        if isinstance(part, int):
-            name = (
-                node[part].get("name")
-                if isinstance(node, list) and part < len(node) and isinstance(node[part], dict)
-                else None
-            )
-            out[-1] = f"{out[-1]}[{part}]" + (f"({name})" if name else "") if out else f"[{part}]"
-            node = node[part] if isinstance(node, list) and part < len(node) else None
-        else:
-            out.append(str(part))
-            node = node.get(part) if isinstance(node, dict) else None
-    return ".".join(out)
-
-
 def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
     """Validate a parsed TOML document; raise SpecabError for the first problem."""
     try:
@@ -257,17 +228,17 @@ def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
         errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
         err = errors[0]
         raw_loc = tuple(err["loc"])
-        union = bool(raw_loc) and str(raw_loc[-1]) in _UNION_TAGS
+        union = bool(raw_loc) and str(raw_loc[-1]) in UNION_TAGS
         if union:
             raw_loc = raw_loc[:-1]
             errors = [e for e in errors if tuple(e["loc"])[:-1] != raw_loc] + [err]
-        loc = _loc(raw_loc, data) or (
+        loc = render_loc(raw_loc, data) or (
             "experiment.baseline"
             if err["msg"].startswith("Value error, baseline")
             else "(top level)"
         )
         msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
-        fix = _FIXES.get(err["type"], "correct the value")
+        fix = FIXES.get(err["type"], "correct the value")
         if union:
             msg = "a flag value must be a string, number or boolean"
             fix = 'write e.g. 1024, "auto" or true (false removes the flag)'

@@ -27,10 +27,18 @@ class Attempt:
     block: int  # interleaving block
     host: str  # node label (unique within the run)
     log_path: str  # the server log, relative to the results dir
+    member_hosts: tuple[str, ...] = ()  # a gang boot: every member's node label, head first
 
     @property
     def boot_id(self) -> str:
         return boot_file_stem(self.arm, self.boot, self.number)
+
+    def hosts(self, nodes: int) -> tuple[str, ...]:
+        """Every member's node of a `nodes`-node boot, head first: the driver's placement,
+        else (`specab boot`, all members on one machine) this host for all; () if nodes = 1."""
+        if nodes == 1:
+            return ()
+        return self.member_hosts if len(self.member_hosts) == nodes else (self.host,) * nodes
 
 
 @dataclass
@@ -59,14 +67,22 @@ class Ledger:
         return ledger
 
     def claim(
-        self, writer: ResultsWriter, arm: str, boot: int, *, block: int, host: str
+        self,
+        writer: ResultsWriter,
+        arm: str,
+        boot: int,
+        *,
+        block: int,
+        host: str,
+        member_hosts: tuple[str, ...] = (),
     ) -> Attempt:
         """Number the next attempt of (arm, boot) and give it the next launch order."""
         number = self.last.get((arm, boot), 0) + 1
         self.last[(arm, boot)] = number
         order, self.next_order = self.next_order, self.next_order + 1
         log = writer.log_path(boot_file_stem(arm, boot, number))
-        return Attempt(arm, boot, number, order, block, host, str(log.relative_to(writer.root)))
+        rel = str(log.relative_to(writer.root))
+        return Attempt(arm, boot, number, order, block, host, rel, member_hosts)
 
 
 @dataclass(frozen=True)

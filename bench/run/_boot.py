@@ -7,10 +7,11 @@ for user mistakes, and lets anything else (a bug) propagate with its traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,14 @@ from bench.experiment import (
 )
 from bench.records import SCHEMA_VERSION, BootRecord, ProbeRecord
 from bench.run._attempts import Attempt
+from bench.run._gang import GangServer
+from bench.run._hygiene import prepare_node
 from bench.run._measure import Measured, check_boot_total, measure
 from bench.run._metrics import SpecCounts, scrape_k
 from bench.run._probes import Sampling
+from bench.run._process import Watch
 from bench.run._server import ServerProcess
+from bench.run._servers import LocalMembers, MemberLauncher, ServerSetup, make_server
 
 
 @dataclass(frozen=True)
@@ -117,11 +122,18 @@ def _arm_and_probes(req: BootRequest) -> tuple[ResolvedArm, list[ProbeSet]]:
 
 
 def run_boot(
-    req: BootRequest, node: NodeSetup, *, on_started: Callable[[int, int], None] | None = None
+    req: BootRequest,
+    node: NodeSetup,
+    *,
+    on_started: Callable[[int, int], None] | None = None,
+    watch: Watch | None = None,
+    members: MemberLauncher | None = None,
 ) -> BootOutcome:
     """Run one boot attempt; see the module docstring for the error contract.
 
-    `on_started(pid, pgid)` lets the caller kill the server group if it is cancelled.
+    `on_started(pid, pgid)` / `watch` (a `reaper.BootGuard`) let the caller kill the server
+    if it is cancelled. A gang boot ([resources] nodes > 1) starts its other members through
+    `members` (default: all on this machine, each its own process tree).
     """
     arm, sets = _arm_and_probes(req)
     t = _Timeline(
@@ -138,17 +150,24 @@ def run_boot(
     try:
         cwd.mkdir(parents=True, exist_ok=True)
         environ = {**os.environ, **node.server_env}
-        plan = launch_plan(arm, node.workdir, engine_seed=req.engine_seed, environ=environ)
+        plan = launch_plan(
+            arm,
+            node.workdir,
+            engine_seed=req.engine_seed,
+            environ=environ,
+            extra_mounts=[node.log_file.parent],
+        )
         how = choose_measurement(req, arm, plan)
-        server = ServerProcess(
+        srv = req.spec.server
+        prepare_node(srv.pre_boot, srv.min_free_memory_gb, node.log_file, wait_s=srv.memory_wait_s)
+        setup = ServerSetup.of(req.spec, req.attempt.boot_id, req.engine_seed, node.log_file, cwd)
+        server = make_server(
+            arm,
             plan,
-            node.log_file,
-            host=req.spec.server.host,
-            ready_timeout_s=req.spec.server.ready_timeout_s,
-            stop_grace_s=req.spec.server.stop_grace_s,
-            extra_args=list(how.flags),
-            cwd=cwd,
+            replace(setup, extra_args=tuple(how.flags)),
             on_started=on_started,
+            watch=watch,
+            members=members or LocalMembers(node.workdir, node.log_file, environ),
         )
         t.started_at = _now()
         with server:
@@ -168,17 +187,24 @@ def run_boot(
 
 def _measure_served(
     req: BootRequest,
-    server: ServerProcess,
+    server: ServerProcess | GangServer,
     plan: LaunchPlan,
     sets: list[ProbeSet],
     how: Measurement,
     t: _Timeline,
 ) -> Measured:
-    """/health, the patch check, then warmup and probes on the running server."""
+    """/health, the patch check, then warmup and probes on the running server (a gang:
+    every member's patch check on its node, and the probes under the gang's monitor)."""
     server.wait_ready()
     t.ready_at = _now()
     t.noop_patches = check_patches_applied(plan)
-    with httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client:
+    gang = server if isinstance(server, GangServer) else None
+    if gang is not None:
+        t.noop_patches = tuple(dict.fromkeys(t.noop_patches + gang.check_member_patches()))
+    with (
+        gang.watching() if gang is not None else contextlib.nullcontext(),
+        httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client,
+    ):
         t.vllm_version = _vllm_version(client)
         if t.k < 1 and how.speculative:  # the method's default (e.g. MTP n_predict)
             t.k = scrape_k(client)
@@ -244,6 +270,8 @@ def _record(
         noop_patches=t.noop_patches,
         speculative=t.speculative,
         concurrency=t.concurrency,
+        members=req.spec.resources.nodes,
+        member_hosts=a.hosts(req.spec.resources.nodes),
     )
 
 

@@ -3,6 +3,8 @@
 Slots are computed per node from the per-boot `[resources]`: a node holding 8 CPUs and
 1 GPU runs min(8 / cpu, 1 / gpu) boots at once. The driver keeps per-node slot counts itself
 and places each boot with node affinity, which is what lets it balance arms across nodes.
+A gang boot (`nodes = N`) takes one slot on each of N distinct nodes (the resources are
+then per node), placed as one STRICT_SPREAD placement group.
 """
 
 from __future__ import annotations
@@ -31,6 +33,20 @@ def ray_request(res: ResourcesSection) -> dict[str, float]:
     if res.memory_gb:
         req["memory"] = res.memory_gb * 2**30
     return {k: v for k, v in req.items() if v > 0}
+
+
+def boot_capacity(slots: list[int], gang: int) -> int:
+    """Most boots of `gang` distinct nodes that can run at once on nodes with `slots`: the
+    largest k with sum(min(s, k)) >= gang * k (a node serves each gang at most once)."""
+    k = 0
+    while sum(min(s, k + 1) for s in slots) >= gang * (k + 1):
+        k += 1
+    return k
+
+
+def bundle(res: ResourcesSection) -> dict[str, float]:
+    """One node's bundle of a gang boot's placement group (Ray refuses empty bundles)."""
+    return ray_request(res) or {"CPU": 0.001}
 
 
 def task_options(res: ResourcesSection) -> dict[str, Any]:
@@ -103,5 +119,13 @@ def cluster_slots(res: ResourcesSection, spec_file: str | Path) -> list[NodeSlot
             field="resources",
             fix="lower [resources] or start nodes with them, e.g. `ray start --resources "
             "'{\"GB10\": 1}'`",
+        )
+    if len(out) < res.nodes:
+        raise SpecabError(
+            f"a boot spans {res.nodes} nodes but only {len(out)} Ray node(s) can run a member "
+            f"needing {req}",
+            file=spec_file,
+            field="resources.nodes",
+            fix=f"start {res.nodes} nodes with those resources, or lower [resources] nodes",
         )
     return out

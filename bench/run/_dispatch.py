@@ -4,6 +4,13 @@ The driver asks for a place (`reserve`: the next boot of the earliest pending bl
 node that balances arms best, see `pick_next`), builds the attempt, launches it there with
 node affinity (`launch`) and gets finished attempts back (`finished`), which frees their
 slots. Cancelling (graceful, then forced) also goes through here.
+
+Gang boots (`[resources] nodes = N`) take a slot on N distinct nodes: the head goes where
+`pick_next` puts it (the node where that arm was head least often, so the head rotates over
+the nodes), the other members to the free nodes where the arm ran least (then fewest boots,
+then name). One placement group per boot, STRICT_SPREAD, each bundle pinned to its chosen
+node (label `ray.io/node-id`); the task runs in bundle 0 and starts the other members in
+the others; the group is removed when the task ends, which also ends its members' actors.
 """
 
 from __future__ import annotations
@@ -11,22 +18,26 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, MutableSequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
 from bench.run._cluster import NodeSlots
 from bench.run._ordering import PlannedBoot, pick_next
-from bench.run._task import AttemptSpec, TaskResult
+from bench.run._task import AttemptSpec, TaskResult, placement_failed
+
+PLACE_TIMEOUT_S = 120.0  # a gang's placement group on nodes with free slots is ready at once
 
 
 @dataclass(frozen=True)
 class Place:
-    """Where the next boot goes: the planned boot, its node and the slot on that node."""
+    """Where the next boot goes: the planned boot, its node and the slot on that node (for
+    a gang boot: the head's; `members` holds every member's node and slot, head first)."""
 
     plan: PlannedBoot
     node: NodeSlots
     slot: int  # index among the node's slots (CPU pinning uses it)
+    members: tuple[tuple[NodeSlots, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,7 @@ class InFlight:
     spec: AttemptSpec
     started_at: datetime
     t0: float  # monotonic launch time
+    group: Any = None  # a gang boot's placement group
 
 
 class Dispatcher:
@@ -48,15 +60,22 @@ class Dispatcher:
         cap: int,
         options: dict[str, Any],
         task: Callable[[AttemptSpec], TaskResult],
+        *,
+        gang: int = 1,
+        bundle: dict[str, float] | None = None,
     ) -> None:
         import ray
 
         self.cap = cap
+        self.gang = gang
+        self._bundle = bundle or {}
         self._free = {n.node_id: set(range(n.slots)) for n in nodes}
         self._nodes = {n.node_id: n for n in nodes}
-        self._per_node_arm: Counter[tuple[str, str]] = Counter()
+        self._per_node_arm: Counter[tuple[str, str]] = Counter()  # head (or single) role
+        self._member_arm: Counter[tuple[str, str]] = Counter()  # any member of a gang
         self._per_node_total: Counter[str] = Counter()
         self._remote = ray.remote(task)
+        self._failed = ray.remote(placement_failed)
         self._options = options
         self.inflight: dict[Any, InFlight] = {}
 
@@ -65,27 +84,79 @@ class Dispatcher:
         if len(self.inflight) >= self.cap:
             return None
         free = {node_id: len(slots) for node_id, slots in self._free.items()}
+        if sum(1 for k in free.values() if k > 0) < self.gang:
+            return None
         pick = pick_next(todo, free, self._per_node_arm, self._per_node_total)
         if pick is None:
             return None
         index, node_id = pick
         plan = todo[index]
         del todo[index]
-        slot = min(self._free[node_id])
-        self._free[node_id].discard(slot)
-        return Place(plan, self._nodes[node_id], slot)
+        others = sorted(
+            (n for n, k in free.items() if k > 0 and n != node_id),
+            key=lambda n: (self._member_arm[(n, plan.arm)], self._per_node_total[n], n),
+        )[: self.gang - 1]
+        taken = []
+        for n in (node_id, *others):
+            slot = min(self._free[n])
+            self._free[n].discard(slot)
+            taken.append((self._nodes[n], slot))
+        members = tuple(taken) if self.gang > 1 else ()
+        return Place(plan, taken[0][0], taken[0][1], members)
+
+    def _placement_group(self, place: Place) -> tuple[Any, str | None]:
+        """The gang's placement group, ready; or None and why it could not be placed."""
+        import ray
+        from ray.util.placement_group import placement_group, remove_placement_group
+
+        pg = placement_group(
+            [dict(self._bundle) for _ in place.members],
+            strategy="STRICT_SPREAD",
+            bundle_label_selector=[{"ray.io/node-id": n.node_id} for n, _ in place.members],
+        )
+        ready, _ = ray.wait([pg.ready()], timeout=PLACE_TIMEOUT_S)
+        if ready:
+            return pg, None
+        remove_placement_group(pg)
+        where = ", ".join(n.label for n, _ in place.members)
+        return None, f"placement group on {where} not ready within {PLACE_TIMEOUT_S:.0f} s"
 
     def launch(self, place: Place, spec: AttemptSpec) -> InFlight:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        from ray.util.scheduling_strategies import (
+            NodeAffinitySchedulingStrategy,
+            PlacementGroupSchedulingStrategy,
+        )
 
         node_id = place.node.node_id
-        strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
-        ref = self._remote.options(**self._options, scheduling_strategy=strategy).remote(spec)
+        pg = None
+        if self.gang > 1:
+            pg, why = self._placement_group(place)
+            if pg is None:
+                ref = self._failed.options(num_cpus=0).remote(spec, f"gang placement: {why}")
+            else:
+                strategy: Any = PlacementGroupSchedulingStrategy(pg, placement_group_bundle_index=0)
+                members = {k: v for k, v in self._options.items() if k != "max_retries"}
+                spec = replace(spec, member_options=members)
+                opts = {**self._options, "scheduling_strategy": strategy}
+                ref = self._remote.options(**opts).remote(spec)
+        else:
+            strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
+            ref = self._remote.options(**self._options, scheduling_strategy=strategy).remote(spec)
         self._per_node_arm[(node_id, place.plan.arm)] += 1
-        self._per_node_total[node_id] += 1
-        f = InFlight(place, spec, datetime.now(UTC), time.monotonic())
+        for n, _ in place.members or ((place.node, place.slot),):
+            self._member_arm[(n.node_id, place.plan.arm)] += 1
+            self._per_node_total[n.node_id] += 1
+        f = InFlight(place, spec, datetime.now(UTC), time.monotonic(), pg)
         self.inflight[ref] = f
         return f
+
+    def _release(self, f: InFlight) -> None:
+        for n, slot in f.place.members or ((f.place.node, f.place.slot),):
+            self._free[n.node_id].add(slot)
+        if f.group is not None:
+            from ray.util.placement_group import remove_placement_group
+
+            remove_placement_group(f.group)  # also ends any member actor still in it
 
     def finished(self, timeout_s: float) -> list[tuple[Any, InFlight]]:
         """Attempts that ended within `timeout_s` (at most one), their slots freed."""
@@ -97,13 +168,14 @@ class Dispatcher:
         out = []
         for ref in ready:
             f = self.inflight.pop(ref)
-            self._free[f.place.node.node_id].add(f.place.slot)
+            self._release(f)
             out.append((ref, f))
         return out
 
     def cancel(self, *, force: bool) -> None:
         """Graceful: KeyboardInterrupt in the task, the server stops cleanly. Forced: the
-        worker is killed, the boot's watchdog kills its server groups."""
+        worker is killed, the boot's watchdog kills its server groups (a gang: Ray ends the
+        members' actors with their owner, and each member's watchdog kills its member)."""
         import ray
 
         refs = list(self.inflight)
@@ -122,4 +194,6 @@ class Dispatcher:
 
         if self.inflight:
             ray.wait(list(self.inflight), num_returns=len(self.inflight), timeout=timeout_s)
+        for f in self.inflight.values():
+            self._release(f)
         self.inflight.clear()

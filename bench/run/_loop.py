@@ -139,7 +139,10 @@ class RunLoop:
 
     def _launch(self, place: Place) -> None:
         p, node = place.plan, place.node
-        attempt = self.ledger.claim(self.writer, p.arm, p.boot, block=p.block, host=node.label)
+        hosts = tuple(n.label for n, _ in place.members)  # a gang boot: every member's node
+        attempt = self.ledger.claim(
+            self.writer, p.arm, p.boot, block=p.block, host=node.label, member_hosts=hosts
+        )
         self.tries[(p.arm, p.boot)] += 1
         crn = self.opts.common_random_numbers
         seed = boot_seed(self.spec, p.arm, p.boot, common_random_numbers=crn)
@@ -149,6 +152,7 @@ class RunLoop:
             driver_node_id=self.driver_node,
             compile_cache=self.opts.compile_cache,
             cpu_slot=place.slot if self.cpu_only else None,
+            member_slots=tuple(s if self.cpu_only else None for _, s in place.members[1:]),
         )
         f = self.dispatch.launch(place, spec)
         run = Running(p.arm, p.boot, attempt.number, node.label, f.t0)
@@ -221,8 +225,11 @@ class RunLoop:
         if res.user_error is not None:
             raise res.user_error
         assert res.record is not None, "a task returns a record or a user error"
+        log = self.writer.log_path(res.record.boot_id)
         if res.log_bytes is not None:
-            atomic_write_bytes(self.writer.log_path(res.record.boot_id), res.log_bytes)
+            atomic_write_bytes(log, res.log_bytes)
+        for name, data in res.member_logs.items():  # a gang boot's other members
+            atomic_write_bytes(log.with_name(name), data)
         return res.record, res.probes
 
     def _collect(self, ref: Any, f: InFlight, *, only_ok: bool = False) -> BootRecord:

@@ -30,7 +30,7 @@ from bench.errors import SpecabError
 from bench.experiment import load_spec, preflight, resume_changes
 from bench.run._attempts import Ledger, RunOptions, RunSummary
 from bench.run._boot import build_manifest
-from bench.run._cluster import cluster_slots, connect, task_options
+from bench.run._cluster import boot_capacity, bundle, cluster_slots, connect, task_options
 from bench.run._dispatch import Dispatcher
 from bench.run._loop import RunLoop
 from bench.run._ordering import PlannedBoot, missing_boots, plan_order
@@ -159,7 +159,8 @@ class Driver:
             nodes = cluster_slots(self.spec.resources, self.spec_file)
             if writer is None:
                 writer = ResultsWriter.create(summary.root, manifest, resume=False)
-            cap = sum(n.slots for n in nodes)
+            res = self.spec.resources
+            cap = boot_capacity([n.slots for n in nodes], res.nodes)
             if self.opts.slots:
                 cap = min(cap, self.opts.slots)
             summary.slots = cap
@@ -169,7 +170,9 @@ class Driver:
                 ok=dict(summary.ok),
                 slots=cap,
             )
-            dispatch = Dispatcher(nodes, cap, task_options(self.spec.resources), self.task)
+            dispatch = Dispatcher(
+                nodes, cap, task_options(res), self.task, gang=res.nodes, bundle=bundle(res)
+            )
             with (
                 _sigterm_as_interrupt(),
                 make_progress(state, self.console, quiet=self.opts.quiet) as progress,

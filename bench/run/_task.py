@@ -1,10 +1,13 @@
 """The body of one Ray task = one boot attempt, run on the node Ray placed it on.
 
 The task chooses what is node-local (workdir, log file, compile-cache root, CPU binding:
-a `NodeSetup`) and runs the boot under a `BootGuard` watchdog that kills the server's
-process groups if this worker dies (force-cancel, driver killed), so no EngineCore outlives
-its boot. Per-boot settings reach the server through its launch environment only; the
-worker's own environment is never changed (Ray reuses workers across boots).
+a `NodeSetup`, see `_node`) and runs the boot under a `BootGuard` watchdog that kills the
+server's process groups and containers if this worker dies (force-cancel, driver killed),
+so no EngineCore outlives its boot. A gang boot's task runs in bundle 0 of the boot's
+placement group (the head); it starts the other members as Ray actors in the other bundles
+(`_member.RayMembers`), each with its own watchdog on its node, and returns their logs.
+Per-boot settings reach the server through its launch environment only; the worker's own
+environment is never changed (Ray reuses workers across boots).
 
 Error contract: runtime failures come back as a failed record; a user mistake
 (SpecabError) comes back as `user_error`, whole, and aborts the run; anything else is a bug
@@ -15,19 +18,25 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from bench.errors import SpecabError
 from bench.records import BootRecord, ProbeRecord
 from bench.run._boot import BootRequest, NodeSetup, failed_record, run_boot
+from bench.run._member import MemberNode, RayMembers
+from bench.run._node import (
+    CACHE_ROOT,
+    cache_state,
+    compile_cache_path,
+    cpu_binding_for,
+    gpu_ids,
+    node_workdir,
+    read_log_tail,
+)
 from bench.run.reaper import BootGuard
-
-MAX_LOG_BYTES = 4 * 2**20  # log tail shipped back when the node does not share the results dir
-CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
-CACHE_ROOT = "VLLM_CACHE_ROOT"
 
 
 @dataclass(frozen=True)
@@ -39,6 +48,8 @@ class AttemptSpec:
     driver_node_id: str = ""  # "" = every node shares the driver's filesystem
     compile_cache: bool = True  # keep vLLM's compile cache per arm on the node
     cpu_slot: int | None = None  # CPU-only boots: which of the node's slots (for pinning)
+    member_slots: tuple[int | None, ...] = ()  # a gang boot: cpu_slot of members 1..N-1
+    member_options: dict[str, Any] = field(default_factory=dict)  # their Ray resources
 
 
 @dataclass
@@ -50,52 +61,18 @@ class TaskResult:
     node_id: str = ""
     log_bytes: bytes | None = None  # set when the log was written on another node
     user_error: SpecabError | None = None  # the exception itself: file, field and fix
-
-
-def node_workdir(experiment: str) -> Path:
-    """Node-local scratch: overlays, patch dirs (content-hashed, reused) and pgid files."""
-    root = Path(os.environ.get("SPECAB_WORKDIR") or Path(tempfile.gettempdir()) / "specab-work")
-    return root / experiment
+    member_logs: dict[str, bytes] = field(default_factory=dict)  # gang: {file name: log}
 
 
 def compile_cache_dir(workdir: Path, a: AttemptSpec) -> Path:
     """vLLM's compile cache of this boot: kept per arm on the node, or fresh per boot."""
     at = a.request.attempt
-    return workdir / "vllm-cache" / (at.arm if a.compile_cache else f"fresh-{at.boot_id}")
-
-
-def _cache_state(path: Path) -> str:
-    """`warm` when a previous boot left a non-empty cache there, else `cold`."""
-    warm = path.is_dir() and any(path.rglob("*"))
-    path.mkdir(parents=True, exist_ok=True)
-    return "warm" if warm else "cold"
+    return compile_cache_path(workdir, at.arm, at.boot_id, keep=a.compile_cache)
 
 
 def cpu_binding(a: AttemptSpec) -> dict[str, str]:
-    """Pin a CPU-only server to its slot's cores (vllm-cpu's default `auto` binding puts
-    every server on the same cores). The experiment file's env, merged over this by
-    `launch_plan`, wins when it sets the binding itself."""
-    if a.cpu_slot is None:
-        return {}
-    per = max(1, int(a.request.spec.resources.cpu))
-    cpus = sorted(os.sched_getaffinity(0))
-    mine = cpus[a.cpu_slot * per : (a.cpu_slot + 1) * per]
-    return {CPU_BIND: ",".join(str(c) for c in mine)} if mine else {}
-
-
-def _gpu_ids() -> str:
-    import ray
-
-    ids = ray.get_gpu_ids()
-    return ",".join(str(i) for i in ids) or os.environ.get("CUDA_VISIBLE_DEVICES", "")
-
-
-def _log_tail(path: Path) -> bytes | None:
-    if not path.is_file():
-        return None
-    with path.open("rb") as fh:
-        fh.seek(max(0, path.stat().st_size - MAX_LOG_BYTES))
-        return fh.read()
+    """The head's (or single server's) CPU binding on this node (see `_node`)."""
+    return cpu_binding_for(a.cpu_slot, a.request.spec.resources.cpu)
 
 
 def _node_setup(a: AttemptSpec, workdir: Path, local: bool) -> NodeSetup:
@@ -106,9 +83,34 @@ def _node_setup(a: AttemptSpec, workdir: Path, local: bool) -> NodeSetup:
         workdir=workdir,
         log_file=Path(a.driver_log) if local else workdir / "logs" / f"{boot_id}.log",
         server_env={CACHE_ROOT: str(cache), **cpu_binding(a)},
-        compile_cache=_cache_state(cache),
-        gpu=_gpu_ids(),
+        compile_cache=cache_state(cache),
+        gpu=gpu_ids(),
     )
+
+
+def _members(a: AttemptSpec) -> RayMembers | None:
+    """The other members' launcher of a gang boot (None for a single-node boot)."""
+    spec = a.request.spec
+    n = spec.resources.nodes
+    if n == 1:
+        return None
+    hosts = a.request.attempt.hosts(n)
+    slots = a.member_slots or (None,) * (n - 1)
+    nodes = [
+        MemberNode(
+            label=hosts[r],
+            cpu=spec.resources.cpu,
+            cpu_slot=slots[r - 1],
+            compile_cache=a.compile_cache,
+            pre_boot=tuple(spec.server.pre_boot),
+            min_free_memory_gb=spec.server.min_free_memory_gb,
+            memory_wait_s=spec.server.memory_wait_s,
+            driver_node_id=a.driver_node_id,
+            driver_log_dir=str(Path(a.driver_log).parent),
+        )
+        for r in range(1, n)
+    ]
+    return RayMembers(nodes, a.member_options)
 
 
 def run_attempt(a: AttemptSpec) -> TaskResult:
@@ -122,10 +124,11 @@ def run_attempt(a: AttemptSpec) -> TaskResult:
     workdir = node_workdir(req.spec.experiment.name)
     started = datetime.now(UTC)
     node: NodeSetup | None = None
+    members = _members(a)
     try:
         node = _node_setup(a, workdir, local)
         with BootGuard(workdir / "pgids" / f"{boot_id}.{os.getpid()}", grace_s=5.0) as guard:
-            outcome = run_boot(req, node, on_started=guard.record)
+            outcome = run_boot(req, node, watch=guard, members=members)
         result = TaskResult(outcome.record, outcome.probes, node_id)
     except SpecabError as exc:
         return TaskResult(node_id=node_id, user_error=exc)
@@ -137,5 +140,13 @@ def run_attempt(a: AttemptSpec) -> TaskResult:
         if not a.compile_cache:
             shutil.rmtree(compile_cache_dir(workdir, a), ignore_errors=True)
     if not local and node is not None:
-        result.log_bytes = _log_tail(node.log_file)
+        result.log_bytes = read_log_tail(node.log_file)
+    if members is not None:
+        result.member_logs = members.shipped_logs(boot_id)
     return result
+
+
+def placement_failed(a: AttemptSpec, error: str) -> TaskResult:
+    """The failed attempt of a gang boot whose placement group could not be placed."""
+    record = failed_record(a.request, error, started_at=datetime.now(UTC))
+    return TaskResult(record, [], "")

@@ -6,7 +6,13 @@ server sits in its own session, so its API server and EngineCore children would 
 orphans. The watchdog is a tiny separate process holding the read end of a pipe whose write
 end only the worker has: EOF without a "done" byte means the worker died, and the watchdog
 SIGTERMs, then SIGKILLs, every process group the boot recorded (`on_started` appends each
-pgid to a file). No polling of Ray, no shared state beyond one file.
+pgid to a file), every descendant remembered while the server ran (same start time only: a
+reused pid is left alone), and removes every container the boot started (`<runtime> stop
+-t GRACE NAME`, then `rm -f`): a container's processes belong to its runtime, not to us.
+No polling of Ray, no shared state beyond one file. A gang boot has one watchdog per member,
+on the member's node, owned by the Ray worker that runs that member.
+
+File lines: `PGID`, `p PID STARTTIME` (a remembered descendant), `c RUNTIME NAME`.
 
 The watchdog is detached (started through a short-lived intermediate process, in its own
 session) because a Ray worker SIGKILLs its direct children when it exits — that is also why
@@ -23,18 +29,78 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 DONE = b"D"
+_QUIET: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+
+
+@dataclass
+class Recorded:
+    """What a boot's file says to clean up on this node."""
+
+    pgids: list[int] = field(default_factory=list)
+    pids: dict[int, int] = field(default_factory=dict)  # {pid: starttime}
+    containers: list[tuple[str, str]] = field(default_factory=list)  # (runtime, name)
+
+
+def read_recorded(pgid_file: Path) -> Recorded:
+    try:
+        lines = pgid_file.read_text().splitlines()
+    except OSError:
+        return Recorded()
+    out = Recorded()
+    for line in lines:
+        parts = line.split()
+        if len(parts) == 1 and parts[0].isdigit():
+            out.pgids.append(int(parts[0]))
+        elif len(parts) == 3 and parts[0] == "p" and parts[1].isdigit() and parts[2].isdigit():
+            out.pids[int(parts[1])] = int(parts[2])
+        elif len(parts) == 3 and parts[0] == "c":
+            out.containers.append((parts[1], parts[2]))
+    return out
 
 
 def read_pgids(pgid_file: Path) -> list[int]:
+    return read_recorded(pgid_file).pgids
+
+
+def _start_time(pid: int) -> int | None:
     try:
-        text = pgid_file.read_text()
+        raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
-        return []
-    return [int(x) for x in text.split() if x.strip().isdigit()]
+        return None
+    return int(raw[raw.rindex(")") + 2 :].split()[19])
+
+
+def _remove_containers(containers: list[tuple[str, str]], grace_s: float) -> None:
+    """`stop -t GRACE` every container at once (TERM, grace, KILL inside), then `rm -f`."""
+    grace = str(max(0, round(grace_s)))
+    procs = []
+    for runtime, name in containers:
+        with contextlib.suppress(OSError):
+            procs.append(subprocess.Popen([runtime, "stop", "-t", grace, name], **_QUIET))
+    for p in procs:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            p.wait(timeout=grace_s + 60)
+    for runtime, name in containers:
+        with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+            subprocess.run([runtime, "rm", "-f", name], timeout=60, **_QUIET)
+
+
+def clean_up(rec: Recorded, grace_s: float) -> None:
+    """Containers and process groups of one boot: SIGTERM, grace, SIGKILL (remembered
+    descendants too, while they are still the same processes)."""
+    if rec.containers:
+        _remove_containers(rec.containers, grace_s)
+    kill_groups(rec.pgids, grace_s)
+    for pid, start in rec.pids.items():
+        if _start_time(pid) == start:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -86,7 +152,7 @@ def main(argv: list[str]) -> int:
         data += chunk
         if DONE in data:
             return 0  # the boot ended normally; its server is already stopped
-    kill_groups(read_pgids(pgid_file), grace_s)
+    clean_up(read_recorded(pgid_file), grace_s)
     pgid_file.unlink(missing_ok=True)
     return 0
 
@@ -110,11 +176,23 @@ class BootGuard:
         self._w = w
         return self
 
-    def record(self, pid: int, pgid: int) -> None:
+    def _append(self, line: str) -> None:
         with self.pgid_file.open("a") as fh:
-            fh.write(f"{pgid}\n")
+            fh.write(line + "\n")
             fh.flush()
             os.fsync(fh.fileno())
+
+    def record(self, pid: int, pgid: int) -> None:
+        self._append(str(pgid))
+
+    def remember(self, pids: dict[int, int]) -> None:
+        """Descendants seen while the server ran ({pid: starttime}); some leave the group."""
+        if pids:
+            self._append("\n".join(f"p {pid} {start}" for pid, start in sorted(pids.items())))
+
+    def container(self, ref: Any) -> None:
+        """A container (`.runtime`, `.name`) to remove, written before it is started."""
+        self._append(f"c {ref.runtime} {ref.name}")
 
     def pgids(self) -> list[int]:
         return read_pgids(self.pgid_file)

@@ -14,6 +14,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from vllm._gang import HeadRendezvous, add_gang_args, run_member
+
 FAULTS = ("none", "crash_at_boot", "hang_before_health", "die_mid_probe", "counter_reset")
 PREFIX = "vllm:spec_decode_"
 
@@ -71,11 +73,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
     ap.add_argument("--host", default="127.0.0.1")
-    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--port", type=int, default=0)  # the head's (gang members have none)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--speculative-config", default="{}")
     ap.add_argument("--served-model-name", default=None)
+    add_gang_args(ap)
     args, _unknown = ap.parse_known_args()
+    if args.headless:  # a gang's other member (tests start it through vllm.entrypoints.cli)
+        run_member(args)
+    gang = HeadRendezvous(args) if args.nnodes > 1 else None
     fault = os.environ.get("SPECAB_FAKE_FAULT", "none")
     if fault not in FAULTS:
         sys.exit(f"fake server: unknown SPECAB_FAKE_FAULT {fault!r}")
@@ -98,7 +104,8 @@ def main() -> None:
     bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "")
     print(
         f"fake vllm server pid={os.getpid()} child={child.pid} fault={fault} "
-        f"bind={bind} cache={cache}",
+        f"bind={bind} cache={cache} nnodes={args.nnodes} node_rank={args.node_rank} "
+        f"host_ip={os.environ.get('VLLM_HOST_IP', '')}",
         flush=True,
     )
     if fault == "crash_at_boot":
@@ -127,6 +134,7 @@ def main() -> None:
 
         def do_GET(self) -> None:
             healthy = time.monotonic() >= ready_at and fault != "hang_before_health"
+            healthy = healthy and (gang is None or gang.ready())
             if self.path == "/health":
                 self._send(200 if healthy else 503, "")
             elif self.path == "/metrics":
@@ -145,6 +153,14 @@ def main() -> None:
                 self._send(404, "{}")
                 return
             completions[0] += 1
+            if gang is not None and gang.member_dead:  # like vLLM: 500, then exit code 0
+                print("ERROR fake head: EngineDeadError (a member died)", flush=True)
+                self._send(500, json.dumps({"error": "EngineDeadError"}))
+                threading.Timer(0.2, os._exit, args=(0,)).start()
+                return
+            member_fault = os.environ.get("SPECAB_FAKE_MEMBER_FAULT")
+            if gang is not None and completions[0] == 2 and member_fault == "die_mid_probe":
+                gang.tell_members_to_die()
             if fault == "die_mid_probe" and completions[0] == 2:
                 print("ERROR fake server: injected death mid-probe", flush=True)
                 os._exit(4)

@@ -1,0 +1,49 @@
+"""How a pydantic validation error of the experiment file is rendered as one line: the fix
+per error type and the field path (arms shown by name). Used by `_spec.parse_spec`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+FIXES = {
+    "extra_forbidden": "remove it (unknown field; see `specab schema` for valid ones)",
+    "missing": "add this field",
+    "greater_than_equal": "use a larger value",
+    "greater_than": "use a larger value",
+    "less_than": "use a smaller value",
+    "less_than_equal": "use a smaller value",
+    "string_pattern_mismatch": "use letters, digits, '.', '_' or '-' only",
+    "too_short": "give at least one entry",
+    "dict_type": "write a TOML table, e.g. { key = value }",
+    "list_type": 'write a list, e.g. ["a", "b"]',
+    "string_type": "write a quoted string",
+    "int_type": "write a whole number",
+    "int_parsing": "write a whole number",
+    "int_from_float": "write a whole number",
+    "float_type": "write a number",
+    "float_parsing": "write a number",
+    "bool_type": "write true or false",
+    "bool_parsing": "write true or false",
+    "literal_error": "use one of the values listed",
+}
+# Members of the flag-value union (ArgValue); pydantic reports one error per member.
+UNION_TAGS = {"str", "int", "float", "bool", "none"}
+
+
+def render_loc(loc: tuple[int | str, ...], data: Any) -> str:
+    """Render a pydantic location; list indices of arms show the arm's name when known."""
+    out: list[str] = []
+    node = data
+    for part in loc:
+        if isinstance(part, int):
+            name = (
+                node[part].get("name")
+                if isinstance(node, list) and part < len(node) and isinstance(node[part], dict)
+                else None
+            )
+            out[-1] = f"{out[-1]}[{part}]" + (f"({name})" if name else "") if out else f"[{part}]"
+            node = node[part] if isinstance(node, list) and part < len(node) else None
+        else:
+            out.append(str(part))
+            node = node.get(part) if isinstance(node, dict) else None
+    return ".".join(out)

@@ -1,0 +1,106 @@
+"""Node preparation before a boot's server starts on it (`[server] pre_boot`,
+`min_free_memory_gb`): unified-memory hygiene for GB10-class nodes.
+
+On a node whose CPU and GPU share memory, the memory a previous server held comes back
+slowly (page cache of a ~149 GB checkpoint, a dying process), and vLLM's start-up check
+compares the free memory it measures with gpu_memory_utilization x total: a boot started
+too early fails "Free memory on device ... less than desired GPU memory utilization".
+Dropping the page cache before the boot is the known cure; waiting until MemAvailable is
+back above a threshold turns a flaky start into a clear, attributable error.
+
+Each pre_boot command runs with `sh -c` on the host (not in the server's container), with
+this process's environment; its output goes to the member's log. A command that fails or
+times out fails the attempt with its output.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from bench.errors import BootFailed
+
+MEMINFO = Path("/proc/meminfo")
+
+
+def mem_available_gib(meminfo: Path = MEMINFO) -> float:
+    """MemAvailable of this node in GiB (the kernel's estimate of what can be allocated
+    without swapping, page cache included)."""
+    for line in meminfo.read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) / 2**20  # kB
+    raise OSError(f"{meminfo} has no MemAvailable line")
+
+
+def _log(log: Path, text: str) -> None:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(text if text.endswith("\n") else text + "\n")
+
+
+def run_pre_boot(commands: Sequence[str], log: Path, *, timeout_s: float) -> None:
+    """Run each command in order; BootFailed naming the first that fails, with its output."""
+    for cmd in commands:
+        _log(log, f"[specab] pre_boot: {cmd}")
+        try:
+            out = subprocess.run(
+                ["sh", "-c", cmd],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            raise BootFailed(
+                f"pre_boot command {cmd!r} did not finish within {timeout_s:.0f} s "
+                "(server.memory_wait_s)",
+                log_path=str(log),
+            ) from None
+        text = (out.stdout + out.stderr).strip()
+        if text:
+            _log(log, text)
+        if out.returncode != 0:
+            last = text.splitlines()[-1] if text else "(no output)"
+            raise BootFailed(
+                f"pre_boot command {cmd!r} failed with code {out.returncode}: {last}",
+                log_path=str(log),
+            )
+
+
+def wait_for_memory(
+    min_gib: float,
+    log: Path,
+    *,
+    timeout_s: float,
+    poll_s: float = 2.0,
+    meminfo: Path = MEMINFO,
+) -> float:
+    """Wait until MemAvailable >= `min_gib`; return it, or BootFailed after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    have = mem_available_gib(meminfo)
+    if have < min_gib:
+        _log(log, f"[specab] waiting for MemAvailable >= {min_gib:g} GiB (now {have:.1f} GiB)")
+    while have < min_gib:
+        if time.monotonic() > deadline:
+            raise BootFailed(
+                f"node memory: MemAvailable {have:.1f} GiB < min_free_memory_gb {min_gib:g} "
+                f"after waiting {timeout_s:.0f} s (memory of a previous server not released? "
+                "drop the page cache in server.pre_boot, or lower min_free_memory_gb)",
+                log_path=str(log),
+            )
+        time.sleep(poll_s)
+        have = mem_available_gib(meminfo)
+    return have
+
+
+def prepare_node(
+    pre_boot: Sequence[str], min_free_memory_gb: float | None, log: Path, *, wait_s: float
+) -> None:
+    """pre_boot commands, then the memory wait: what runs on a node before its member."""
+    if pre_boot:
+        run_pre_boot(pre_boot, log, timeout_s=wait_s)
+    if min_free_memory_gb:
+        have = wait_for_memory(min_free_memory_gb, log, timeout_s=wait_s)
+        _log(log, f"[specab] MemAvailable {have:.1f} GiB >= {min_free_memory_gb:g} GiB")

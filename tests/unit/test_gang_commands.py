@@ -1,0 +1,293 @@
+"""Gang boots and containers on paper: every member's command (head, headless workers, the
+container wrap), what validate and materialize print, the bad gang settings, and the
+dispatcher's choice of N distinct nodes. No process is started here."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bench.cli import run
+from bench.errors import SpecabError
+from bench.experiment import (
+    container_name,
+    launch_plan,
+    load_spec,
+    member_command,
+    resolve_arm,
+)
+from bench.experiment._container import ContainerRef, mount_paths
+from bench.run._cluster import NodeSlots, boot_capacity
+from bench.run._ordering import plan_order
+
+BASE = """
+[experiment]
+name = "g"
+boots_per_arm = 2
+
+[server]
+model = "models/target"
+speculative_config = { method = "draft_model", model = "models/draft", num_speculative_tokens = 3 }
+args = { tensor-parallel-size = 2, max-model-len = 512 }
+env = { HF_TOKEN = "hf_secret", VLLM_CPU_KVCACHE_SPACE = "1" }
+{server_extra}
+
+[probes]
+sets = ["probes.jsonl"]
+
+[resources]
+nodes = 2
+gpu = 1
+
+[[arms]]
+name = "base"
+{arm_extra}
+"""
+
+
+def write(tmp_path: Path, server_extra: str = "", arm_extra: str = "") -> Path:
+    for m in ("target", "draft"):
+        d = tmp_path / "models" / m
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "config.json").write_text(json.dumps({"model_type": "qwen3"}))
+    (tmp_path / "probes.jsonl").write_text('{"id": "a", "prompt": "x"}\n')
+    f = tmp_path / "exp.toml"
+    f.write_text(BASE.replace("{server_extra}", server_extra).replace("{arm_extra}", arm_extra))
+    return f
+
+
+def plan_of(f: Path, workdir: Path, environ: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    spec = load_spec(f)
+    arm = resolve_arm(spec, f, "base")
+    env = {"PATH": "/usr/bin", "HOME": "/home/u", "HF_TOKEN": "hf_secret"} | (environ or {})
+    return launch_plan(arm, workdir, engine_seed=7, environ=env)
+
+
+def test_head_and_worker_commands_share_every_server_argument(tmp_path: Path) -> None:
+    plan = plan_of(write(tmp_path), tmp_path / "work")
+    head = member_command(plan, 0, master_addr="10.0.0.1", master_port=29500, node_ip="10.0.0.1")
+    worker = member_command(plan, 1, master_addr="10.0.0.1", master_port=29500, node_ip="10.0.0.2")
+    assert head.argv[1:3] == ["-m", "vllm.entrypoints.openai.api_server"]
+    runner = Path(worker.argv[1])
+    assert runner.name == "specab_member.py" and runner.is_file()  # materialized on the node
+    assert (
+        runner.read_text()
+        == (Path(__file__).parents[2] / "bench/experiment/runtime/specab_member.py").read_text()
+    )
+    gang = ["--distributed-executor-backend", "mp", "--nnodes", "2"]
+    master = ["--master-addr", "10.0.0.1", "--master-port", "29500"]
+    assert head.argv[3:] == [*plan.server_args, *gang, "--node-rank", "0", *master]
+    assert worker.argv[2:] == [*plan.server_args, *gang, "--node-rank", "1", *master, "--headless"]
+    assert "--seed" in plan.server_args and "--host" not in worker.argv
+    assert (head.env["VLLM_HOST_IP"], worker.env["VLLM_HOST_IP"]) == ("10.0.0.1", "10.0.0.2")
+    assert head.container is None and worker.container is None
+
+
+def test_single_node_command_is_the_plan_unchanged(tmp_path: Path) -> None:
+    f = write(tmp_path)
+    f.write_text(f.read_text().replace("nodes = 2", "nodes = 1"))
+    plan = plan_of(f, tmp_path / "work")
+    m = member_command(plan, 0)
+    assert (m.argv, m.env) == (plan.argv, plan.env)
+    assert plan.runner is None and "VLLM_HOST_IP" not in m.env
+
+
+CONTAINER = (
+    'container = { runtime = "podman", image = "nvcr.io/nvidia/vllm:26.01-py3", '
+    'options = ["--gpus", "all", "--ipc", "host"] }'
+)
+
+
+def test_container_command_mounts_paths_and_passes_env_explicitly(tmp_path: Path) -> None:
+    plan = plan_of(write(tmp_path, server_extra=CONTAINER), tmp_path / "work")
+    name = container_name("g", "base__b000__a1", 1, "abc123")
+    m = member_command(
+        plan,
+        1,
+        master_addr="10.0.0.1",
+        master_port=29500,
+        node_ip="10.0.0.2",
+        container_name=name,
+        labels={"specab.boot": "base__b000__a1", "specab.member": "1"},
+        cwd=str(tmp_path / "work" / "cwd" / "x"),
+    )
+    argv = m.argv
+    head = ["podman", "run", "--rm", "--name", "specab-g-base__b000__a1-m1-abc123"]
+    assert argv[:5] == head
+    assert argv[5:10] == ["--network", "host", "--init", "-w", str(tmp_path / "work/cwd/x")]
+    image = argv.index("nvcr.io/nvidia/vllm:26.01-py3")
+    assert argv[image - 4 : image] == ["--gpus", "all", "--ipc", "host"]  # options last
+    inner = argv[image + 1 :]
+    assert inner[0] == "python3"  # the image's interpreter (no python given)
+    assert inner[1].endswith("specab_member.py") and inner[-1] == "--headless"
+    pairs = [argv[i + 1] for i in range(image) if argv[i] == "-e"]
+    assert "VLLM_HOST_IP=10.0.0.2" in pairs and "VLLM_CPU_KVCACHE_SPACE=1" in pairs
+    assert "HF_TOKEN" in pairs and not any("hf_secret" in a for a in argv)  # value by name
+    assert not any(p.startswith(("PATH=", "HOME=")) for p in pairs)  # host-only names stay out
+    assert m.env["HF_TOKEN"] == "hf_secret"  # ...from the CLI's own environment
+    mounts = [argv[i + 1] for i in range(image) if argv[i] == "-v"]
+    for m_dir in (tmp_path / "models" / "target", tmp_path / "models" / "draft"):
+        assert f"{m_dir}:{m_dir}:ro" in mounts  # the models, read-only
+    assert f"{tmp_path / 'work'}:{tmp_path / 'work'}" in mounts
+    labels = [argv[i + 1] for i in range(image) if argv[i] == "--label"]
+    assert labels == ["specab.boot=base__b000__a1", "specab.member=1"]
+    assert m.container == ContainerRef("podman", "specab-g-base__b000__a1-m1-abc123")
+
+
+def test_container_stop_and_check_commands_go_by_name() -> None:
+    ref = ContainerRef("docker", "specab-x")
+    assert ref.stop_commands(10.4) == [
+        ["docker", "stop", "-t", "10", "specab-x"],
+        ["docker", "rm", "-f", "specab-x"],
+    ]
+    assert ref.exists_command()[:5] == ["docker", "ps", "-a", "--filter", "name=^specab-x$"]
+
+
+def test_mount_paths_once_and_not_nested(tmp_path: Path) -> None:
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "f.txt").write_text("x")
+    got = mount_paths([tmp_path / "a" / "b", tmp_path / "a", tmp_path / "f.txt", "rel/x"], {})
+    assert got == [str(tmp_path)]  # the file's directory contains the others
+    cache = {"TRITON_CACHE_DIR": "/opt/cache/triton"}
+    assert mount_paths(["$WORKDIR"], cache) == ["$WORKDIR", "/opt/cache/triton"]
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "problem"),
+    [
+        ("{ tensor-parallel-size = 3 }", "tensor-parallel-size", "must divide"),
+        ("{ tensor-parallel-size = 2, nnodes = 2 }", "args", "'nnodes' is set by specab"),
+        (
+            '{ tensor-parallel-size = 2, distributed-executor-backend = "ray" }',
+            "distributed-executor-backend",
+            "mp backend",
+        ),
+    ],
+)
+def test_bad_gang_settings_are_user_errors(
+    tmp_path: Path, args: str, field: str, problem: str
+) -> None:
+    f = write(tmp_path)
+    f.write_text(
+        f.read_text().replace(
+            "args = { tensor-parallel-size = 2, max-model-len = 512 }", f"args = {args}"
+        )
+    )
+    with pytest.raises(SpecabError) as info:
+        plan_of(f, tmp_path / "work")
+    assert problem in info.value.problem and field in (info.value.field or "")
+
+
+def test_validate_prints_head_and_worker_and_node_preparation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    extra = 'pre_boot = ["sync; echo 3 > /proc/sys/vm/drop_caches"]\nmin_free_memory_gb = 100.0'
+    f = write(tmp_path, server_extra=extra)
+    assert run(["validate", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "gang boots: 2 nodes per boot" in out
+    assert "before every boot, on each node: sync; echo 3 > /proc/sys/vm/drop_caches" in out
+    assert "MemAvailable >= 100 GiB" in out
+    head = next(x for x in out.splitlines() if "head (node-rank 0, API server) command:" in x)
+    worker = next(x for x in out.splitlines() if "worker (node-rank 1) command:" in x)
+    assert '--master-addr "$HEAD_IP" --master-port "$MASTER_PORT"' in head
+    assert head.endswith('--host 127.0.0.1 --port "$PORT"')
+    assert "specab_member.py" in worker and worker.endswith("--headless")
+    assert "$WORKDIR/runtime/" in worker
+
+
+def test_validate_prints_the_full_container_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = write(tmp_path, arm_extra=CONTAINER)  # per arm
+    assert run(["validate", str(f)]) == 0
+    out = capsys.readouterr().out
+    head = next(x for x in out.splitlines() if "head (node-rank 0, API server) command:" in x)
+    words = shlex.split(head.split("command: ", 1)[1])
+    assert words[:5] == ["podman", "run", "--rm", "--name", "specab-g-$BOOT_ID-m0"]
+    assert "nvcr.io/nvidia/vllm:26.01-py3" in words and "-e" in words
+    assert words[words.index("nvcr.io/nvidia/vllm:26.01-py3") + 1] == "python3"
+
+
+def test_materialize_writes_one_script_per_member(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = write(tmp_path)
+    out = tmp_path / "out"
+    assert run(["materialize", str(f), "--arm", "base", "--out", str(out)]) == 0
+    head = (out / "command.sh").read_text()
+    worker = (out / "command-m1.sh").read_text()
+    assert "--node-rank 0" in head and '"${MASTER_PORT:?set MASTER_PORT}"' in head
+    assert '"${PORT:-8000}"' in head
+    assert "--headless" in worker and '"VLLM_HOST_IP=${NODE_IP:?set NODE_IP}"' in worker
+    members = json.loads((out / "plan.json").read_text())["members"]
+    assert [m["rank"] for m in members] == [0, 1]
+    # the script refuses to run without the gang's addresses
+    env = {"PATH": "/usr/bin:/bin", "HF_TOKEN": "t"}
+    proc = subprocess.run(
+        ["sh", str(out / "command-m1.sh")], capture_output=True, text=True, env=env
+    )
+    assert proc.returncode != 0 and "set NODE_IP" in proc.stderr, proc.stderr
+
+
+def test_nodes_is_validated_and_documented() -> None:
+    from bench.experiment import ResourcesSection
+
+    assert ResourcesSection().nodes == 1
+    with pytest.raises(ValueError):
+        ResourcesSection(nodes=0)
+    text = textwrap.dedent(str(ResourcesSection.model_fields["nodes"].description))
+    assert "STRICT_SPREAD" in text and "per node" in text
+
+
+def test_boot_capacity_counts_gangs_of_distinct_nodes() -> None:
+    assert boot_capacity([1, 1], 2) == 1
+    assert boot_capacity([2, 2], 2) == 2
+    assert boot_capacity([3, 1], 2) == 1  # the second node serves one gang only
+    assert boot_capacity([3, 1, 1], 2) == 2
+    assert boot_capacity([1, 1, 1], 1) == 3 and boot_capacity([1], 2) == 0
+
+
+def test_dispatcher_places_a_gang_on_distinct_nodes_rotating_the_head() -> None:
+    from bench.run._dispatch import Dispatcher
+
+    nodes = [NodeSlots("n1", "a", 1), NodeSlots("n2", "b", 1), NodeSlots("n3", "c", 1)]
+    d = Dispatcher(nodes, 1, {}, lambda a: None, gang=2)  # type: ignore[arg-type,return-value]
+    todo = plan_order(["x"], 3, seed=0)
+    heads, sets = [], []
+    for _ in range(3):
+        place = d.reserve(todo)
+        assert place is not None and len(place.members) == 2
+        ids = [n.node_id for n, _ in place.members]
+        assert len(set(ids)) == 2 and ids[0] == place.node.node_id
+        heads.append(ids[0])
+        sets.append(frozenset(ids))
+        # what launch() counts, without Ray
+        d._per_node_arm[(ids[0], "x")] += 1
+        for n in ids:
+            d._member_arm[(n, "x")] += 1
+            d._per_node_total[n] += 1
+        for n, slot in place.members:
+            d._free[n.node_id].add(slot)
+    assert sorted(heads) == ["n1", "n2", "n3"]  # the head rotates over the nodes
+    assert len(set(sets)) == 3  # and so do the node pairs
+    busy = Dispatcher(nodes[:1], 1, {}, lambda a: None, gang=2)  # type: ignore[arg-type,return-value]
+    assert busy.reserve(plan_order(["x"], 1, seed=0)) is None  # one node cannot host a gang
+
+
+def test_run_ab_refuses_a_bad_gang_before_ray_and_the_results_dir(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = write(tmp_path)
+    f.write_text(f.read_text().replace("tensor-parallel-size = 2", "tensor-parallel-size = 3"))
+    root = tmp_path / "results"
+    assert run(["run-ab", str(f), "--results-dir", str(root), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "resources] nodes = 2 must divide" in err
+    assert "Fix: set tensor-parallel-size = 2" in err
+    assert not root.exists()
