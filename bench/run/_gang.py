@@ -21,7 +21,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Protocol
 
 from bench.errors import BootFailed
@@ -33,7 +32,7 @@ from bench.experiment import (
     launch_plan,
     member_command,
 )
-from bench.run._process import MemberProcess, Watch
+from bench.run._process import Lifecycle, MemberProcess, Watch
 from bench.run._procfs import summarize_tail
 from bench.run._server import ServerProcess
 
@@ -161,7 +160,7 @@ class LocalMember:
             self._proc.finish_stop()
 
 
-class GangServer:
+class GangServer(Lifecycle):
     """The head's ServerProcess plus the other members, started, watched and stopped as one.
     Same surface as ServerProcess where the boot uses it (base_url, wait_ready, stop)."""
 
@@ -253,19 +252,3 @@ class GangServer:
                 errors.append(exc)
         if errors:
             raise errors[0]
-
-    def __enter__(self) -> GangServer:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -20,7 +20,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Protocol
+from types import TracebackType
+from typing import IO, Protocol, Self
 
 from bench.errors import BootFailed
 from bench.experiment import ContainerRef
@@ -36,6 +37,33 @@ from bench.run._procfs import (
 )
 
 CONTAINER_GONE_S = 30.0  # after stop + rm: how long a container may take to disappear
+
+
+class Lifecycle:
+    """A context manager that starts on enter (stopping whatever started when that fails, so
+    no error path leaks a process) and stops on exit."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
 
 
 class Plan(Protocol):
@@ -71,7 +99,7 @@ def container_exists(ref: ContainerRef) -> bool:
 _Stopping = tuple["subprocess.Popen[bytes]", float, "subprocess.Popen[bytes] | None"]
 
 
-class MemberProcess:
+class MemberProcess(Lifecycle):
     """One process tree of a boot (a server or a gang member). Use `stop()` on every path."""
 
     def __init__(

@@ -12,7 +12,6 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import TracebackType
 
 import httpx
 
@@ -121,19 +120,3 @@ class ServerProcess(MemberProcess):
                         "(raise server.ready_timeout_s if the model is just slow)"
                     )
                 time.sleep(self._poll)
-
-    def __enter__(self) -> ServerProcess:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
