@@ -176,7 +176,7 @@ def speculation_length(ctx: PairContext, draft: dict[str, Any]) -> list[Finding]
             ctx.arm,
             "num_speculative_tokens",
             f"{k} is below the draft's {key} {size}: the draft was trained to propose blocks of "
-            f"{size} (recent vLLM refuses k below it)",
+            f"{size}; vLLM 0.32 accepts a smaller k but defaults to the block size",
             f"speculative_config = {{ num_speculative_tokens = {size} }} (in [server] or the arm)",
             "speculation_length",
         )
