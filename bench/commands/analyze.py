@@ -8,17 +8,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
-from rich.console import Console
 
 from bench.commands._analyze_view import render, render_plan, render_split
 from bench.commands._options import as_flags, parse_floats
 from bench.errors import SpecabError
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from bench.stats import Prior
 
-# Tables are wide (estimate [CI] columns); do not squeeze them into 80 columns in a pipe.
-console = Console(highlight=False, soft_wrap=True, width=None if Console().is_terminal else 132)
+
+def _console() -> Console:
+    from bench.report import table_console  # lazy: the report package imports matplotlib
+
+    return table_console()
 
 
 def _prior_sd(text: str | None) -> dict[str, float] | None:
@@ -157,7 +161,7 @@ def analyze(
             if out_fmt == "json":
                 typer.echo(json.dumps(split, indent=2, allow_nan=False))
             else:
-                render_split(split, console)
+                render_split(split, _console())
             return 0
         result = stats.analyze(
             results.probes,
@@ -181,7 +185,7 @@ def analyze(
     elif out_fmt == "markdown":
         typer.echo(verdict_markdown(result), nl=False)
     else:
-        render(result, console)
+        render(result, _console())
     primary = [c for c in result.comparisons if c.family == "primary"]
     return 1 if any(c.verdict in gate for c in primary) else 0
 
@@ -215,7 +219,7 @@ def plan(
     if as_json:
         typer.echo(json.dumps(p, indent=2, allow_nan=False))
     else:
-        render_plan(p, console)
+        render_plan(p, _console())
 
 
 def register(app: typer.Typer) -> None:

@@ -66,12 +66,13 @@ def register(app: typer.Typer) -> None:
     ) -> int:
         """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
         from bench.experiment import load_spec
+        from bench.report import table_console
         from bench.run import RunOptions
         from bench.run import run_ab as run
 
         spec = load_spec(experiment_file)
         root = results_dir or Path("results") / spec.experiment.name
-        console = Console(stderr=False, highlight=False)
+        console = table_console()
         opts = RunOptions(
             results_dir=root,
             resume=resume,

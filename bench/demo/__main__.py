@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> int:
     default_spec = (repo_root() / DEMO_SPEC).resolve()
     parser.add_argument("--spec", type=Path, default=default_spec)
     args = parser.parse_args(argv)
-    console = Console(highlight=False)
+    from bench.report import table_console
+
+    console = table_console()
     t0 = time.monotonic()
     try:
         # A user's own --spec brings its own models; only the demo's are built here.

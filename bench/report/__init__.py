@@ -13,7 +13,7 @@ from bench.report._render import (
     verdict_markdown,
     write_report,
 )
-from bench.report._summary import print_end
+from bench.report._summary import print_end, table_console
 from bench.report._tables import (
     failed_attempts,
     identity_summary,
@@ -49,6 +49,7 @@ __all__ = [
     "render_report",
     "speed_table",
     "speedup_table",
+    "table_console",
     "variance_table",
     "verdict_interval",
     "verdict_markdown",

@@ -23,6 +23,13 @@ from bench.stats import Analysis, pooled_ratios
 from bench.store import load_results
 
 
+def table_console(*, stderr: bool = False) -> Console:
+    """A console for verdict tables: rich falls back to 80 columns when output is not a
+    terminal (a CI log, `| tee`), which cuts metric names and intervals; use 132 there."""
+    width = None if Console(stderr=stderr).is_terminal else 132
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+
+
 def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
     table = Table(title=title, title_justify="left")
     for col in df.columns:

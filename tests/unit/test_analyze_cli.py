@@ -45,6 +45,20 @@ def test_analyze_human_output_has_verdicts_and_why(
     assert "fix pos0: equivalent" in text and "lies inside ±0.500" in text
 
 
+def test_tables_keep_metric_names_whole_in_a_pipe(
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # stdout is captured (not a terminal): rich alone would cut run-ab's and the demo's
+    # end-of-run verdict table to 80 columns ("acceptanc…" in a CI log)
+    from bench.report import print_end, table_console
+
+    console = table_console()
+    assert console.width >= 120
+    print_end(results, console, per_node={}, report=False)
+    text = capsys.readouterr().out
+    assert "mean_accepted_length" in text and "acceptance_pos0" in text
+
+
 def test_analyze_options_change_the_answer(
     results: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
