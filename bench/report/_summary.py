@@ -33,7 +33,8 @@ def table_console(*, stderr: bool = False) -> Console:
 def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
     table = Table(title=title, title_justify="left")
     for col in df.columns:
-        table.add_column(escape(str(col)))  # "[raw 95% CI]" is not rich markup
+        # "[raw 95% CI]" is not rich markup; fold, never cut, on a narrow terminal
+        table.add_column(escape(str(col)), overflow="fold")
     for _, r in df.iterrows():
         table.add_row(*[f"{v:.4f}" if isinstance(v, float) else escape(str(v)) for v in r.tolist()])
     console.print(table)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from bench.cli import run
 from bench.stats.simulate import simulate_results
@@ -57,6 +59,10 @@ def test_tables_keep_metric_names_whole_in_a_pipe(
     print_end(results, console, per_node={}, report=False)
     text = capsys.readouterr().out
     assert "mean_accepted_length" in text and "acceptance_pos0" in text
+    # a terminal narrower than the table folds cells instead of cutting them
+    narrow = Console(file=io.StringIO(), width=60)
+    print_end(results, narrow, per_node={}, report=False)
+    assert "…" not in narrow.file.getvalue()
 
 
 def test_analyze_options_change_the_answer(
@@ -188,8 +194,6 @@ def test_a_bad_manifest_setting_names_the_manifest_not_a_flag(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """run-ab passes no flags: an error about its settings must not blame one."""
-    from rich.console import Console
-
     from bench.report import print_end
 
     root = simulate_results(tmp_path / "m", {"a": 0.0, "b": 0.0}, boots=2, prompts=10)
