@@ -54,7 +54,8 @@ def render(result: Analysis, out: Console) -> None:
     arms = Table(title="Arms (ratio of sums over ok boots; t interval over boots)")
     cols = ("arm", "boots", "failed", "B_eff", "pos0", "sd", "mean length", "sd", "tokens/s", "sd")
     for col in cols:
-        arms.add_column(col, justify="right" if col in ("boots", "failed", "B_eff") else "left")
+        right = col in ("boots", "failed", "B_eff")  # fold, never cut, on a narrow terminal
+        arms.add_column(col, justify="right" if right else "left", overflow="fold")
     for a in result.arms:
         p0, ml = a.metrics["acceptance_pos0"], a.metrics["mean_accepted_length"]
         sp = a.metrics[SPEED_METRIC]
@@ -75,9 +76,9 @@ def render(result: Analysis, out: Console) -> None:
     out.print(arms)
     comps = Table(title="Each arm vs baseline (Welch on boot values; Holm within each family)")
     for col in ("arm", "metric", "family", "difference [raw CI]", "verdict interval", "p"):
-        comps.add_column(escape(col))  # "[raw CI]" is not rich markup
-    comps.add_column("p Holm")
-    comps.add_column("verdict")
+        comps.add_column(escape(col), overflow="fold")  # "[raw CI]" is not rich markup
+    comps.add_column("p Holm", overflow="fold")
+    comps.add_column("verdict", overflow="fold")
     for c in result.comparisons:
         comps.add_row(
             f"{c.arm} vs {c.baseline}",
@@ -122,7 +123,7 @@ def _render_breakdown(result: Analysis, out: Console) -> None:
     assert b is not None
     table = Table(title=f"By {b.by} (secondary; Holm within each group only)")
     for col in ("group", "probes", "arm", "metric", "estimate [CI]", "vs baseline", "verdict"):
-        table.add_column(escape(col))
+        table.add_column(escape(col), overflow="fold")
     for g in b.groups:
         for a in g.arms:
             for metric, m in a.metrics.items():

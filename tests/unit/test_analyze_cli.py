@@ -63,6 +63,18 @@ def test_tables_keep_metric_names_whole_in_a_pipe(
     narrow = Console(file=io.StringIO(), width=60)
     print_end(results, narrow, per_node={}, report=False)
     assert "…" not in narrow.file.getvalue()
+    # the same for `specab analyze`'s own view, breakdown included
+    from bench import stats
+    from bench.commands._analyze_view import render
+    from bench.store import load_results
+
+    loaded = load_results(results)
+    result = stats.analyze(
+        loaded.probes, loaded.boots, loaded.manifest, n_resamples=0, by="probe_set"
+    )
+    narrow = Console(file=io.StringIO(), width=60)
+    render(result, narrow)
+    assert "…" not in narrow.file.getvalue()
 
 
 def test_analyze_options_change_the_answer(
