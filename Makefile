@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.specab-installed
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint clean-venv
+.PHONY: install demo test lint docs clean-venv
 
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -30,6 +30,13 @@ lint: install
 
 test: lint
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+# The user guide: the experiment-file reference regenerated from the models, then a strict
+# build (a broken link, anchor or page left out of the nav fails) into site/.
+docs: install
+	$(BIN)/specab schema --markdown > docs/reference/experiment-file.md
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+	@echo "user guide: site/index.html"
 
 clean-venv:
 	rm -rf $(VENV)

@@ -29,6 +29,9 @@ DEFAULT_MARGINS: Mapping[str, float] = MappingProxyType(
     {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02, SPEED_METRIC: 0.02}
 )
 BootStatus = Literal["ok", "failed"]
+# Where a failed attempt stopped: before /health, at the patch check, at the boot's first
+# request (warmup or measured), at a later probe, or at the boot's final counter check.
+FailedPhase = Literal["start", "patch_check", "first_request", "probes", "counts"]
 AcceptanceSource = Literal["per_request", "metrics_delta"]
 
 
@@ -126,6 +129,12 @@ class BootRecord(_Record):
     member_hosts: tuple[str, ...] = Field(
         (), description="Every member's node label, head first (gang boots)."
     )
+    failed_phase: FailedPhase | None = Field(
+        None,
+        description="Where a failed attempt stopped: start (before /health), patch_check, "
+        "first_request (the boot's first request), probes, counts (the final check); null "
+        "for ok attempts and for attempts whose worker or node died.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> BootRecord:
@@ -209,6 +218,7 @@ BOOT_SCHEMA = pa.schema(
         ("concurrency", pa.int64()),
         ("members", pa.int64()),
         ("member_hosts", pa.list_(pa.string())),
+        ("failed_phase", pa.string()),
     ]
 )
 

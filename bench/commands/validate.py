@@ -107,11 +107,19 @@ def _print_lint(checked: Preflight, file: Path) -> None:
         console.print(f"  {line}", markup=False)
 
 
-def schema() -> None:
-    """Print the JSON schema of the experiment file (for editors)."""
-    from bench.experiment import json_schema
+def schema(
+    markdown: Annotated[
+        bool,
+        typer.Option("--markdown", help="The reference page (docs/reference/) instead."),
+    ] = False,
+) -> None:
+    """Print the JSON schema of the experiment file (for editors), or its reference page."""
+    from bench.experiment import experiment_reference_markdown, json_schema
 
-    typer.echo(json.dumps(json_schema(), indent=2))
+    if markdown:
+        typer.echo(experiment_reference_markdown(), nl=False)
+    else:
+        typer.echo(json.dumps(json_schema(), indent=2))
 
 
 def materialize(

@@ -45,6 +45,7 @@ from bench.experiment._preflight_resume import (
     resume_changes,
 )
 from bench.experiment._probesets import Probe, ProbeSet, load_probe_set, load_probe_sets
+from bench.experiment._reference import experiment_reference_markdown
 from bench.experiment._spec import (
     ArgValue,
     ArmSpec,
@@ -87,6 +88,7 @@ __all__ = [
     "container_name",
     "container_supports_per_request",
     "effective_config",
+    "experiment_reference_markdown",
     "humaneval_probe_lines",
     "inspect_experiment",
     "interpreter_vllm_version",

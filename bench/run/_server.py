@@ -17,7 +17,8 @@ import httpx
 
 from bench.experiment import ContainerRef
 from bench.run._process import MemberProcess, Plan, Watch
-from bench.run._procfs import descendants, group_members, log_tail, summarize_tail
+from bench.run._procfs import descendants, group_members, log_tail
+from bench.run._rootcause import summarize_tail
 
 __all__ = [
     "Plan",

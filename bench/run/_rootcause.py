@@ -1,0 +1,67 @@
+"""The root cause of a failed server, read from its log.
+
+A vLLM server that fails answers with an envelope ("EngineCore encountered an issue. See
+stack trace (above) for the root cause.", "Engine core initialization failed. See root cause
+above."): the cause is the exception line of the engine's traceback in the log. This finds
+that line so that a failed boot's one-line error names it, at start-up and at a probe alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+# An exception line as Python prints it, possibly behind vLLM's log prefix
+# ("(EngineCore pid=1) ERROR 12-01 10:00:00 [core.py:1] RuntimeError: ..."): a dotted class
+# name ending in Error/Exception/..., at the line's start or after whitespace or "]",
+# followed by ": message" or nothing. Source lines of a traceback ("raise X(...)") do not match.
+_EXCEPTION = re.compile(
+    r"(?:^|[\s\]])((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure))"
+    r"(?::\s?(.*?))?\s*$"
+)
+# Wrappers that point elsewhere for the cause, and exits that are consequences.
+_WRAPPER_NAMES = frozenset(
+    {"EngineDeadError", "EngineGenerateError", "CancelledError", "KeyboardInterrupt", "SystemExit"}
+)
+_WRAPPER_TEXT = re.compile(r"root cause|stack trace|see (?:the )?(?:log|above)", re.IGNORECASE)
+
+
+def exception_line(line: str) -> str | None:
+    """`Name: message` when the line is a Python exception line, else None."""
+    m = _EXCEPTION.search(line)
+    if m is None:
+        return None
+    name, message = m.group(1), (m.group(2) or "").strip()
+    return f"{name}: {message}" if message else name
+
+
+def _is_wrapper(cause: str) -> bool:
+    name = cause.split(":", 1)[0].rsplit(".", 1)[-1]
+    return name in _WRAPPER_NAMES or bool(_WRAPPER_TEXT.search(cause))
+
+
+def root_cause(lines: Sequence[str]) -> str | None:
+    """The last exception line that is not a wrapper pointing elsewhere (the engine's own
+    error, not the API server's envelope around it); None when the log names none."""
+    fallback = None
+    for line in reversed(lines):
+        cause = exception_line(line)
+        if cause is None:
+            continue
+        if not _is_wrapper(cause):
+            return cause
+        fallback = fallback or cause
+    return fallback
+
+
+def summarize_tail(tail: Sequence[str]) -> str:
+    """The most telling single log line: the root-cause exception, else the last line naming
+    an error, else the last line."""
+    cause = root_cause(tail)
+    if cause is not None:
+        return cause
+    for line in reversed(tail):
+        low = line.lower()
+        if "error" in low or "exception" in low:
+            return line.strip()
+    return tail[-1].strip() if tail else "(empty log)"
