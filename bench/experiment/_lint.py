@@ -50,8 +50,13 @@ class LintReport:
     def summary(self) -> str:
         n, arms = len(self.warnings), len({f.arm for f in self.warnings})
         notes = len(self.findings) - n
-        head = f"{n} finding(s) in {arms} of" if n else "no findings in"
-        return f"{head} {len(self.arms)} arm(s)" + (f"; {notes} note(s)" if notes else "")
+        if n:
+            head = f"{n} finding(s) in {arms} of {len(self.arms)} arm(s)"
+            return head + (f"; {notes} thing(s) could not be checked" if notes else "")
+        if notes:  # never a clean bill for what lint could not decide
+            arms_n = len(self.arms)
+            return f"{notes} thing(s) could not be checked in {arms_n} arm(s); no other findings"
+        return f"no findings in {len(self.arms)} arm(s)"
 
 
 def lint_file(path: str | Path, *, environ: Mapping[str, str] | None = None) -> LintReport:

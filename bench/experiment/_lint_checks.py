@@ -146,13 +146,17 @@ def rotary(ctx: PairContext, target: dict[str, Any], draft: dict[str, Any]) -> l
     return out
 
 
+# Drafters that propose a whole trained block per step (vLLM reads its size from the draft).
+BLOCK_METHODS = ("dspark", "dflash")
+
+
 def block_size(draft: dict[str, Any], method: str | None) -> tuple[int, str] | None:
     """The block the draft was trained to propose, with the key that declares it. For the
     DSpark method vLLM reads dflash_config, then eagle_config, then the top level, then
     dspark_block_size; any draft's dspark_block_size counts."""
     d = text_config(draft)
     places: list[tuple[Any, str]] = []
-    if method == "dspark":
+    if method in BLOCK_METHODS:
         for section in ("dflash_config", "eagle_config"):
             sub = d.get(section)
             if isinstance(sub, dict):
@@ -168,6 +172,19 @@ def block_size(draft: dict[str, Any], method: str | None) -> tuple[int, str] | N
 def speculation_length(ctx: PairContext, draft: dict[str, Any]) -> list[Finding]:
     k = ctx.num_speculative_tokens
     declared = block_size(draft, ctx.method)
+    if k is not None and declared is None and ctx.method in BLOCK_METHODS:
+        return [
+            Finding(
+                ctx.arm,
+                "num_speculative_tokens",
+                f"cannot check {k} against the draft's block: the draft config declares no "
+                "block_size (dflash_config, eagle_config, top level) nor dspark_block_size, "
+                "and no default is known",
+                "check the draft's training block size; declare it with a draft_config overlay",
+                "speculation_length",
+                severity="note",
+            )
+        ]
     if k is None or declared is None or k >= declared[0]:
         return []
     size, key = declared

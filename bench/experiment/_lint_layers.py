@@ -25,6 +25,17 @@ OFFSET_LAYER_METHODS: dict[str, tuple[str, ...]] = {
     "*_mtp": ("num_nextn_predict_layers", "mtp_num_hidden_layers", "n_mtp_layers"),
 }
 
+# Draft-layer counts vLLM uses when a checkpoint declares none of the keys above, with where
+# the default lives. Lint checks against the default (and says so) rather than skipping.
+DEFAULT_DRAFT_LAYERS: dict[str, tuple[int, str]] = {
+    "dspark": (
+        3,
+        "vLLM 0.32's default: no n_mtp_layers declared, and its DeepSeek-V4 DSpark model "
+        "runs `getattr(config, 'n_mtp_layers', None) or 3` layers "
+        "(vllm/models/deepseek_v4/*/dspark.py)",
+    ),
+}
+
 # Lists a runtime is known to index by a draft layer's id. Any other per-layer list counts
 # only once it reaches past num_hidden_layers (the checkpoint itself then says draft layers
 # read it): a list of exactly num_hidden_layers entries, e.g. Qwen3-Next's layer_types, is
@@ -82,23 +93,28 @@ def layer_overflow(
     if keys is None or not isinstance(n, int) or n < 1:
         return []
     source = draft if draft is not None else target  # MTP heads live in the target checkpoint
+    which = "draft" if draft is not None else "target"
+    lists = [key for key, values in t.items() if _is_per_layer(key, values, n)]
     counted = draft_layer_count(source, keys)
-    if counted is None:
-        return []
-    d, count_key = counted
+    if counted is not None:
+        d, basis = counted[0], f"{counted[1]} of the {which}"
+    elif method in DEFAULT_DRAFT_LAYERS:
+        d, basis = DEFAULT_DRAFT_LAYERS[method][0], DEFAULT_DRAFT_LAYERS[method][1]
+    else:
+        return _cannot_count(arm, method, keys, which, lists)
     runtime = list(range(n, n + d))
     out: list[Finding] = []
-    for key, values in t.items():
-        if not _is_per_layer(key, values, n) or len(values) >= n + d:
+    for key in lists:
+        values = t[key]
+        if len(values) >= n + d:
             continue
         past = [i for i in runtime if i >= len(values)]
         own = text_config(draft).get(key) if draft is not None else None
         covered = isinstance(own, list) and len(own) >= n + d
         problem = (
             f"draft layers run as ids {id_ranges(runtime)} (target num_hidden_layers {n} + "
-            f"{d} draft layers, {count_key} of the {'draft' if draft is not None else 'target'}"
-            f") but the target's {key} has {len(values)} entries: ids {id_ranges(past)} fall "
-            "past its end"
+            f"{d} draft layers, {basis}) but the target's {key} has {len(values)} entries: "
+            f"ids {id_ranges(past)} fall past its end"
         )
         if key in CONSEQUENCE:
             problem += f"; {CONSEQUENCE[key]}"
@@ -121,3 +137,25 @@ def layer_overflow(
         )
         out.append(Finding(arm, key, problem, f"{fix}, or {alt}", "layer_overflow"))
     return out
+
+
+def _cannot_count(
+    arm: str, method: str | None, keys: tuple[str, ...], which: str, lists: list[str]
+) -> list[Finding]:
+    """A note, not silence, when the draft's layer count is neither declared nor defaulted
+    and the target has per-layer lists its ids could run past."""
+    if not lists:
+        return []
+    return [
+        Finding(
+            arm,
+            keys[0],
+            f"cannot check the draft layers' ids against the target's {', '.join(lists)}: "
+            f"none of {', '.join(keys)} is declared in the {which} config and no default is "
+            f"known for method {method!r}",
+            f"declare the number of draft layers, e.g. a {which}_config overlay "
+            f"{{ {keys[0]} = N }}",
+            "layer_overflow",
+            severity="note",
+        )
+    ]

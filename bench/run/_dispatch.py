@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Callable, MutableSequence
+from collections.abc import Callable, Collection, MutableSequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -79,14 +79,17 @@ class Dispatcher:
         self._options = options
         self.inflight: dict[Any, InFlight] = {}
 
-    def reserve(self, todo: MutableSequence[PlannedBoot]) -> Place | None:
-        """Take the next boot off `todo` with a free slot for it, or None (all busy)."""
+    def reserve(
+        self, todo: MutableSequence[PlannedBoot], hold: Collection[str] = ()
+    ) -> Place | None:
+        """Take the next boot off `todo` with a free slot for it, or None (all busy, or only
+        boots of arms in `hold` are eligible)."""
         if len(self.inflight) >= self.cap:
             return None
         free = {node_id: len(slots) for node_id, slots in self._free.items()}
         if sum(1 for k in free.values() if k > 0) < self.gang:
             return None
-        pick = pick_next(todo, free, self._per_node_arm, self._per_node_total)
+        pick = pick_next(todo, free, self._per_node_arm, self._per_node_total, hold)
         if pick is None:
             return None
         index, node_id = pick

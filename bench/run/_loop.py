@@ -29,7 +29,9 @@ from bench.run._attempts import Ledger, RunOptions, RunSummary
 from bench.run._boot import BootRequest, failed_record
 from bench.run._dispatch import Dispatcher, InFlight, Place
 from bench.run._ordering import PlannedBoot, boot_seed
+from bench.run._process import CAUSE_LINES
 from bench.run._progress import Progress, Running
+from bench.run._rootcause import cause_context
 from bench.run._sequential import SequentialRun
 from bench.run._server import log_tail
 from bench.run._task import AttemptSpec, TaskResult
@@ -69,6 +71,11 @@ class RepeatGuard:
 
     def ok(self, arm: str) -> None:
         self.proven.add(arm)
+
+    def suspect(self, arm: str) -> bool:
+        """The arm never booted ok and its last failure came before anything was measured:
+        its next attempt should wait for the one in flight (it may fail the same way)."""
+        return arm not in self.proven and self.last.get(arm) is not None
 
     def repeats(self, record: BootRecord) -> bool:
         if record.arm in self.proven:
@@ -136,7 +143,7 @@ class RunLoop:
 
     def _loop(self, todo: deque[PlannedBoot]) -> None:
         while todo or self.dispatch.inflight:
-            while (place := self.dispatch.reserve(todo)) is not None:
+            while (place := self.dispatch.reserve(todo, self._held())) is not None:
                 self._launch(place)
             for ref, f in self.dispatch.finished(timeout_s=1.0):
                 record = self._collect(ref, f)
@@ -145,6 +152,12 @@ class RunLoop:
             if self.seq is not None and self.seq.check(self.summary.ok, self.progress.note):
                 todo.clear()  # sequential stop: launch nothing new, running boots finish
             self.progress.refresh()
+
+    def _held(self) -> set[str]:
+        """Arms whose next attempt waits: a suspect arm with an attempt in flight, so that a
+        failure certain to repeat costs two attempts, not one per free slot."""
+        running = {f.spec.request.attempt.arm for f in self.dispatch.inflight.values()}
+        return {arm for arm in running if self.repeat.suspect(arm)}
 
     def _launch(self, place: Place) -> None:
         p, node = place.plan, place.node
@@ -209,9 +222,10 @@ class RunLoop:
             f"arm {record.arm!r} failed twice in a row with the same error and has not "
             f"booted ok once, so every retry would fail the same way: {error}"
         ]
-        tail = log_tail(self.writer.root / record.log_path, TAIL_LINES) if record.log_path else []
+        log = log_tail(self.writer.root / record.log_path, CAUSE_LINES) if record.log_path else []
+        tail = cause_context(log, TAIL_LINES)
         if tail:
-            lines += [f"last lines of {record.log_path}:", *(f"  {x}" for x in tail)]
+            lines += [f"from {record.log_path}:", *(f"  {x}" for x in tail)]
         lines.append(
             f"Fix the cause (try one boot: specab boot FILE --arm {record.arm}), then rerun "
             "with --resume"

