@@ -108,6 +108,7 @@ def render(result: Analysis, out: Console) -> None:
             f"speedup {s.arm} over {s.reference} (no speculation, concurrency {s.concurrency}): "
             f"{_ci(s.speedup, s.ci_low, s.ci_high, 3)}x (raw {1 - result.alpha:.0%} interval)"
         )
+    _render_peer_lengths(result, out)
     if result.breakdown is not None:
         _render_breakdown(result, out)
     if result.sequential:
@@ -116,6 +117,25 @@ def render(result: Analysis, out: Console) -> None:
         )
     for note in result.notes:
         out.print(f"note: {note}", markup=False)
+
+
+def _render_peer_lengths(result: Analysis, out: Console) -> None:
+    """Mean accepted length as the tools users compare against define it (same requests)."""
+    rows = [(a.arm, a.peer_lengths) for a in result.arms if a.peer_lengths is not None]
+    if not rows:
+        return
+    t = Table(title="Mean accepted length as other tools define it (same requests; see docs)")
+    for col in ("arm", "specab = vLLM /metrics", "mean over requests", "token-weighted", "n"):
+        t.add_column(col, overflow="fold")
+    for arm, p in rows:
+        t.add_row(
+            arm,
+            _num(p.vllm_metrics, ".4f"),
+            _num(p.request_mean, ".4f"),
+            _num(p.token_weighted, ".4f"),
+            str(p.requests),
+        )
+    out.print(t)
 
 
 def _render_breakdown(result: Analysis, out: Console) -> None:

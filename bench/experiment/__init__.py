@@ -18,6 +18,8 @@ from bench.experiment._envs import (
     supports_per_request_timing,
     vllm_package_dir,
 )
+from bench.experiment._importers import FORMATS as PROMPT_FORMATS
+from bench.experiment._importers import Imported, import_prompts
 from bench.experiment._launch import (
     LaunchPlan,
     MemberCommand,
@@ -62,6 +64,7 @@ from bench.experiment._spec import (
 
 __all__ = [
     "OFFSET_LAYER_METHODS",
+    "PROMPT_FORMATS",
     "REDACTED",
     "RESUME_MAY_CHANGE",
     "ArgValue",
@@ -71,6 +74,7 @@ __all__ = [
     "ContainerSpec",
     "Experiment",
     "Finding",
+    "Imported",
     "LaunchPlan",
     "LintReport",
     "Measurement",
@@ -90,6 +94,7 @@ __all__ = [
     "effective_config",
     "experiment_reference_markdown",
     "humaneval_probe_lines",
+    "import_prompts",
     "inspect_experiment",
     "interpreter_vllm_version",
     "json_schema",

@@ -7,6 +7,7 @@ from an A/A run. `bench.stats.simulate` generates results with a known truth for
 from bench.stats._analyze import COMPARISON_KEYS, analyze
 from bench.stats._core import VERDICTS
 from bench.stats._decide import decide
+from bench.stats._gate import GateCheck, boots_for_gate, gate_check
 from bench.stats._models import (
     Analysis,
     ArmResult,
@@ -24,6 +25,7 @@ from bench.stats._text import level_name
 
 __all__ = [
     "COMPARISON_KEYS", "VERDICTS", "Analysis", "ArmResult", "BootMetrics", "Comparison",
-    "Decision", "MetricEstimate", "PositionEstimate", "Prior", "analyze", "decide",
-    "level_name", "plan_from_results", "pooled_ratios", "prior_from_results", "split_arm",
+    "Decision", "GateCheck", "MetricEstimate", "PositionEstimate", "Prior", "analyze",
+    "boots_for_gate", "decide", "gate_check", "level_name", "plan_from_results",
+    "pooled_ratios", "prior_from_results", "split_arm",
 ]  # fmt: skip

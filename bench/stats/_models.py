@@ -85,6 +85,24 @@ class AcceptedShare(_Out):
     ci_high: Num = Field(description="Its upper end.")
 
 
+class PeerLengths(_Out):
+    """Mean accepted length as other tools define it (bench/stats/_peers.py)."""
+
+    vllm_metrics: Num = Field(
+        description="1 + sum accepted / sum drafts over every step (vLLM /metrics, "
+        "`vllm bench serve`; equals specab's estimate)."
+    )
+    request_mean: Num = Field(
+        description="Mean over requests of 1 + accepted / drafts (specdec_bench Average_AL)."
+    )
+    token_weighted: Num = Field(
+        None,
+        description="Per-request lengths weighted by output tokens (AIPerf's token-weighted "
+        "aggregate); null without completion tokens.",
+    )
+    requests: Int = Field(description="Requests with drafts that the last two average over.")
+
+
 class ArmResult(_Out):
     arm: str = Field(description="Arm name.")
     boots: Int = Field(description="Ok boots analyzed.")
@@ -103,6 +121,11 @@ class ArmResult(_Out):
         None,
         description="histogram: per-request histograms; per_position: from the cumulative "
         "per-position counts (steps accepting exactly j = A_(j-1) - A_j, exact).",
+    )
+    peer_lengths: PeerLengths | None = Field(
+        None,
+        description="Mean accepted length as vLLM, specdec_bench and AIPerf define it, on "
+        "the same requests (reconciling tools; statistics use specab's estimate).",
     )
 
 

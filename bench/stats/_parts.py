@@ -19,6 +19,7 @@ from bench.stats._models import (
     PositionEstimate,
     VarianceComponents,
 )
+from bench.stats._peers import peer_lengths
 from bench.stats._position import conditional_band, cumulative_band, position_differences
 from bench.stats._settings import Prior, Settings
 from bench.stats._speed import accepted_length, null_estimate, speed_estimate
@@ -125,6 +126,7 @@ def arm_result(ad: ArmData, alpha: float, prior: Prior, failed: int) -> ArmResul
         concurrency=ad.concurrency,
         accepted_length=shares,
         accepted_length_source=source,
+        peer_lengths=peer_lengths(ad),
     )
 
 

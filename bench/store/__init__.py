@@ -10,6 +10,7 @@ crash between the two leaves an orphan probe file that loading ignores.
 """
 
 from bench.store._load import Results, load_manifest, load_results
+from bench.store._reference import load_reference, reference_path, save_reference
 from bench.store._write import (
     ResultsWriter,
     atomic_write_bytes,
@@ -19,5 +20,6 @@ from bench.store._write import (
 
 __all__ = [
     "Results", "ResultsWriter", "atomic_write_bytes", "atomic_write_json", "load_manifest",
-    "load_results", "write_parquet_atomic",
+    "load_reference", "load_results", "reference_path", "save_reference",
+    "write_parquet_atomic",
 ]  # fmt: skip
