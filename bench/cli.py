@@ -12,6 +12,7 @@ from bench.commands import (
     analyze,
     boot,
     demo_models,
+    export,
     gate,
     lint,
     probes,
@@ -31,7 +32,7 @@ app = typer.Typer(
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # One module per subcommand (bench/commands/<name>.py), each with `register(app)`.
-COMMAND_MODULES = [validate, lint, demo_models, boot, analyze, run_ab, report, probes, gate]
+COMMAND_MODULES = [validate, lint, demo_models, boot, analyze, run_ab, report, probes, gate, export]
 
 
 @app.command()
