@@ -78,6 +78,12 @@ class ProbeRecord(_Record):
         description="Per-request histogram of accepted draft tokens per verify step "
         "(K + 1 entries: steps with 0..K accepted), when the server reports it.",
     )
+    pass_index: int | None = Field(
+        None,
+        ge=0,
+        description="Which pass over the probe set this row is (0-based) when the boot ran "
+        "[probes] passes > 1; null for a single pass.",
+    )
 
 
 class BootRecord(_Record):
@@ -175,12 +181,13 @@ PROBE_SCHEMA = pa.schema(
         ("queue_s", pa.float64()),
         ("sequence", pa.int64()),
         ("acceptance_histogram", pa.list_(pa.int64())),
+        ("pass_index", pa.int64()),
     ]
 )
 # Columns a writer may leave out of a probe frame (stored as null): beyond the contract's
 # minimum and not known to every acceptance source or server build.
 PROBE_OPTIONAL = (
-    "category", "ttft_s", "tpot_s", "queue_s", "sequence", "acceptance_histogram",
+    "category", "ttft_s", "tpot_s", "queue_s", "sequence", "acceptance_histogram", "pass_index",
 )  # fmt: skip
 
 _TS = pa.timestamp("us", tz="UTC")

@@ -109,6 +109,14 @@ def render(result: Analysis, out: Console) -> None:
             f"{_ci(s.speedup, s.ci_low, s.ci_high, 3)}x (raw {1 - result.alpha:.0%} interval)"
         )
     _render_peer_lengths(result, out)
+    for d in result.drift:
+        fmt = (lambda v: f"{100 * v:+.1f} %") if d.scale == "relative" else (lambda v: f"{v:+.4f}")
+        ci = f"[{fmt(d.ci_low)}, {fmt(d.ci_high)}]" if d.ci_low is not None else "(1 boot)"
+        out.print(
+            f"drift {d.arm} {METRIC_LABEL.get(d.metric, d.metric)} pass {d.first_pass} -> "
+            f"{d.last_pass}: {fmt(d.change)} {ci} over {d.boots} boot(s): {d.verdict}",
+            markup=False,
+        )
     if result.breakdown is not None:
         _render_breakdown(result, out)
     if result.sequential:

@@ -21,6 +21,12 @@ class ProbesSection(_Model):
     top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling parameter.")
     seed: int | None = Field(None, description="Per-request sampling seed (None: engine stream).")
     warmup: int = Field(2, ge=0, description="Warmup probes run first and excluded from data.")
+    passes: int = Field(
+        1,
+        ge=1,
+        description="Times each boot runs the whole probe set (pass recorded per probe row): "
+        "> 1 measures drift within a boot (`specab analyze` compares the first and last pass).",
+    )
     concurrency: int = Field(
         1,
         ge=1,

@@ -54,6 +54,12 @@ CAPTIONS = {
         "histograms where the server reported them, else from the cumulative per-position "
         "counts, which give the same numbers); intervals over boots, per bar.",
     ),
+    "fig10_drift": (
+        "Drift within boots",
+        "Each arm's acceptance and tokens/s on each pass over the probe set ([probes] passes), "
+        "averaged over its boots; the legend gives the first-to-last change, estimated from "
+        "each boot's own difference (intervals over boots in the analysis).",
+    ),
     "fig9_categories": (
         "Per category",
         "Each arm's acceptance and tokens/s on each category's probes (a boot's ratios of sums "

@@ -22,6 +22,7 @@ from matplotlib.figure import Figure
 
 from bench.report._captions import CAPTIONS
 from bench.report._plots import plot_boot_strip, plot_forest, plot_positions
+from bench.report._plots_drift import plot_drift
 from bench.report._plots_runs import plot_output_identity, plot_timing, plot_variance
 from bench.report._plots_speed import plot_accepted_length, plot_categories, plot_speed
 from bench.report._sections import Section, sections
@@ -84,6 +85,7 @@ def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
         "fig7_speed": plot_speed(analysis),
         "fig8_accepted_length": plot_accepted_length(analysis),
         **({"fig9_categories": plot_categories(analysis)} if analysis.breakdown else {}),
+        **({"fig10_drift": plot_drift(analysis)} if analysis.drift else {}),
     }
 
 

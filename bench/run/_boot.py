@@ -226,6 +226,7 @@ def _measure_served(
             concurrency=how.concurrency,
             speculative=how.speculative,
             on_response=lambda: setattr(t, "phase", "probes"),
+            passes=req.spec.probes.passes,
         )
 
 

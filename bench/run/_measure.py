@@ -78,6 +78,7 @@ class _Rows:
     source: AcceptanceSource
     k: int
     speculative: bool
+    per_pass: int = 0  # probes in one pass over the set; 0: a single pass (no pass_index)
 
     def response_counts(self, probe: Probe, resp: ProbeResponse) -> SpecCounts | None:
         """Counts from the response (source per_request), zero for a no-speculation boot,
@@ -118,6 +119,7 @@ class _Rows:
             tpot_s=resp.tpot_s,
             queue_s=resp.queue_s,
             sequence=seq,
+            pass_index=seq // self.per_pass if self.per_pass else None,
             acceptance_histogram=hist,
         )
 
@@ -137,17 +139,20 @@ def measure(
     speculative: bool = True,
     lane_client: LaneClient | None = None,
     on_response: Callable[[], None] | None = None,
+    passes: int = 1,
 ) -> Measured:
     """Warmup (discarded, one at a time), then every probe: in probe-set order at
     concurrency 1, else in `concurrency` lanes (see the module docstring), each with a client
     from `lane_client` (default: a new one to `client`'s server). `on_response` is called
-    once the boot's first request (warmup, else measured) has answered."""
-    probes: list[Probe] = [p for s in sets for p in s.probes]
+    once the boot's first request (warmup, else measured) has answered. `passes` > 1 runs
+    the whole probe set that many times, in order; each row records its pass."""
+    one_pass: list[Probe] = [p for s in sets for p in s.probes]
     for i in range(warmup):
-        run_probe(client, probes[i % len(probes)], model, sampling)
+        run_probe(client, one_pass[i % len(one_pass)], model, sampling)
         if i == 0 and on_response is not None:
             on_response()
-    rows = _Rows(experiment, attempt, source, k, speculative)
+    probes = one_pass * passes
+    rows = _Rows(experiment, attempt, source, k, speculative, len(one_pass) if passes > 1 else 0)
     if concurrency > 1:
         if warmup == 0 and on_response is not None:
             on_response()  # lanes cannot tell which request came first: count it as probes

@@ -25,6 +25,7 @@ from bench.stats._breakdown import breakdown
 from bench.stats._compare import comparisons
 from bench.stats._data import Dataset, failed_counts
 from bench.stats._decide import prepare, primary
+from bench.stats._drift import drift
 from bench.stats._models import Analysis, AnalysisSettings, Comparison, PriorInfo
 from bench.stats._parts import arm_result, components, position_comparisons
 from bench.stats._settings import Prior, Settings
@@ -68,7 +69,7 @@ def analyze(
     )
     if by not in (None, "category", "probe_set"):
         raise SpecabError(f"{by!r}", field="by", fix="group by category or probe_set")
-    return analyze_data(
+    result = analyze_data(
         ds,
         arms,
         s,
@@ -80,6 +81,8 @@ def analyze(
         power=power,
         by=by,
     )
+    within = drift(probes, boots, arms, dict(s.margins), s.alpha)
+    return result.model_copy(update={"drift": within}) if within else result
 
 
 def analyze_data(

@@ -14,6 +14,8 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from bench.stats._drift import DriftEstimate
+
 
 def _finite(x: Any) -> float | None:
     if x is None:
@@ -306,6 +308,10 @@ class Analysis(_Out):
         default_factory=list, description="Each speculative arm over a no-speculation arm."
     )
     breakdown: Breakdown | None = Field(None, description="Per category or probe set (--by).")
+    drift: list[DriftEstimate] = Field(
+        default_factory=list,
+        description="Change from the first to the last pass within boots ([probes] passes).",
+    )
 
     def to_json(self) -> dict[str, Any]:
         """The strict-JSON object `analyze --json` prints."""

@@ -78,6 +78,7 @@ def probe_frame(
             "queue_s": 0.0,
             "sequence": np.arange(d.size),
             "acceptance_histogram": histogram(d, acc).tolist() if sim.speculative else None,
+            "pass_index": None,  # one pass per boot
         }
     )
 

@@ -7,6 +7,7 @@ before Ray), and that `analyze` refuses a hand-merged boot of another version.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -130,7 +131,7 @@ def real_run(
                 "SPECAB_ENV_REPORT": "VLLM_CPU_KVCACHE_SPACE",
             },
         },
-        probes={"sets": [str(probes)]},
+        probes={"sets": [str(probes)], "passes": 2},
         resources={"cpu": 1},
         arms=[
             {"name": "baseline"},
@@ -177,11 +178,30 @@ def test_killed_run_resumes_to_every_boot_each_with_its_own_seed(real_run: RealR
         assert f"VLLM_CPU_OMP_THREADS_BIND={core!r}" in log, boot_id
     assert set(ok["compile_cache"]) <= {"cold", "warm"}
     assert ok["boot_seconds"].gt(0).all() and ok["probe_seconds"].gt(0).all()
-    assert res.probes.groupby("boot_id").size().tolist() == [N_PROBES] * 2
+    # [probes] passes = 2: the set twice per boot, each row with its pass
+    assert res.probes.groupby("boot_id").size().tolist() == [2 * N_PROBES] * 2
+    assert sorted(res.probes["pass_index"].value_counts().to_dict().items()) == [
+        (0, 2 * N_PROBES),
+        (1, 2 * N_PROBES),
+    ]
     assert ok.sort_values("order")["block"].is_monotonic_increasing
     out = real_run.out
     assert "verdict" in out or "NOT A VERDICT" in out or "unreplicated" in out
     assert "report " in out and (root / "report" / "report.html").is_file()
+
+
+def test_analyze_reports_drift_between_the_passes(
+    real_run: RealRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(["analyze", str(real_run.root), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    drift = {(d["arm"], d["metric"]): d for d in body["drift"]}
+    assert {a for a, _ in drift} == set(ARMS)
+    d = drift[("baseline", "mean_accepted_length")]
+    assert (d["first_pass"], d["last_pass"], d["boots"]) == (0, 1, 1)
+    assert d["verdict"] == "inconclusive"  # one boot: no replicate of the trend
+    lengths = [a["peer_lengths"] for a in body["arms"]]
+    assert all(p["vllm_metrics"] > 1 and p["requests"] == 2 * N_PROBES for p in lengths)
 
 
 def test_each_real_boot_records_its_arm_version_and_probe_sets(real_run: RealRun) -> None:
