@@ -4,7 +4,7 @@ the same model because they define the number differently). Reported beside spec
 estimate; no test or verdict uses them.
 
 With A_r accepted draft tokens, D_r verify steps with drafts and c_r output tokens of
-request r (a probe of an ok boot), over every request of the arm:
+request r (a probe of an ok boot, its passes summed), over every request of the arm:
 - `vllm_metrics`: 1 + ΣA / ΣD over all steps — vLLM's `/metrics` counters and
   `vllm bench serve`. It equals specab's estimate, a ratio of sums over the arm's boots.
 - `request_mean`: the mean over requests of 1 + A_r / D_r — NVIDIA specdec_bench's

@@ -201,7 +201,8 @@ def test_analyze_reports_drift_between_the_passes(
     assert (d["first_pass"], d["last_pass"], d["boots"]) == (0, 1, 1)
     assert d["verdict"] == "inconclusive"  # one boot: no replicate of the trend
     lengths = [a["peer_lengths"] for a in body["arms"]]
-    assert all(p["vllm_metrics"] > 1 and p["requests"] == 2 * N_PROBES for p in lengths)
+    # per probe of each boot, its two passes summed
+    assert all(p["vllm_metrics"] > 1 and p["requests"] == N_PROBES for p in lengths)
 
 
 def test_each_real_boot_records_its_arm_version_and_probe_sets(real_run: RealRun) -> None:
