@@ -15,10 +15,11 @@ mlflow = pytest.importorskip("mlflow", reason="the tracking extra: pip install -
 
 
 def test_parent_run_child_per_arm_per_boot_metrics_verdicts_and_report(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from mlflow.tracking import MlflowClient
 
+    monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts in ./mlruns
     results = simulate_results(
         tmp_path / "res",
         {"base": 0.0, "fix": 0.4},
