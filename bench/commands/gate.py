@@ -201,16 +201,10 @@ def gate(
                 "checks": [c.model_dump() for c in checks]}  # fmt: skip
         typer.echo(json.dumps(body, indent=2, allow_nan=False))
     else:
-        _print(reference, ref, new_arms, checks, alpha)
+        from bench.commands._gate_view import render_gate
+
+        render_gate(reference, ref, new_arms, checks, alpha, CAVEAT)
     return 0 if passed else 1
-
-
-def _print(
-    name: str, ref: dict[str, Any], new: dict[str, Any], checks: list[GateCheck], alpha: float
-) -> None:
-    from bench.commands._gate_view import render_gate
-
-    render_gate(name, ref, new, checks, alpha, CAVEAT)
 
 
 def register(app: typer.Typer) -> None:
