@@ -22,7 +22,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.records import SPEED_METRIC
-from bench.stats._core import VERDICTS, t_quantile, verdict_codes
+from bench.stats._core import VERDICTS, interval, verdict_codes
 
 _ACCEPTANCE = ("acceptance_pos0", "mean_accepted_length")
 
@@ -126,8 +126,8 @@ def _estimate(
     mean = float(x.mean())
     se = float(x.std(ddof=1) / math.sqrt(b)) if b > 1 else math.nan
     df = b - 1 if b > 1 else math.nan
-    t1, t2 = float(t_quantile(1 - alpha / 2, df)), float(t_quantile(1 - alpha, df))
-    lo, hi, lo2, hi2 = mean - t1 * se, mean + t1 * se, mean - t2 * se, mean + t2 * se
+    lo, hi = (float(v) for v in interval(mean, se, df, alpha))
+    lo2, hi2 = (float(v) for v in interval(mean, se, df, 2 * alpha))  # TOST
     relative = metric == SPEED_METRIC
     m = margins[metric]
     up, down = (math.log1p(m), -math.log1p(-m)) if relative else (m, m)

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench.stats._core import F, t_quantile, welch
+from bench.stats._core import F, interval, t_quantile, welch
 
 GateVerdict = Literal["pass", "regressed", "inconclusive"]
 
@@ -60,8 +60,8 @@ def gate_bounds(new: np.ndarray, ref: np.ndarray, alpha: float) -> tuple[F, F, F
     se_b = np.std(ref, axis=-1, ddof=1) / np.sqrt(ref.shape[-1])
     se, df = welch(se_a, new.shape[-1] - 1, se_b, ref.shape[-1] - 1)
     d = new.mean(axis=-1) - ref.mean(axis=-1)
-    t = t_quantile(1 - alpha, df)
-    return d, d - t * se, d + t * se
+    lo, hi = interval(d, se, df, 2 * alpha)  # each end one-sided at 1 - alpha
+    return d, lo, hi
 
 
 def gate_verdicts(lo: F, hi: F, bound: float) -> NDArray[np.str_]:
