@@ -61,6 +61,7 @@ from bench.experiment._spec import (
     parse_spec,
     resolve_path,
 )
+from bench.experiment._sweep import SweepSection, sweep_cells
 
 __all__ = [
     "OFFSET_LAYER_METHODS",
@@ -86,6 +87,7 @@ __all__ = [
     "ResolvedArm",
     "ResourcesSection",
     "ServerSection",
+    "SweepSection",
     "base_env",
     "check_patches_applied",
     "command_line",
@@ -121,6 +123,7 @@ __all__ = [
     "speculative_and_concurrency",
     "supports_per_request_metrics",
     "supports_per_request_timing",
+    "sweep_cells",
     "vllm_package_dir",
     "write_probe_lines",
 ]

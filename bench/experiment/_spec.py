@@ -21,6 +21,7 @@ from bench.experiment._margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment._spec_errors import FIXES, UNION_TAGS, render_loc
 from bench.experiment._spec_nodes import ContainerSpec, ResourcesSection
 from bench.experiment._spec_probes import ProbesSection
+from bench.experiment._sweep import SweepSection, expand_sweep
 
 ArgValue = str | int | float | bool | None
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -184,6 +185,11 @@ class Experiment(_Model):
         default_factory=ResourcesSection, description="Per-boot Ray resources."
     )
     arms: list[ArmSpec] = Field(min_length=1, description="The arms; each differs from [server].")
+    sweep: SweepSection | None = Field(
+        None,
+        description="A grid over arm fields that generates the arms (crossing any hand-written "
+        "ones) and the selection of the best configuration (docs/statistics.md, Selection).",
+    )
 
     @field_validator("arms")
     @classmethod
@@ -221,6 +227,7 @@ class Experiment(_Model):
 
 def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
     """Validate a parsed TOML document; raise SpecabError for the first problem."""
+    data = expand_sweep(data, file)
     try:
         return Experiment.model_validate(data)
     except ValidationError as exc:

@@ -33,6 +33,7 @@ from bench.experiment import (
     probe_sets_sha256,
     resolve_arm,
     speculative_and_concurrency,
+    sweep_cells,
 )
 from bench.records import SCHEMA_VERSION, BootRecord, FailedPhase, ProbeRecord
 from bench.run._attempts import Attempt
@@ -326,4 +327,5 @@ def build_manifest(spec: Experiment, spec_file: str | Path) -> dict[str, Any]:
         "baseline": spec.baseline,
         "alpha": spec.experiment.alpha,
         "margins": spec.experiment.margins.model_dump(),
+        **({"sweep": cells} if (cells := sweep_cells(spec)) else {}),
     }

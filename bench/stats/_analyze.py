@@ -28,6 +28,7 @@ from bench.stats._decide import prepare, primary
 from bench.stats._drift import drift
 from bench.stats._models import Analysis, AnalysisSettings, Comparison, PriorInfo
 from bench.stats._parts import arm_result, components, position_comparisons
+from bench.stats._selection_out import selection, sweep_looks
 from bench.stats._settings import Prior, Settings
 from bench.stats._speed import order_notes, speed_notes, speedups
 
@@ -55,6 +56,9 @@ def analyze(
 ) -> Analysis:
     """The analysis of loaded results (only status == "ok" boots count); `by` adds the
     per-category (or per-probe-set) breakdown."""
+    sweep = manifest.get("sweep")
+    if sweep and looks is None:  # a sweep's looks are the selection's, not the A/B design's
+        looks = ()
     arms, s, ds = prepare(
         probes,
         boots,
@@ -82,7 +86,10 @@ def analyze(
         by=by,
     )
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)
-    return result.model_copy(update={"drift": within}) if within else result
+    update: dict[str, Any] = {"drift": within} if within else {}
+    if sweep:
+        update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
+    return result.model_copy(update=update) if update else result
 
 
 def analyze_data(

@@ -8,38 +8,18 @@ may ignore it). Non-finite numbers are stored as None, so `Analysis.to_json()` i
 
 from __future__ import annotations
 
-import math
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-import numpy as np
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import Field
 
+from bench.stats._base import Int, Num, _Out
 from bench.stats._drift import DriftEstimate
+from bench.stats._select_models import Selection
 
-
-def _finite(x: Any) -> float | None:
-    if x is None:
-        return None
-    v = float(x)
-    return v if math.isfinite(v) else None
-
-
-Num = Annotated[float | None, BeforeValidator(_finite)]
 Pair = tuple[Num, Num]
 Verdict = Literal[
     "improved", "regressed", "small_improvement", "small_regression", "equivalent", "inconclusive"
 ]
-
-
-def _int(x: Any) -> Any:
-    return int(x) if isinstance(x, np.integer) else x
-
-
-Int = Annotated[int, BeforeValidator(_int)]
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class MetricEstimate(_Out):
@@ -311,6 +291,9 @@ class Analysis(_Out):
     drift: list[DriftEstimate] = Field(
         default_factory=list,
         description="Change from the first to the last pass within boots ([probes] passes).",
+    )
+    selection: Selection | None = Field(
+        None, description="The best configuration per group, for experiments with [sweep]."
     )
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,189 @@
+"""The selection for a sweep (`Analysis.selection`): per group, replay the looks on the boots
+in launch order with `_select.look`, exactly as `run-ab` took them, and describe the outcome.
+
+The manifest's `sweep` entry (`bench.experiment._sweep.sweep_cells`) gives each arm's group
+and cost; its `arms[].definition.speculative_config` is what the user pastes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bench.stats._data import ArmData
+from bench.stats._select import Replay, replay_looks, spend
+from bench.stats._select_models import SelectionConfig
+
+METHOD = (
+    "constrained MCB (Hsu) on boot values, Welch pairwise SEs with Bonferroni t over the "
+    "K - 1 comparisons with the best; alpha spent linearly over the looks; configurations "
+    "proven more than the margin worse are eliminated at a look"
+)
+
+
+def boot_values(ad: ArmData, objective: str) -> np.ndarray:
+    """Per boot (launch order), the objective on the selection's scale (log tokens/s)."""
+    idx = np.argsort(ad.order, kind="stable") if ad.order else np.arange(ad.n_boots)
+    if objective == "output_tokens_per_s":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            v = np.log(ad.speed())
+    elif not ad.speculative or ad.n_boots == 0:
+        v = np.full(ad.n_boots, np.nan)
+    else:
+        num, den = ad.totals(objective)
+        v = num / den + (1.0 if objective == "mean_accepted_length" else 0.0)
+    return np.asarray(v, dtype=np.float64)[idx]
+
+
+def _ratio(ad: ArmData, metric: str) -> float | None:
+    if not ad.speculative or ad.n_boots == 0:
+        return None
+    num, den = ad.totals(metric)
+    r = float(num.sum() / den.sum()) if den.sum() > 0 else math.nan
+    return r + 1.0 if metric == "mean_accepted_length" else r
+
+
+@dataclass(frozen=True)
+class GroupReplay:
+    """One group's looks replayed (`_select.replay_looks` on a batch of one)."""
+
+    arms: list[str]  # arms with 2+ finite boot values, in the group's order
+    rep: Replay
+    looks: tuple[int, ...]
+    fixed: bool
+
+    def index(self, arm: str) -> int | None:
+        return self.arms.index(arm) if arm in self.arms else None
+
+
+def replay(
+    values: Mapping[str, np.ndarray],
+    cost: Mapping[str, float],
+    looks: Sequence[int] | None,
+    alpha: float,
+    margin: float,
+    cheapest: bool,
+) -> GroupReplay:
+    """The planned looks on each arm's boot values (launch order); without looks, a fixed
+    design: one look over every boot at level alpha."""
+    arms = [a for a in values if np.isfinite(values[a]).sum() >= 2]
+    width = max((len(values[a]) for a in arms), default=0)
+    grid = np.full((len(arms), width), np.nan)
+    for i, a in enumerate(arms):
+        grid[i, : len(values[a])] = values[a]
+    plan = tuple(looks) if looks else (width,)
+    levels = spend(plan, alpha) if looks else (alpha,)
+    c = np.array([cost[a] for a in arms], dtype=np.float64)
+    rep = replay_looks(grid, c, plan, levels, margin=margin, cheapest=cheapest, fixed=not looks)
+    return GroupReplay(arms, rep, plan, not looks)
+
+
+def dropped_arms(
+    data: Mapping[str, ArmData], sweep: Mapping[str, Any], looks: Sequence[int], alpha: float
+) -> set[str]:
+    """Arms run-ab launches no more boots for: eliminated, or in a group that stopped."""
+    out: set[str] = set()
+    for g, _ in _replays(data, sweep, looks, alpha):
+        out |= {a for a, at in zip(g.arms, g.rep.eliminated_at, strict=True) if at}
+        if g.arms and bool(g.rep.stopped):
+            out |= set(g.arms)
+    return out
+
+
+def _groups(sweep: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for cell in sweep.get("cells", []):
+        groups.setdefault(str(cell["group"]), []).append(cell)
+    return groups
+
+
+def _feasible(ad: ArmData, sweep: Mapping[str, Any]) -> bool:
+    for metric in ("mean_accepted_length", "acceptance_pos0"):
+        bound = sweep.get(f"min_{metric}")
+        if bound is None:
+            continue
+        value = _ratio(ad, metric)
+        exempt = value is None and sweep.get("objective") == "output_tokens_per_s"
+        if not exempt and (value is None or value < bound):
+            return False
+    return True
+
+
+def _scale(sweep: Mapping[str, Any]) -> tuple[float, bool]:
+    """The margin on the computation's scale and whether it is relative (log scale)."""
+    m = float(sweep.get("margin", 0.05))
+    relative = sweep.get("objective", "output_tokens_per_s") == "output_tokens_per_s"
+    return (-math.log1p(-m) if relative else m), relative
+
+
+def _replays(
+    data: Mapping[str, ArmData],
+    sweep: Mapping[str, Any],
+    looks: Sequence[int] | None,
+    alpha: float,
+) -> list[tuple[GroupReplay, list[dict[str, Any]]]]:
+    margin, _ = _scale(sweep)
+    cheapest = sweep.get("tie_break", "fewest_speculative_tokens") == "fewest_speculative_tokens"
+    out = []
+    for cells in _groups(sweep).values():
+        ok = [c for c in cells if c["arm"] in data and _feasible(data[c["arm"]], sweep)]
+        values = {c["arm"]: boot_values(data[c["arm"]], sweep["objective"]) for c in ok}
+        rank = {c["arm"]: float(i) for i, c in enumerate(sorted(ok, key=lambda c: c["cost"]))}
+        out.append((replay(values, rank, looks, alpha, margin, cheapest), cells))
+    return out
+
+
+def _definition(manifest: Mapping[str, Any], arm: str) -> dict[str, Any]:
+    for a in manifest.get("arms", []) or []:
+        if a.get("name") == arm:
+            return dict(a.get("definition") or {})
+    return {}
+
+
+def _configs(
+    g: GroupReplay,
+    cells: list[dict[str, Any]],
+    data: Mapping[str, ArmData],
+    sweep: Mapping[str, Any],
+    relative: bool,
+    margin: float,
+) -> list[SelectionConfig]:
+    rep = g.rep
+    out = []
+    for cell in cells:
+        arm = cell["arm"]
+        ad = data.get(arm)
+        j = g.index(arm)
+        gone = int(rep.eliminated_at[j]) if j is not None else 0
+        live = j is not None and int(rep.taken) > 0 and not gone
+        lo = float(rep.lower[j]) if live and j is not None else None
+        hi = float(rep.upper[j]) if live and j is not None else None
+        n = int(rep.boots[j]) if j is not None else 0
+        v = boot_values(ad, sweep["objective"]) if ad is not None else np.zeros(0)
+        v = v[:n] if j is not None else v
+        est = float(np.nanmean(v)) if np.isfinite(v).any() else None
+
+        def shown(x: float | None) -> float | None:
+            return None if x is None else (math.expm1(x) if relative else x)
+
+        out.append(
+            SelectionConfig(
+                arm=arm,
+                speculative_tokens=int(cell["cost"][0]),
+                boots=int(np.isfinite(v).sum()),
+                estimate=(math.exp(est) if relative else est) if est is not None else None,
+                mcb_low=shown(lo),
+                mcb_high=shown(hi),
+                in_subset=bool(live and j is not None and rep.subset[j]),
+                within_margin=lo is not None and lo >= -margin,
+                feasible=ad is not None and _feasible(ad, sweep),
+                eliminated_at_look=gone or None,
+                mean_accepted_length=_ratio(ad, "mean_accepted_length") if ad else None,
+                acceptance_pos0=_ratio(ad, "acceptance_pos0") if ad else None,
+            )
+        )
+    return out

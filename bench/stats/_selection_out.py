@@ -1,0 +1,185 @@
+"""`selection`: the sweep's choice per group, what to paste, and a dynamic-speculation schedule
+across concurrency levels (vLLM's `num_speculative_tokens_per_batch_size`)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from bench.stats._data import ArmData
+from bench.stats._select_models import Selection, SelectionConfig, SelectionGroup
+from bench.stats._selection import (
+    METHOD,
+    GroupReplay,
+    _configs,
+    _definition,
+    _replays,
+    _scale,
+)
+
+
+def _pct(x: float, relative: bool) -> str:
+    return f"{x:.0%}" if relative else f"{x:g}"
+
+
+def _reason(chosen: str | None, subset: list[str], sweep: Mapping[str, Any], level: float) -> str:
+    delta = _pct(float(sweep["margin"]), _scale(sweep)[1])
+    rule = (
+        "fewest speculative tokens"
+        if sweep.get("tie_break", "fewest_speculative_tokens") == "fewest_speculative_tokens"
+        else "best estimate"
+    )
+    if chosen is None:
+        return (
+            f"no configuration is proven within {delta} of the best yet; "
+            f"{', '.join(subset) or 'none'} cannot be told from the best at one-sided level "
+            f"{level:.3g}: run more boots (longer looks) or accept a larger margin"
+        )
+    if subset == [chosen]:
+        return f"{chosen} is the best: every other configuration is shown worse (level {level:.3g})"
+    return (
+        f"{len(subset)} configuration(s) cannot be told from the best ({', '.join(subset)}); "
+        f"{chosen} is proven within {delta} of the best and chosen by the tie-break ({rule})"
+    )
+
+
+def _paste(definition: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
+    if definition.get("speculative") is False:
+        return None, "(no --speculative-config: serve without speculative decoding)"
+    cfg = dict(definition.get("speculative_config") or {})
+    return cfg, f"--speculative-config {shlex.quote(json.dumps(cfg))}"
+
+
+def _group(
+    rep: GroupReplay,
+    cells: list[dict[str, Any]],
+    data: Mapping[str, ArmData],
+    manifest: Mapping[str, Any],
+    sweep: Mapping[str, Any],
+    looks: Sequence[int] | None,
+) -> SelectionGroup:
+    margin, relative = _scale(sweep)
+    configs = _configs(rep, cells, data, sweep, relative, margin)
+    taken = int(rep.rep.taken)
+    pick = int(rep.rep.chosen)
+    chosen = rep.arms[pick] if taken and pick >= 0 else None
+    subset = [c.arm for c in configs if c.in_subset]
+    live = [c for c in configs if c.estimate is not None and c.eliminated_at_look is None]
+    best = max(live, key=lambda c: c.estimate or 0.0).arm if live else None
+    level = float(rep.rep.level) if taken else 0.0
+    cfg, paste = _paste(_definition(manifest, chosen)) if chosen else (None, None)
+    levels = {k: v for k, v in (cells[0].get("levels") or {}).items()} if cells else {}
+    planned = looks[-1] if looks else max((c.boots for c in configs), default=0)
+    return SelectionGroup(
+        group=str(cells[0]["group"]) if cells else "all",
+        levels=levels,
+        status="empty" if not taken else ("chosen" if chosen else "undecided"),
+        chosen=chosen,
+        best_estimate=best,
+        subset=subset,
+        reason="no feasible configuration has 2 or more boots"
+        if not taken
+        else _reason(chosen, subset, sweep, level),
+        look=taken if looks and taken else None,
+        level=level if taken else None,
+        speculative_config=cfg,
+        paste=paste,
+        boots_used=sum(c.boots for c in configs),
+        boots_fixed=planned * len(cells),
+        configs=configs,
+    )
+
+
+def _schedule(
+    groups: list[SelectionGroup],
+    sweep: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    notes: list[str],
+) -> tuple[list[list[int]] | None, dict[str, Any] | None]:
+    if list(sweep.get("group_by") or []) != ["concurrency"] or len(groups) < 2:
+        return None, None
+    if any(g.chosen is None for g in groups):
+        notes.append("schedule: not every concurrency level has a choice yet")
+        return None, None
+    rows = sorted((int(g.levels.get("concurrency", 0)), g) for g in groups)
+    ks = [next(c.speculative_tokens for c in g.configs if c.arm == g.chosen) for _, g in rows]
+    base = [g.speculative_config for _, g in rows if g.speculative_config]
+    if not base:
+        return None, None
+    strip = [{k: v for k, v in b.items() if k != "num_speculative_tokens"} for b in base]
+    if any(s != strip[0] for s in strip):
+        notes.append("schedule: the chosen configurations differ beyond num_speculative_tokens")
+        return None, None
+    if len(set(ks)) == 1:
+        notes.append(f"schedule: the same k ({ks[0]}) is chosen at every concurrency level")
+        return None, None
+    entries, start = [], 1
+    for (c, _), k in zip(rows, ks, strict=True):
+        entries.append([start, c, k])
+        start = c + 1
+    cfg = {
+        **strip[0],
+        "num_speculative_tokens": max(ks),
+        "num_speculative_tokens_per_batch_size": entries,
+    }
+    notes.append(
+        "schedule: batch sizes between two swept concurrency levels take the higher level's "
+        "k; above the highest, vLLM keeps its k"
+    )
+    return entries, cfg
+
+
+def sweep_looks(manifest: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """The planned looks of a sweep (they drive elimination, not the A/B comparisons)."""
+    exp = (manifest.get("spec") or {}).get("experiment") or {}
+    looks = exp.get("looks") or manifest.get("looks")
+    return tuple(int(x) for x in looks) if looks else None
+
+
+def selection(
+    data: Mapping[str, ArmData],
+    manifest: Mapping[str, Any],
+    alpha: float,
+    looks: Sequence[int] | None,
+) -> Selection | None:
+    """The sweep's selection (None without a manifest `sweep` entry)."""
+    sweep = manifest.get("sweep")
+    if not isinstance(sweep, Mapping) or not sweep.get("cells"):
+        return None
+    groups = [
+        _group(rep, cells, data, manifest, sweep, looks)
+        for rep, cells in _replays(data, sweep, looks, alpha)
+    ]
+    notes = [
+        f"guarantee: per group, with probability >= {1 - alpha:.0%} the chosen configuration "
+        f"is within {_pct(float(sweep['margin']), _scale(sweep)[1])} of the true best "
+        "(boot-to-boot noise; the probes and machine as run)"
+    ]
+    for g in groups:
+        if any(not c.feasible for c in g.configs):
+            out = [c.arm for c in g.configs if not c.feasible]
+            notes.append(f"{g.group}: excluded by the constraints: {', '.join(out)}")
+    schedule, schedule_cfg = _schedule(groups, sweep, manifest, notes)
+    used, fixed = sum(g.boots_used for g in groups), sum(g.boots_fixed for g in groups)
+    if looks and fixed > used:
+        notes.append(f"elimination: {used} boots instead of {fixed} ({1 - used / fixed:.0%} saved)")
+    return Selection(
+        objective=str(sweep["objective"]),
+        margin=float(sweep["margin"]),
+        margin_scale="relative" if _scale(sweep)[1] else "absolute",
+        alpha=alpha,
+        tie_break=str(sweep.get("tie_break", "fewest_speculative_tokens")),
+        method=METHOD,
+        looks=list(looks) if looks else None,
+        groups=groups,
+        schedule=schedule,
+        schedule_speculative_config=schedule_cfg,
+        boots_used=used,
+        boots_fixed_design=fixed,
+        notes=notes,
+    )
+
+
+__all__ = ["SelectionConfig", "selection"]
