@@ -32,6 +32,7 @@ from bench.run._ordering import PlannedBoot, boot_seed
 from bench.run._process import CAUSE_LINES
 from bench.run._progress import Progress, Running
 from bench.run._rootcause import cause_context
+from bench.run._selection import SelectionRun
 from bench.run._sequential import SequentialRun
 from bench.run._server import log_tail
 from bench.run._task import AttemptSpec, TaskResult
@@ -113,7 +114,7 @@ class RunLoop:
         summary: RunSummary,
         progress: Progress,
         dispatch: Dispatcher,
-        seq: SequentialRun | None,
+        seq: SequentialRun | SelectionRun | None,
     ) -> None:
         import ray
 
@@ -151,6 +152,8 @@ class RunLoop:
                     return
             if self.seq is not None and self.seq.check(self.summary.ok, self.progress.note):
                 todo.clear()  # sequential stop: launch nothing new, running boots finish
+            if isinstance(self.seq, SelectionRun):
+                self.seq.prune(todo)  # a sweep's eliminated arms and settled groups
             self.progress.refresh()
 
     def _held(self) -> set[str]:

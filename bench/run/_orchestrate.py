@@ -35,6 +35,7 @@ from bench.run._dispatch import Dispatcher
 from bench.run._loop import RunLoop
 from bench.run._ordering import PlannedBoot, missing_boots, plan_order
 from bench.run._progress import ProgressState, make_progress
+from bench.run._selection import SelectionRun
 from bench.run._sequential import SequentialRun
 from bench.run._task import AttemptSpec, TaskResult, run_attempt
 from bench.store import ResultsWriter
@@ -135,9 +136,15 @@ class Driver:
             ok={a: len(ledger.ok.get(a, set()) & set(range(exp.boots_per_arm))) for a in self.arms},
             failed={a: 0 for a in self.arms},
         )
-        seq = SequentialRun.open(root, exp.looks, self.arms) if exp.looks else None
-        if seq is not None and seq.check(summary.ok, self.console.print):
+        seq: SequentialRun | SelectionRun | None = None
+        if exp.looks and self.spec.sweep is not None:  # the looks eliminate configurations
+            seq = SelectionRun(root, tuple(exp.looks), self.arms)
+        elif exp.looks:
+            seq = SequentialRun.open(root, exp.looks, self.arms)
+        if seq is not None and exists and seq.check(summary.ok, self.console.print):
             todo.clear()  # stopped at a look (now or in the run being resumed)
+        if isinstance(seq, SelectionRun):
+            seq.prune(todo)
         if todo:
             self._run_on_ray(manifest, writer, ledger, todo, summary, seq)
         summary.wall_s = time.monotonic() - t_start
@@ -150,7 +157,7 @@ class Driver:
         ledger: Ledger,
         todo: deque[PlannedBoot],
         summary: RunSummary,
-        seq: SequentialRun | None,
+        seq: SequentialRun | SelectionRun | None,
     ) -> None:
         import ray
 

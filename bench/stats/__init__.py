@@ -19,13 +19,33 @@ from bench.stats._models import (
 )
 from bench.stats._parts import pooled_ratios
 from bench.stats._plan import plan_from_results, prior_from_results
+from bench.stats._select_models import Selection
+from bench.stats._selection_out import selection_dropped
 from bench.stats._settings import Prior
 from bench.stats._split import split_arm
 from bench.stats._text import level_name
 
 __all__ = [
-    "COMPARISON_KEYS", "VERDICTS", "Analysis", "ArmResult", "BootMetrics", "Comparison",
-    "Decision", "GateCheck", "MetricEstimate", "PositionEstimate", "Prior", "analyze",
-    "boots_for_gate", "decide", "gate_check", "level_name", "plan_from_results",
-    "pooled_ratios", "prior_from_results", "split_arm",
+    "COMPARISON_KEYS",
+    "VERDICTS",
+    "Analysis",
+    "ArmResult",
+    "BootMetrics",
+    "Comparison",
+    "Decision",
+    "GateCheck",
+    "MetricEstimate",
+    "PositionEstimate",
+    "Prior",
+    "Selection",
+    "analyze",
+    "boots_for_gate",
+    "decide",
+    "gate_check",
+    "level_name",
+    "plan_from_results",
+    "pooled_ratios",
+    "prior_from_results",
+    "selection_dropped",
+    "split_arm",
 ]  # fmt: skip

@@ -22,10 +22,12 @@ B = NDArray[np.bool_]
 
 
 def spend(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
-    """The level each look tests at: increments of the linear spending function
-    alpha * n_look / n_last (they sum to alpha, so a union bound over looks holds)."""
+    """The level each look tests at: increments of the O'Brien-Fleming-type spending function
+    2 - 2 Phi(z_(1 - alpha/2) / sqrt(t)), t = n_look / n_last (Lan and DeMets 1983). They sum
+    to alpha, so a union bound over the looks holds whatever the looks' correlation."""
     t = np.asarray(looks, dtype=np.float64) / looks[-1]
-    return tuple(float(x) for x in np.diff(np.concatenate([[0.0], alpha * t])))
+    spent = 2.0 - 2.0 * st.norm.cdf(st.norm.ppf(1.0 - alpha / 2.0) / np.sqrt(t))
+    return tuple(float(x) for x in np.diff(np.concatenate([[0.0], spent])))
 
 
 def pair_terms(mean: F, var: F, n: F) -> tuple[F, F, F]:
@@ -167,7 +169,9 @@ def replay_looks(
     many each arm has). The one implementation run-ab's eliminations, analyze and the
     calibration use."""
     shape = values.shape[:-1]
-    active = np.isfinite(values).sum(axis=-1) >= 2
+    # With looks every arm counts from the start (a look waits for its boots); a fixed
+    # design compares the arms that have the two boots a variance needs.
+    active = np.isfinite(values).sum(axis=-1) >= 2 if fixed else np.ones(shape, dtype=bool)
     done = np.zeros(shape[:-1], dtype=bool)
     taken = np.zeros(shape[:-1], dtype=np.int64)
     gone = np.zeros(shape, dtype=np.int64)
@@ -197,3 +201,17 @@ def replay_looks(
         stopped |= reached & out.stop
         done |= reached & out.stop
     return Replay(taken, stopped, chosen, gone, boots, lower, upper, subset, mean_out, level_out)
+
+
+def boots_needed(sd: float, margin: float, k: int, level: float, power: float = 0.95) -> int:
+    """Boots per configuration at which the best, when it leads every other one by the
+    margin, is proven within the margin with probability >= power (Bonferroni over the K - 1
+    comparisons; boot SD `sd` on the selection's scale, the largest of the group's)."""
+    if not (sd > 0 and margin > 0 and k >= 2):
+        return 2
+    z = float(st.norm.ppf(1.0 - (1.0 - power) / (k - 1)))
+    for b in range(2, 1000):
+        t = float(st.t.ppf(1.0 - level / (k - 1), b - 1))  # Welch df >= b - 1
+        if 2.0 * margin / (sd * np.sqrt(2.0 / b)) >= t + z:
+            return b
+    return 1000

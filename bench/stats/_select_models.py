@@ -49,6 +49,11 @@ class SelectionGroup(_Out):
         description="The chosen arm's --speculative-config (null: no speculation or none)."
     )
     paste: str | None = Field(description="The server flag to paste (a shell-quoted JSON).")
+    boots_needed: Int | None = Field(
+        None,
+        description="Planning: boots per configuration at which the best, leading by the "
+        "margin, would be proven with probability 0.95 (the group's largest boot SD).",
+    )
     boots_used: Int = Field(description="Boots the group ran that the selection counts.")
     boots_fixed: Int = Field(description="Boots a fixed design would run (configs x last look).")
     configs: list[SelectionConfig] = Field(description="Every configuration of the group.")

@@ -20,14 +20,15 @@ from bench.stats._select_models import SelectionConfig
 
 METHOD = (
     "constrained MCB (Hsu) on boot values, Welch pairwise SEs with Bonferroni t over the "
-    "K - 1 comparisons with the best; alpha spent linearly over the looks; configurations "
-    "proven more than the margin worse are eliminated at a look"
+    "K - 1 comparisons with the best; alpha spent over the looks (O'Brien-Fleming type); "
+    "configurations proven more than the margin worse are eliminated at a look"
 )
 
 
 def boot_values(ad: ArmData, objective: str) -> np.ndarray:
-    """Per boot (launch order), the objective on the selection's scale (log tokens/s)."""
-    idx = np.argsort(ad.order, kind="stable") if ad.order else np.arange(ad.n_boots)
+    """Per planned boot index (NaN where that boot has no ok attempt), the objective on the
+    selection's scale (log tokens/s). Indexed by boot, not by finish time, so a look's
+    first n boots never change once they exist (retries keep their index)."""
     if objective == "output_tokens_per_s":
         with np.errstate(divide="ignore", invalid="ignore"):
             v = np.log(ad.speed())
@@ -36,7 +37,10 @@ def boot_values(ad: ArmData, objective: str) -> np.ndarray:
     else:
         num, den = ad.totals(objective)
         v = num / den + (1.0 if objective == "mean_accepted_length" else 0.0)
-    return np.asarray(v, dtype=np.float64)[idx]
+    index = ad.boot_index or list(range(ad.n_boots))
+    out = np.full(max(index, default=-1) + 1, np.nan)
+    out[np.asarray(index, dtype=np.int64)] = v
+    return out
 
 
 def _ratio(ad: ArmData, metric: str) -> float | None:
@@ -55,6 +59,7 @@ class GroupReplay:
     rep: Replay
     looks: tuple[int, ...]
     fixed: bool
+    values: list[np.ndarray]  # per arm, by boot index
 
     def index(self, arm: str) -> int | None:
         return self.arms.index(arm) if arm in self.arms else None
@@ -70,7 +75,7 @@ def replay(
 ) -> GroupReplay:
     """The planned looks on each arm's boot values (launch order); without looks, a fixed
     design: one look over every boot at level alpha."""
-    arms = [a for a in values if np.isfinite(values[a]).sum() >= 2]
+    arms = [a for a in values if np.isfinite(values[a]).sum() >= 2 or looks]
     width = max((len(values[a]) for a in arms), default=0)
     grid = np.full((len(arms), width), np.nan)
     for i, a in enumerate(arms):
@@ -79,18 +84,25 @@ def replay(
     levels = spend(plan, alpha) if looks else (alpha,)
     c = np.array([cost[a] for a in arms], dtype=np.float64)
     rep = replay_looks(grid, c, plan, levels, margin=margin, cheapest=cheapest, fixed=not looks)
-    return GroupReplay(arms, rep, plan, not looks)
+    return GroupReplay(arms, rep, plan, not looks, [values[a] for a in arms])
 
 
 def dropped_arms(
     data: Mapping[str, ArmData], sweep: Mapping[str, Any], looks: Sequence[int], alpha: float
-) -> set[str]:
-    """Arms run-ab launches no more boots for: eliminated, or in a group that stopped."""
-    out: set[str] = set()
-    for g, _ in _replays(data, sweep, looks, alpha):
-        out |= {a for a, at in zip(g.arms, g.rep.eliminated_at, strict=True) if at}
+) -> dict[str, str]:
+    """Arms run-ab launches no more boots for, with why: eliminated at a look, or in a group
+    whose choice is settled (the looks replayed on the boots so far)."""
+    out: dict[str, str] = {}
+    for g, cells in _replays(data, sweep, looks, alpha):
+        for a, at in zip(g.arms, g.rep.eliminated_at, strict=True):
+            if at:
+                out[a] = f"eliminated at look {int(at)} (clearly worse than another)"
         if g.arms and bool(g.rep.stopped):
-            out |= set(g.arms)
+            pick = int(g.rep.chosen)
+            what = f"chose {g.arms[pick]}" if pick >= 0 else "no choice"
+            why = f"group {cells[0]['group']} settled at look {int(g.rep.taken)}: {what}"
+            for a in g.arms:
+                out.setdefault(a, why)
     return out
 
 

@@ -8,8 +8,12 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from bench.stats._data import ArmData
-from bench.stats._select_models import Selection, SelectionConfig, SelectionGroup
+import numpy as np
+import pandas as pd
+
+from bench.stats._data import ArmData, arm_data
+from bench.stats._select import boots_needed
+from bench.stats._select_models import Selection, SelectionGroup
 from bench.stats._selection import (
     METHOD,
     GroupReplay,
@@ -17,14 +21,22 @@ from bench.stats._selection import (
     _definition,
     _replays,
     _scale,
+    dropped_arms,
 )
+from bench.stats._settings import arm_names
 
 
 def _pct(x: float, relative: bool) -> str:
     return f"{x:.0%}" if relative else f"{x:g}"
 
 
-def _reason(chosen: str | None, subset: list[str], sweep: Mapping[str, Any], level: float) -> str:
+def _reason(
+    chosen: str | None,
+    subset: list[str],
+    sweep: Mapping[str, Any],
+    level: float,
+    needed: int | None = None,
+) -> str:
     delta = _pct(float(sweep["margin"]), _scale(sweep)[1])
     rule = (
         "fewest speculative tokens"
@@ -36,6 +48,7 @@ def _reason(chosen: str | None, subset: list[str], sweep: Mapping[str, Any], lev
             f"no configuration is proven within {delta} of the best yet; "
             f"{', '.join(subset) or 'none'} cannot be told from the best at one-sided level "
             f"{level:.3g}: run more boots (longer looks) or accept a larger margin"
+            + (f" (about {needed} boots per configuration)" if needed else "")
         )
     if subset == [chosen]:
         return f"{chosen} is the best: every other configuration is shown worse (level {level:.3g})"
@@ -72,6 +85,9 @@ def _group(
     cfg, paste = _paste(_definition(manifest, chosen)) if chosen else (None, None)
     levels = {k: v for k, v in (cells[0].get("levels") or {}).items()} if cells else {}
     planned = looks[-1] if looks else max((c.boots for c in configs), default=0)
+    sds = [float(np.nanstd(rep.values[i], ddof=1)) for i in range(len(rep.arms))]
+    sd = max((x for x in sds if np.isfinite(x)), default=float("nan"))
+    needed = boots_needed(sd, margin, len(rep.arms), level) if taken and np.isfinite(sd) else None
     return SelectionGroup(
         group=str(cells[0]["group"]) if cells else "all",
         levels=levels,
@@ -81,11 +97,12 @@ def _group(
         subset=subset,
         reason="no feasible configuration has 2 or more boots"
         if not taken
-        else _reason(chosen, subset, sweep, level),
+        else _reason(chosen, subset, sweep, level, needed),
         look=taken if looks and taken else None,
         level=level if taken else None,
         speculative_config=cfg,
         paste=paste,
+        boots_needed=needed,
         boots_used=sum(c.boots for c in configs),
         boots_fixed=planned * len(cells),
         configs=configs,
@@ -182,4 +199,14 @@ def selection(
     )
 
 
-__all__ = ["SelectionConfig", "selection"]
+def selection_dropped(
+    probes: pd.DataFrame, boots: pd.DataFrame, manifest: Mapping[str, Any]
+) -> dict[str, str]:
+    """Arms of a sweep with looks that need no more boots, with why: eliminated at a look,
+    or in a group whose choice is settled (run-ab launches nothing more for them)."""
+    sweep, looks = manifest.get("sweep"), sweep_looks(manifest)
+    if not isinstance(sweep, Mapping) or not looks:
+        return {}
+    arms = arm_names(manifest, boots)
+    alpha = float(manifest.get("alpha", 0.05))
+    return dropped_arms(arm_data(probes, boots, arms, None).arms, sweep, looks, alpha)
