@@ -11,7 +11,7 @@ from rich.table import Table
 
 from bench.records import SPEED_METRIC
 from bench.report import METRIC_SHORT as METRIC_LABEL
-from bench.report import verdict_interval
+from bench.report import render_selection, verdict_interval
 from bench.stats import Analysis, Comparison, MetricEstimate
 
 
@@ -119,6 +119,8 @@ def render(result: Analysis, out: Console) -> None:
         )
     if result.breakdown is not None:
         _render_breakdown(result, out)
+    if result.selection is not None:
+        render_selection(result.selection, out)
     if result.sequential:
         out.print(
             f"sequential: [bold]{result.sequential.action}[/bold]: {result.sequential.reason}"

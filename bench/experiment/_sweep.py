@@ -143,7 +143,9 @@ def _check_grid(sweep: Any, file: Path) -> dict[str, list[Any]]:
     return grid
 
 
-def _apply(arm: dict[str, Any], axis: str, value: Any, file: Path, cell: str) -> None:
+def _apply(
+    arm: dict[str, Any], axis: str, value: Any, file: Path, cell: str, hand: str = ""
+) -> None:
     """Write one grid level into an arm table; refuse to override what the arm sets itself."""
     if axis == "concurrency":
         root, key = "concurrency", None
@@ -160,7 +162,7 @@ def _apply(arm: dict[str, Any], axis: str, value: Any, file: Path, cell: str) ->
     slot = root if key is None else key
     if slot in table:
         raise _fail(
-            f"cell {cell}: arm {arm.get('name', '?')!r} already sets {axis}",
+            f"cell {cell}: arm {hand!r} already sets {axis}",
             file,
             f"sweep.grid.{axis}",
             "set the field either in the arm or in the grid, not both",
@@ -181,7 +183,7 @@ def _cell_arms(
             cell = re.sub(r"[^A-Za-z0-9_.-]", "_", name)
             arm["name"] = cell
             for axis, value in values.items():
-                _apply(arm, axis, value, file, cell)
+                _apply(arm, axis, value, file, cell, str(hand.get("name", "")))
             out.append((arm, values))
     return out
 

@@ -13,6 +13,7 @@ from bench.report._render import (
     verdict_markdown,
     write_report,
 )
+from bench.report._selection_view import render_selection
 from bench.report._summary import print_end, table_console
 from bench.report._tables import (
     failed_attempts,
@@ -47,6 +48,7 @@ __all__ = [
     "probe_temperature",
     "provenance",
     "render_report",
+    "render_selection",
     "speed_table",
     "speedup_table",
     "table_console",

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from bench.errors import SpecabError
 from bench.report._render import analyze_results, write_report
+from bench.report._selection_view import render_selection
 from bench.report._tables import verdict_table
 from bench.report._tables_speed import arm_summary
 from bench.stats import Analysis, pooled_ratios
@@ -82,6 +83,8 @@ def print_end(
         )
         return None
     _print_verdicts(console, analysis)
+    if analysis.selection is not None:
+        render_selection(analysis.selection, console)
     if not report:
         return None
     page = write_report(results, analysis)

@@ -181,7 +181,7 @@ def replay_looks(
     subset, mean_out = np.zeros(shape, dtype=bool), np.full(shape, np.nan)
     level_out = np.full(shape[:-1], np.nan)
     stopped = np.zeros(shape[:-1], dtype=bool)
-    for i, n in enumerate(looks):
+    for i, n in enumerate(looks if shape[-1] else ()):  # no arm: no look is taken
         mean, var, cnt = _stats(values, n)
         reached = ~done & (fixed | np.all(~active | (cnt >= n), axis=-1))
         done |= ~reached

@@ -1,0 +1,68 @@
+"""What `specab analyze` (and run-ab's end of run) prints for a sweep: per group the
+configurations with their MCB intervals, the choice with its guarantee, and what to paste."""
+
+from __future__ import annotations
+
+import json
+
+from rich.console import Console
+from rich.table import Table
+
+from bench.stats import Selection
+
+
+def _rel(x: float | None, relative: bool) -> str:
+    if x is None:
+        return "-"
+    return f"{100 * x:+.1f} %" if relative else f"{x:+.4f}"
+
+
+def render_selection(sel: Selection, out: Console) -> None:
+    """One table per group, then the choice, the paste line and the schedule."""
+    relative = sel.margin_scale == "relative"
+    delta = f"{sel.margin:.0%}" if relative else f"{sel.margin:g}"
+    out.print(
+        f"[bold]selection[/bold]: maximize {sel.objective}, margin {delta}, alpha {sel.alpha} "
+        f"(P(chosen not within the margin of the best) <= alpha), tie-break {sel.tie_break}"
+        + (f", looks {sel.looks}" if sel.looks else "")
+    )
+    for g in sel.groups:
+        table = Table(title=f"{g.group}: configuration minus the best of the others (MCB)")
+        for col in ("config", "k", "boots", sel.objective, "vs best [MCB]", "status", "length"):
+            table.add_column(col, overflow="fold")
+        for c in g.configs:
+            if c.eliminated_at_look:
+                status = f"eliminated at look {c.eliminated_at_look}"
+            elif not c.feasible:
+                status = "excluded (constraint)"
+            else:
+                status = (
+                    ", ".join(
+                        s
+                        for s, on in (
+                            ("CHOSEN", c.arm == g.chosen),
+                            ("may be best", c.in_subset),
+                            (f"within {delta}", c.within_margin),
+                        )
+                        if on
+                    )
+                    or "worse"
+                )
+            digits = ".1f" if relative else ".4f"
+            est = "-" if c.estimate is None else format(c.estimate, digits)
+            vs = f"[{_rel(c.mcb_low, relative)}, {_rel(c.mcb_high, relative)}]"
+            length = "-" if c.mean_accepted_length is None else f"{c.mean_accepted_length:.3f}"
+            table.add_row(c.arm, str(c.speculative_tokens), str(c.boots), est, vs, status, length)
+        out.print(table)
+        out.print(f"{g.group}: [bold]{g.status}[/bold]: {g.reason}", highlight=False)
+        if g.paste:
+            out.print(f"  ship: {g.paste}", markup=False, highlight=False)
+    if sel.schedule_speculative_config is not None:
+        cfg = json.dumps(sel.schedule_speculative_config)
+        out.print(
+            f"dynamic speculation across concurrency: --speculative-config '{cfg}'",
+            markup=False,
+            highlight=False,
+        )
+    for note in sel.notes:
+        out.print(f"selection note: {note}", markup=False, highlight=False)
