@@ -60,6 +60,13 @@ CAPTIONS = {
         "averaged over its boots; the legend gives the first-to-last change, estimated from "
         "each boot's own difference (intervals over boots in the analysis).",
     ),
+    "fig11_selection": (
+        "Sweep: which configuration to ship",
+        "Left: each configuration's objective against its speculative tokens per step, one "
+        "line per selection group, with its own (1 - alpha) interval over boots; filled: "
+        "cannot be told from the best (MCB); star: the chosen one; shaded: the margin below "
+        "the group's best estimate. Right: acceptance per position of those configurations.",
+    ),
     "fig9_categories": (
         "Per category",
         "Each arm's acceptance and tokens/s on each category's probes (a boot's ratios of sums "

@@ -24,6 +24,7 @@ from bench.report._captions import CAPTIONS
 from bench.report._plots import plot_boot_strip, plot_forest, plot_positions
 from bench.report._plots_drift import plot_drift
 from bench.report._plots_runs import plot_output_identity, plot_timing, plot_variance
+from bench.report._plots_selection import plot_selection
 from bench.report._plots_speed import plot_accepted_length, plot_categories, plot_speed
 from bench.report._sections import Section, sections
 from bench.report._tables import (
@@ -86,6 +87,7 @@ def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
         "fig8_accepted_length": plot_accepted_length(analysis),
         **({"fig9_categories": plot_categories(analysis)} if analysis.breakdown else {}),
         **({"fig10_drift": plot_drift(analysis)} if analysis.drift else {}),
+        **({"fig11_selection": plot_selection(analysis)} if analysis.selection else {}),
     }
 
 

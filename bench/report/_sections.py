@@ -7,6 +7,7 @@ import pandas as pd
 
 from bench.records import METRICS, SPEED_METRIC
 from bench.report._provenance import provenance
+from bench.report._selection_view import selection_section
 from bench.report._tables import (
     failed_attempts,
     identity_summary,
@@ -107,6 +108,7 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
     lengths = accepted_length_table(analysis)
     by = analysis.breakdown
     return [
+        *([selection_section(analysis.selection)] if analysis.selection else []),
         _verdicts(analysis),
         _arms(analysis),
         *_speed(analysis),

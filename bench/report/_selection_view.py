@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
@@ -66,3 +67,40 @@ def render_selection(sel: Selection, out: Console) -> None:
         )
     for note in sel.notes:
         out.print(f"selection note: {note}", markup=False, highlight=False)
+
+
+def selection_table(sel: Selection) -> pd.DataFrame:
+    """The report's selection table: one row per configuration of every group."""
+    relative = sel.margin_scale == "relative"
+    rows = []
+    for g in sel.groups:
+        for c in g.configs:
+            rows.append(
+                {
+                    "group": g.group,
+                    "configuration": c.arm,
+                    "k": c.speculative_tokens,
+                    "boots": c.boots,
+                    sel.objective: None if c.estimate is None else round(c.estimate, 4),
+                    "vs best [MCB]": f"[{_rel(c.mcb_low, relative)}, {_rel(c.mcb_high, relative)}]",
+                    "may be best": "yes" if c.in_subset else "",
+                    "within margin": "yes" if c.within_margin else "",
+                    "chosen": "CHOSEN" if c.arm == g.chosen else "",
+                    "eliminated at look": c.eliminated_at_look or "",
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def selection_section(sel: Selection) -> tuple[str, str, pd.DataFrame]:
+    delta = f"{sel.margin:.0%}" if sel.margin_scale == "relative" else f"{sel.margin:g}"
+    lines = [f"{g.group}: **{g.status}**: {g.reason}." for g in sel.groups]
+    lines += [f"Ship ({g.group}): `{g.paste}`." for g in sel.groups if g.paste]
+    if sel.schedule_speculative_config is not None:
+        lines.append(f"Across concurrency: `{json.dumps(sel.schedule_speculative_config)}`.")
+    text = (
+        f"Maximize {sel.objective} per group, margin {delta}, alpha {sel.alpha}: with "
+        f"probability >= {1 - sel.alpha:.0%} the chosen configuration is within the margin of "
+        f"the true best. Method: {sel.method}. " + " ".join(lines)
+    )
+    return ("Selection", text, selection_table(sel))

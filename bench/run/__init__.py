@@ -3,7 +3,8 @@ around it, the reaper that leaves no orphan, and the run-ab driver (ordering, re
 resume, sequential looks, progress)."""
 
 from bench.run._attempts import Attempt, Ledger, RunOptions, RunSummary
-from bench.run._boot import BootOutcome, BootRequest, NodeSetup, build_manifest, run_boot
+from bench.run._boot import BootOutcome, BootRequest, NodeSetup, run_boot
+from bench.run._manifest import build_manifest
 from bench.run._orchestrate import run_ab
 from bench.run._ordering import boot_seed, engine_seed
 

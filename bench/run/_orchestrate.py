@@ -29,10 +29,10 @@ from rich.console import Console
 from bench.errors import SpecabError
 from bench.experiment import load_spec, preflight, resume_changes
 from bench.run._attempts import Ledger, RunOptions, RunSummary
-from bench.run._boot import build_manifest
 from bench.run._cluster import boot_capacity, bundle, cluster_slots, connect, task_options
 from bench.run._dispatch import Dispatcher
 from bench.run._loop import RunLoop
+from bench.run._manifest import build_manifest
 from bench.run._ordering import PlannedBoot, missing_boots, plan_order
 from bench.run._progress import ProgressState, make_progress
 from bench.run._selection import SelectionRun

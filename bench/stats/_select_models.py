@@ -17,6 +17,12 @@ class SelectionConfig(_Out):
         description="Objective: geometric mean of the boots' tokens/s, or the mean of the "
         "boots' acceptance values."
     )
+    ci_low: Num = Field(
+        None,
+        description="(1 - alpha) t interval of the estimate over its boots, lower end (this "
+        "configuration alone, not simultaneous; the MCB columns make the claims).",
+    )
+    ci_high: Num = Field(None, description="Its upper end.")
     mcb_low: Num = Field(
         description="Simultaneous lower end for this configuration minus the best of the "
         "others (relative for speed: -0.03 = at worst 3 % below the best); null if eliminated."

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy.stats as st
 
 from bench.stats._data import ArmData
 from bench.stats._select import Replay, replay_looks, spend
@@ -149,6 +150,14 @@ def _replays(
     return out
 
 
+def _t_interval(v: np.ndarray, alpha: float) -> tuple[float, float] | None:
+    ok = v[np.isfinite(v)]
+    if ok.size < 2:
+        return None
+    half = float(st.t.ppf(1 - alpha / 2, ok.size - 1) * ok.std(ddof=1) / math.sqrt(ok.size))
+    return float(ok.mean()) - half, float(ok.mean()) + half
+
+
 def _definition(manifest: Mapping[str, Any], arm: str) -> dict[str, Any]:
     for a in manifest.get("arms", []) or []:
         if a.get("name") == arm:
@@ -163,6 +172,7 @@ def _configs(
     sweep: Mapping[str, Any],
     relative: bool,
     margin: float,
+    alpha: float,
 ) -> list[SelectionConfig]:
     rep = g.rep
     out = []
@@ -178,6 +188,8 @@ def _configs(
         v = boot_values(ad, sweep["objective"]) if ad is not None else np.zeros(0)
         v = v[:n] if j is not None else v
         est = float(np.nanmean(v)) if np.isfinite(v).any() else None
+        ci = _t_interval(v, alpha)
+        back = (lambda x: math.exp(x)) if relative else (lambda x: x)
 
         def shown(x: float | None) -> float | None:
             return None if x is None else (math.expm1(x) if relative else x)
@@ -187,7 +199,9 @@ def _configs(
                 arm=arm,
                 speculative_tokens=int(cell["cost"][0]),
                 boots=int(np.isfinite(v).sum()),
-                estimate=(math.exp(est) if relative else est) if est is not None else None,
+                estimate=back(est) if est is not None else None,
+                ci_low=back(ci[0]) if ci else None,
+                ci_high=back(ci[1]) if ci else None,
                 mcb_low=shown(lo),
                 mcb_high=shown(hi),
                 in_subset=bool(live and j is not None and rep.subset[j]),

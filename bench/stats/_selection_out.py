@@ -72,9 +72,10 @@ def _group(
     manifest: Mapping[str, Any],
     sweep: Mapping[str, Any],
     looks: Sequence[int] | None,
+    alpha: float,
 ) -> SelectionGroup:
     margin, relative = _scale(sweep)
-    configs = _configs(rep, cells, data, sweep, relative, margin)
+    configs = _configs(rep, cells, data, sweep, relative, margin, alpha)
     taken = int(rep.rep.taken)
     pick = int(rep.rep.chosen)
     chosen = rep.arms[pick] if taken and pick >= 0 else None
@@ -166,7 +167,7 @@ def selection(
     if not isinstance(sweep, Mapping) or not sweep.get("cells"):
         return None
     groups = [
-        _group(rep, cells, data, manifest, sweep, looks)
+        _group(rep, cells, data, manifest, sweep, looks, alpha)
         for rep, cells in _replays(data, sweep, looks, alpha)
     ]
     notes = [

@@ -12,7 +12,7 @@ import pytest
 
 from bench.errors import SpecabError
 from bench.experiment import load_spec, resolve_arm, sweep_cells
-from bench.run._boot import build_manifest
+from bench.run import build_manifest
 from bench.stats import analyze, selection_dropped
 from bench.stats.simulate import simulate_frames, simulated_manifest
 
