@@ -16,7 +16,8 @@ from bench.cli import run
 from bench.errors import BootFailed
 from bench.experiment import ProbeSet, load_probe_set, load_spec
 from bench.run import Attempt, BootRequest, Ledger
-from bench.run._boot import build_manifest, failed_record, one_line
+from bench.run._boot import failed_record, one_line
+from bench.run._manifest import build_manifest
 from bench.run._measure import check_boot_total, measure
 from bench.run._metrics import SpecCounts
 from bench.run._probes import Sampling
