@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -39,6 +39,8 @@ def validate(
         f"{n} arm(s) x {exp.boots_per_arm} boot(s) = {n * exp.boots_per_arm} boots; "
         f"baseline: {spec.baseline}; probe sets: {', '.join(spec.probes.sets)}"
     )
+    if spec.sweep is not None:
+        _print_sweep(spec)
     _print_nodes(spec)
     for v in views:
         a, plan = v.arm, v.plan
@@ -150,3 +152,25 @@ def register(app: typer.Typer) -> None:
     app.command("validate")(validate)
     app.command("schema")(schema)
     app.command("materialize")(materialize)
+
+
+def _print_sweep(spec: Any) -> None:
+    """The grid, the generated arms per selection group and what will be selected."""
+    from bench.experiment import sweep_cells
+
+    sw = spec.sweep
+    cells = sweep_cells(spec) or {}
+    grid = " x ".join(f"{axis} {levels}" for axis, levels in sw.grid.items())
+    looks = spec.experiment.looks
+    console.print(
+        f"sweep: {grid}" + (" + no speculation" if sw.no_speculation else "") + f"; select: "
+        f"maximize {sw.objective} within {sw.margin:g} of the best (alpha "
+        f"{spec.experiment.alpha}), tie-break {sw.tie_break}"
+        + (f"; looks {looks}: clearly worse configurations get no more boots" if looks else ""),
+        markup=False,
+    )
+    groups: dict[str, list[str]] = {}
+    for c in cells.get("cells", []):
+        groups.setdefault(c["group"], []).append(c["arm"])
+    for group, arms in groups.items():
+        console.print(f"  group {group}: {', '.join(arms)}", markup=False)
