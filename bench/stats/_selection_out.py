@@ -58,6 +58,14 @@ def _reason(
     )
 
 
+def _empty(rep: GroupReplay, looks: Sequence[int] | None) -> str:
+    if not looks or not rep.arms:
+        return "no feasible configuration has 2 or more boots"
+    n = looks[0]
+    short = [a for a, v in zip(rep.arms, rep.values, strict=True) if np.isfinite(v[:n]).sum() < n]
+    return f"look 1 ({n} boots per configuration) not reached: {', '.join(short)} lack boots"
+
+
 def _paste(definition: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
     if definition.get("speculative") is False:
         return None, "(no --speculative-config: serve without speculative decoding)"
@@ -96,9 +104,7 @@ def _group(
         chosen=chosen,
         best_estimate=best,
         subset=subset,
-        reason="no feasible configuration has 2 or more boots"
-        if not taken
-        else _reason(chosen, subset, sweep, level, needed),
+        reason=_reason(chosen, subset, sweep, level, needed) if taken else _empty(rep, looks),
         look=taken if looks and taken else None,
         level=level if taken else None,
         speculative_config=cfg,
