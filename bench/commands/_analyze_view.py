@@ -119,6 +119,8 @@ def render(result: Analysis, out: Console) -> None:
         )
     if result.breakdown is not None:
         _render_breakdown(result, out)
+    if result.hosts is not None:
+        _render_hosts(result, out)
     if result.selection is not None:
         render_selection(result.selection, out)
     if result.sequential:
@@ -127,6 +129,32 @@ def render(result: Analysis, out: Console) -> None:
         )
     for note in result.notes:
         out.print(f"note: {note}", markup=False)
+
+
+def _render_hosts(result: Analysis, out: Console) -> None:
+    h = result.hosts
+    if h is None:
+        return
+    table = Table(title="Ok boots per host (arms x hosts)")
+    for col in ("arm", *h.hosts, "compared"):
+        table.add_column(col, overflow="fold")
+    for arm, counts in h.boots.items():
+        how = (
+            "within hosts"
+            if arm in h.adjusted
+            else "confounded: no claim"
+            if arm in h.confounded
+            else "baseline"
+            if arm == result.baseline
+            else "plain (balanced)"
+        )
+        table.add_row(arm, *(str(counts.get(x, 0)) for x in h.hosts), how)
+    out.print(table)
+    effect = ", ".join(
+        f"{METRIC_LABEL.get(m, m)} p={p:.3g}" for m, p in h.host_effect_p.items() if p is not None
+    )
+    if effect:
+        out.print(f"host effect (boot value = arm + host, F-test): {effect}", markup=False)
 
 
 def _render_peer_lengths(result: Analysis, out: Console) -> None:

@@ -20,12 +20,13 @@ import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
-from bench.records import SPEED_METRIC
+from bench.records import ALL_METRICS, SPEED_METRIC
 from bench.stats._breakdown import breakdown
 from bench.stats._compare import comparisons
 from bench.stats._data import Dataset, failed_counts
 from bench.stats._decide import prepare, primary
 from bench.stats._drift import drift
+from bench.stats._hosts import host_summary
 from bench.stats._models import Analysis, AnalysisSettings, Comparison, PriorInfo
 from bench.stats._parts import arm_result, components, position_comparisons
 from bench.stats._selection_out import selection, sweep_looks
@@ -139,6 +140,7 @@ def analyze_data(
             f"nominal alpha {prim.level:.3g} ({decision.action})"
         )
     ups = speedups(prim.data, s.alpha, notes, s.margins[SPEED_METRIC])
+    hosts = host_summary(prim.data, s.baseline, ALL_METRICS, notes)
     return Analysis(
         experiment=experiment,
         alpha=s.alpha,
@@ -162,4 +164,5 @@ def analyze_data(
         primary_metrics=list(s.primary),
         speedups=ups,
         breakdown=breakdown(ds, prim.data, arms, s, by, power) if by else None,
+        hosts=hosts,
     )

@@ -44,6 +44,7 @@ class ArmData:
     hist: F | None = None  # (B, P, K + 1) per-request accepted-length histogram, if complete
     speculative: bool = True
     concurrency: int = 1
+    hosts: list[str] = field(default_factory=list)  # per boot, the host it ran on (head node)
 
     @property
     def n_boots(self) -> int:
@@ -107,6 +108,7 @@ class ArmData:
             accepted=self.accepted[idx],
             per_pos=self.per_pos[idx],
             boot_index=[self.boot_index[i] for i in idx] if self.boot_index else [],
+            hosts=[self.hosts[i] for i in idx] if self.hosts else [],
             order=[self.order[i] for i in idx] if self.order else [],
             completion=cut(self.completion),
             latency=cut(self.latency),
@@ -248,6 +250,7 @@ def _one_arm(
         hist=histograms(pr, sel, bi, pi, shape, k) if speculative else None,
         speculative=speculative,
         concurrency=concurrency(rows),
+        hosts=[str(h) for h in rows["host"]] if len(rows) and "host" in rows.columns else [],
     )  # fmt: skip
 
 

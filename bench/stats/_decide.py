@@ -12,9 +12,11 @@ import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
+from bench.records import ALL_METRICS
 from bench.stats._core import VERDICTS
 from bench.stats._data import ArmData, Dataset, arm_data
 from bench.stats._family import Est
+from bench.stats._hosts import host_adjusted_pairs
 from bench.stats._models import Decision, SequentialRow
 from bench.stats._rows import Row, estimates, family_rows
 from bench.stats._sequential import STATUSES, look_index, look_status, obf_boundaries
@@ -90,7 +92,8 @@ def primary(
     others = [a for a in arms if a != s.baseline]
     if not s.looks:
         est = estimates(data, prior)
-        rows = family_rows(est, others, s, s.alpha, s.alpha)
+        adj = host_adjusted_pairs(data, s.baseline, others, ALL_METRICS, est)
+        rows = family_rows(est, others, s, s.alpha, s.alpha, adj)
         return Primary(dict(data), est, others, rows, s.alpha, False), None
     looks = s.looks
     b_now = min(data[a].n_boots for a in arms)
@@ -100,7 +103,8 @@ def primary(
     level = nominal[0] if idx is None else nominal[idx]
     head = {a: data[a].head(n) for a in arms}
     est = estimates(head, prior)
-    rows = family_rows(est, others, s, level, s.alpha)
+    adj = host_adjusted_pairs(head, s.baseline, others, ALL_METRICS, est)
+    rows = family_rows(est, others, s, level, s.alpha, adj)
     prim = Primary(head, est, others, rows, level, True, idx is None)
     if idx is None:
         reason = f"{b_now} boots per arm; the first planned look is at {looks[0]}"

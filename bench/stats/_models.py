@@ -14,6 +14,7 @@ from pydantic import Field
 
 from bench.stats._base import Int, Num, _Out
 from bench.stats._drift import DriftEstimate
+from bench.stats._hosts import HostSummary
 from bench.stats._select_models import Selection
 
 Pair = tuple[Num, Num]
@@ -291,6 +292,9 @@ class Analysis(_Out):
     drift: list[DriftEstimate] = Field(
         default_factory=list,
         description="Change from the first to the last pass within boots ([probes] passes).",
+    )
+    hosts: HostSummary | None = Field(
+        None, description="Arms x hosts, the host effect, comparisons made within hosts."
     )
     selection: Selection | None = Field(
         None, description="The best configuration per group, for experiments with [sweep]."

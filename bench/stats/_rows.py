@@ -50,10 +50,14 @@ def _family_rows(
     s: Settings,
     level: float,
     primary: bool,
+    adjust: Mapping[tuple[str, str], tuple[Est, Est]],
 ) -> list[Row]:
     if not keys:
         return []
-    pairs = [(est[s.baseline][m], est[a][m], margin_for(m, s.margins[m])) for a, m in keys]
+    pairs = [
+        (*adjust.get((a, m), (est[s.baseline][m], est[a][m])), margin_for(m, s.margins[m]))
+        for a, m in keys
+    ]
     fam = family(pairs, level)
     return [Row(a, m, fam, i, level, primary) for i, (a, m) in enumerate(keys)]
 
@@ -64,15 +68,18 @@ def family_rows(
     s: Settings,
     level: float,
     secondary_level: float,
+    adjust: Mapping[tuple[str, str], tuple[Est, Est]] | None = None,
 ) -> list[Row]:
-    """The primary family (arm-major, at `level`), then one family per secondary metric."""
+    """The primary family (arm-major, at `level`), then one family per secondary metric.
+    `adjust`: (arm, metric) -> the (baseline, arm) estimates to compare instead (hosts)."""
+    adj = adjust or {}
     base = est[s.baseline]
 
     def keys(metrics: Sequence[str]) -> list[tuple[str, str]]:
         return [(a, m) for a in others for m in metrics if m in base and m in est[a]]
 
-    rows = _family_rows(keys(s.primary), est, s, level, True)
+    rows = _family_rows(keys(s.primary), est, s, level, True, adj)
     for m in ALL_METRICS:
         if m not in s.primary:
-            rows += _family_rows(keys([m]), est, s, secondary_level, False)
+            rows += _family_rows(keys([m]), est, s, secondary_level, False, adj)
     return rows

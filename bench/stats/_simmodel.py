@@ -122,13 +122,15 @@ def simulate_counts(
     params: SimParams = SimParams(),
     replicates: int = 1,
     prompt_set: PromptSet | None = None,
+    boot_shift: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """Per-cell counts for `replicates` independent experiments.
 
     Returns (D, A, L): D drafts with shape (R, arms, boots, prompts), A cumulative accepted
     counts per position with shape (R, arms, boots, prompts, K), L output lengths (R, prompts).
     With `prompt_set` every replicate reuses the same prompts (gamma, lengths, interaction),
-    which is the estimand of the primary interval ("on this probe set").
+    which is the estimand of the primary interval ("on this probe set"). `boot_shift`
+    (arms, boots) adds a known logit shift per boot, e.g. the effect of the host it ran on.
     """
     d = np.asarray(deltas, dtype=np.float64)
     n_arms, k = d.size, params.positions
@@ -148,6 +150,8 @@ def simulate_counts(
     beta = _boot_effects(rng, params, (replicates, n_arms, boots))
     eps = rng.normal(0.0, params.sigma_res, shape)
     lin = d[None, :, None, None] + beta + gamma + inter + eps
+    if boot_shift is not None:
+        lin = lin + np.asarray(boot_shift, dtype=np.float64)[None, :, :, None]
     mu = np.asarray(params.mu, dtype=np.float64)
     q = _logistic(lin[..., None] + mu)  # (R, A, B, P, K)
     expected_per_draft = 1.0 + np.cumprod(q, axis=-1).sum(axis=-1)
@@ -170,6 +174,7 @@ def simulate_boot_totals(
     replicates: int = 1,
     chunk: int = 200,
     prompt_set: PromptSet | None = None,
+    boot_shift: NDArray[np.float64] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Boot totals only, for calibration: D (R, arms, boots), A (R, arms, boots, K).
 
@@ -178,7 +183,9 @@ def simulate_boot_totals(
     d_parts, a_parts = [], []
     for start in range(0, replicates, chunk):
         n = min(chunk, replicates - start)
-        drafts, acc, _ = simulate_counts(rng, deltas, boots, prompts, params, n, prompt_set)
+        drafts, acc, _ = simulate_counts(
+            rng, deltas, boots, prompts, params, n, prompt_set, boot_shift
+        )
         d_parts.append(drafts.sum(axis=3))
         a_parts.append(acc.sum(axis=3))
     return np.concatenate(d_parts), np.concatenate(a_parts)

@@ -95,6 +95,7 @@ def boot_record(
     sim: SimBoot | None,
     params: SimParams,
     rng: np.random.Generator,
+    host: str = "sim-host",
 ) -> BootRecord:
     """The boot row: ok with its totals (the /metrics delta equals the probe sums), or a
     failed attempt (sim None) with its error."""
@@ -116,7 +117,7 @@ def boot_record(
         error=None if ok else "simulated failure: server exited during startup",
         order=order,
         block=boot,
-        host="sim-host",
+        host=host,
         gpu="sim-gpu",
         started_at=start,
         ready_at=start + timedelta(seconds=boot_s) if ok else None,

@@ -89,6 +89,8 @@ def simulate_run(
     speed: Mapping[str, float] | None = None,
     no_spec: Collection[str] = (),
     categories: Sequence[str] | None = None,
+    hosts: Mapping[str, Sequence[str]] | None = None,
+    host_effect: Mapping[str, float] | None = None,
 ) -> SimRun:
     """Probe rows and boot records with the ids, attempt numbers and columns of real runs.
 
@@ -96,14 +98,23 @@ def simulate_run(
     true tokens/s ratio of two arms is the ratio of their factors); arms in `no_spec` run
     without speculative decoding; `categories` are given to the probes in turn. Boots are
     interleaved in blocks (one per arm) as the orchestrator runs them; `failed_boots` adds
-    failed attempts (no probes).
+    failed attempts (no probes). `hosts` gives arm -> the host of each boot (recorded in
+    the boot rows), `host_effect` host -> a logit shift of every boot on it.
     """
     rng = np.random.default_rng(seed)
     names = list(arms)
     per_arm = _boot_counts(boots, names)
     b_max = max(per_arm.values())
+    host_of = {a: list((hosts or {}).get(a, ["sim-host"] * b_max)) for a in names}
+    shift = np.array([[(host_effect or {}).get(h, 0.0) for h in host_of[a][:b_max]] for a in names])
     drafts, acc, length = simulate_counts(
-        rng, [arms[a] for a in names], b_max, prompts, params, replicates=1
+        rng,
+        [arms[a] for a in names],
+        b_max,
+        prompts,
+        params,
+        replicates=1,
+        boot_shift=shift if host_effect else None,
     )
     drafts, acc = drafts[0], acc[0]
     k = params.positions
@@ -153,6 +164,7 @@ def simulate_run(
                         sim=sim if ok else None,
                         params=params,
                         rng=rng,
+                        host=host_of[arm][b],
                     )
                 )
     probes = pd.concat(frames, ignore_index=True)
