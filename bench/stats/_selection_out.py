@@ -48,7 +48,13 @@ def _reason(
             f"no configuration is proven within {delta} of the best yet; "
             f"{', '.join(subset) or 'none'} cannot be told from the best at one-sided level "
             f"{level:.3g}: run more boots (longer looks) or accept a larger margin"
-            + (f" (about {needed} boots per configuration)" if needed else "")
+            + (
+                f" (about {needed} boots per configuration)"
+                if needed and needed < 1000
+                else " (more than 1000 boots per configuration at this noise)"
+                if needed
+                else ""
+            )
         )
     if subset == [chosen]:
         return f"{chosen} is the best: every other configuration is shown worse (level {level:.3g})"
@@ -187,8 +193,14 @@ def selection(
             notes.append(f"{g.group}: excluded by the constraints: {', '.join(out)}")
     schedule, schedule_cfg = _schedule(groups, sweep, manifest, notes)
     used, fixed = sum(g.boots_used for g in groups), sum(g.boots_fixed for g in groups)
-    if looks and fixed > used:
-        notes.append(f"elimination: {used} boots instead of {fixed} ({1 - used / fixed:.0%} saved)")
+    early = any(c.eliminated_at_look for g in groups for c in g.configs) or any(
+        g.look is not None and looks and g.look < len(looks) for g in groups
+    )
+    if looks and early and fixed > used:
+        notes.append(
+            f"elimination: {used} boots instead of {fixed} ({1 - used / fixed:.0%} saved: "
+            "clearly worse configurations and settled groups got no more boots)"
+        )
     return Selection(
         objective=str(sweep["objective"]),
         margin=float(sweep["margin"]),

