@@ -3,7 +3,8 @@
 its own address on a private bridge (no route out), and one long-lived holder process gives it
 its own hostname (UTS), process table (PID namespace), a tmpfs /tmp and /dev/shm, and an
 /etc/hosts naming every host. The checkout (and anything else under --share) stays visible at
-the same path, as a cluster's shared filesystem would be.
+the same path, as a cluster's shared filesystem would be. Host i runs on core i (mod the
+machine's cores).
 
     sudo python3 cluster/testbed.py up --hosts 2 --state /tmp/tb.json
     sudo python3 cluster/testbed.py run --state /tmp/tb.json 2 -- hostname -I
@@ -150,7 +151,15 @@ def up(n_hosts: int, state: Path) -> dict[str, object]:
         )
         hosts = info["hosts"]
         assert isinstance(hosts, dict)
-        hosts[h] = {"ns": ns, "veth": veth, "addr": addrs[h], "outer": holder.pid, "pid": None}
+        cores = sorted(os.sched_getaffinity(0))
+        hosts[h] = {
+            "ns": ns,
+            "veth": veth,
+            "addr": addrs[h],
+            "outer": holder.pid,
+            "pid": None,
+            "core": cores[(i - 1) % len(cores)],
+        }
         state.write_text(json.dumps(info))
         hosts[h]["pid"] = _init_pid(holder.pid)
         state.write_text(json.dumps(info))
@@ -189,6 +198,16 @@ PartitionName=testbed Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
 
+def _pidfile(path: Path, timeout_s: float = 15.0) -> int:
+    """A daemon's PID from its pid file (written by the daemon after its parent returned)."""
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        with contextlib.suppress(OSError, ValueError):
+            return int(path.read_text().strip())
+        time.sleep(0.05)
+    raise RuntimeError(f"{path} was not written")
+
+
 def slurm_up(info: dict[str, object], state: Path, cpus: int = 1, timeout_s: float = 30) -> str:
     """A real Slurm over the hosts: a private munged and slurmctld in the root namespace, one
     slurmd per host inside it (its spool in the host's own /tmp). Returns SLURM_CONF."""
@@ -206,7 +225,7 @@ def slurm_up(info: dict[str, object], state: Path, cpus: int = 1, timeout_s: flo
         f"--pid-file={d}/munged.pid",
         f"--seed-file={d}/munged.seed",
     )
-    info["munged"] = int((d / "munged.pid").read_text())
+    info["munged"] = _pidfile(d / "munged.pid")
     state.write_text(json.dumps(info))
     hosts = info["hosts"]
     assert isinstance(hosts, dict)
@@ -229,7 +248,7 @@ def slurm_up(info: dict[str, object], state: Path, cpus: int = 1, timeout_s: flo
     (d / "slurmctld").mkdir(exist_ok=True)
     env = {**os.environ, "SLURM_CONF": str(conf)}
     subprocess.run(["slurmctld"], check=True, env=env, capture_output=True)
-    info["slurmctld"] = int((d / "slurmctld.pid").read_text())
+    info["slurmctld"] = _pidfile(d / "slurmctld.pid")
     info["slurm_conf"] = str(conf)
     state.write_text(json.dumps(info))
     for h in hosts:
@@ -252,12 +271,14 @@ def load(state: Path) -> dict[str, object]:
 
 
 def enter(info: dict[str, object], host: str) -> list[str]:
-    """The argv prefix that runs a command on `host` (its net, mount, UTS and PID ns)."""
+    """The argv prefix that runs a command on `host` (its net, mount, UTS and PID ns), on
+    the host's own core: hosts of one machine would otherwise all pin servers to core 0."""
     hosts = info["hosts"]
     assert isinstance(hosts, dict)
     name = host if host in hosts else f"h{host}"
-    pid = hosts[name]["pid"]
-    return ["nsenter", "-t", str(pid), "--net", "--mount", "--uts", "--pid", "--"]
+    pid, core = hosts[name]["pid"], hosts[name].get("core")
+    pin = ["taskset", "-c", str(core)] if core is not None and shutil.which("taskset") else []
+    return ["nsenter", "-t", str(pid), "--net", "--mount", "--uts", "--pid", "--", *pin]
 
 
 def _pidns(pid: int) -> str | None:

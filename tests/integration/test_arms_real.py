@@ -51,7 +51,7 @@ ARMS = ("shipped", "config-fix", "patch-fix", "forced-never")
 
 def demo_spec() -> Experiment:
     spec = load_spec(DEMO)
-    greedy = spec.probes.model_copy(update={"temperature": 0.0, "max_tokens": 48, "warmup": 1})
+    greedy = spec.probes.model_copy(update={"temperature": 0.0, "max_tokens": 32, "warmup": 1})
     by_name = {a.name: a for a in spec.arms}
     force = str(PATCHES / "force_full_rotary.py")
     arms = [

