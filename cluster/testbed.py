@@ -79,20 +79,38 @@ _REAPER = (
 )
 
 
-def _holder_script(name: str, hosts_file: str) -> str:
-    # Runs as PID 1 of the host's PID namespace, in its own (private) mount namespace.
-    return (
-        f"set -e; hostname {name}; "
-        "mount -t tmpfs -o mode=1777 tmpfs /tmp; "
-        "mount -t tmpfs -o mode=1777 tmpfs /dev/shm; "
-        f"mount --bind {hosts_file} /etc/hosts; "
-        "touch /tmp/.testbed-ready; "
-        # PID 1 of the host reaps what daemons (ray start, slurmd) leave to it
-        f"exec {sys.executable} -c '{_REAPER}'"
+def _holder_script(name: str, hosts_file: str, keep: Path, shared: list[str]) -> str:
+    """Runs as PID 1 of the host's PID namespace, in its own (private) mount namespace.
+    Shared paths under /tmp (a checkout cloned there, its venv) are carried over the host's
+    fresh /tmp at the same path, as a cluster's shared filesystem would be."""
+    park = [f"mkdir -p {keep}/{i} && mount --bind {p} {keep}/{i}" for i, p in enumerate(shared)]
+    back = [f"mkdir -p {p} && mount --bind {keep}/{i} {p}" for i, p in enumerate(shared)]
+    return "; ".join(
+        [
+            "set -e",
+            f"hostname {name}",
+            *park,
+            "mount -t tmpfs -o mode=1777 tmpfs /tmp",
+            *back,
+            "mount -t tmpfs -o mode=1777 tmpfs /dev/shm",
+            f"mount --bind {hosts_file} /etc/hosts",
+            "touch /tmp/.testbed-ready",
+            # PID 1 of the host reaps what daemons (ray start, slurmd) leave to it
+            f"exec {sys.executable} -c '{_REAPER}'",
+        ]
     )
 
 
-def up(n_hosts: int, state: Path) -> dict[str, object]:
+def _shared_under_tmp(extra: list[str]) -> list[str]:
+    """The checkout, the interpreter's prefix and `extra`, where they live under /tmp."""
+    here = Path(__file__).resolve().parents[1]
+    paths = {str(p) for p in (here, Path(sys.prefix).resolve(), *map(Path, extra))}
+    under = sorted(p for p in paths if Path(p).resolve().is_relative_to("/tmp"))
+    # a path inside another shared one comes with it
+    return [p for p in under if not any(p != q and Path(p).is_relative_to(q) for q in under)]
+
+
+def up(n_hosts: int, state: Path, share: list[str] | None = None) -> dict[str, object]:
     why = refusal()
     if why:
         raise SystemExit(f"testbed: {why}")
@@ -118,6 +136,7 @@ def up(n_hosts: int, state: Path) -> dict[str, object]:
         "hosts": {},
     }
     state.write_text(json.dumps(info))  # written early: `down` can clean a half-built bed
+    shared = _shared_under_tmp(share or [])
     for i, h in enumerate(names, 1):
         ns, veth = f"tb{tag}-{h}", f"tb{tag}v{i}"
         sh("ip", "netns", "add", ns)
@@ -142,7 +161,7 @@ def up(n_hosts: int, state: Path) -> dict[str, object]:
                 "private",
                 "sh",
                 "-c",
-                _holder_script(h, str(hosts_file)),
+                _holder_script(h, str(hosts_file), etc / f"keep-{h}", shared),
             ],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
