@@ -101,7 +101,13 @@ def dropped_arms(
         if g.arms and bool(g.rep.stopped):
             pick = int(g.rep.chosen)
             what = f"chose {g.arms[pick]}" if pick >= 0 else "no choice"
-            why = f"group {cells[0]['group']} settled at look {int(g.rep.taken)}: {what}"
+            taken = int(g.rep.taken)
+            why = (
+                f"group {cells[0]['group']}: the last planned look ({looks[-1]} boots) was "
+                f"taken: {what}"
+                if taken == len(looks)
+                else f"group {cells[0]['group']} settled at look {taken}: {what}"
+            )
             for a in g.arms:
                 out.setdefault(a, why)
     return out
