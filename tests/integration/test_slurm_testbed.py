@@ -93,7 +93,7 @@ def test_requeued_job_resumes_then_scancel_leaves_nothing(slurm, fake_experiment
     """One job's life: requeued mid-run, it resumes the directory (every boot it finds is
     skipped, none duplicated); cancelled mid-run, nothing of it survives on any host."""
     bed, env = slurm
-    spec = _experiment(fake_experiment, "slurm-life", 1.2)
+    spec = _experiment(fake_experiment, "slurm-life", 0.8)
     job, out = _submit(env, spec)
     results = spec.parent / "results"
     first = _wait(

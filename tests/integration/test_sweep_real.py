@@ -42,7 +42,7 @@ group_by = []
 margin = 0.5
 """
 K = 4  # conftest.REAL_K
-N_PROBES = 16  # 4 rounds of 4 lanes
+N_PROBES = 12  # 3 rounds of 4 lanes
 PROBES = Path(__file__).resolve().parents[2] / "arms" / "probes" / "python-code.jsonl"
 
 
