@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.stats as st
 
+from bench.stats._core import interval
 from bench.stats._data import ArmData
+from bench.stats._hosts import boot_values as per_boot
 from bench.stats._select import Replay, replay_looks, spend
 from bench.stats._select_models import SelectionConfig
 
@@ -30,14 +31,10 @@ def boot_values(ad: ArmData, objective: str) -> np.ndarray:
     """Per planned boot index (NaN where that boot has no ok attempt), the objective on the
     selection's scale (log tokens/s). Indexed by boot, not by finish time, so a look's
     first n boots never change once they exist (retries keep their index)."""
-    if objective == "output_tokens_per_s":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = np.log(ad.speed())
-    elif not ad.speculative or ad.n_boots == 0:
+    if objective != "output_tokens_per_s" and (not ad.speculative or ad.n_boots == 0):
         v = np.full(ad.n_boots, np.nan)
-    else:
-        num, den = ad.totals(objective)
-        v = num / den + (1.0 if objective == "mean_accepted_length" else 0.0)
+    else:  # the comparisons' per-boot values (_hosts), on the metric's own scale
+        v = per_boot(ad, objective) + (1.0 if objective == "mean_accepted_length" else 0.0)
     index = ad.boot_index or list(range(ad.n_boots))
     out = np.full(max(index, default=-1) + 1, np.nan)
     out[np.asarray(index, dtype=np.int64)] = v
@@ -160,8 +157,8 @@ def _t_interval(v: np.ndarray, alpha: float) -> tuple[float, float] | None:
     ok = v[np.isfinite(v)]
     if ok.size < 2:
         return None
-    half = float(st.t.ppf(1 - alpha / 2, ok.size - 1) * ok.std(ddof=1) / math.sqrt(ok.size))
-    return float(ok.mean()) - half, float(ok.mean()) + half
+    lo, hi = interval(ok.mean(), ok.std(ddof=1) / math.sqrt(ok.size), ok.size - 1, alpha)
+    return float(lo), float(hi)
 
 
 def _definition(manifest: Mapping[str, Any], arm: str) -> dict[str, Any]:
