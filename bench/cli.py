@@ -18,6 +18,7 @@ from bench.commands import (
     probes,
     report,
     run_ab,
+    selftest,
     validate,
 )
 from bench.errors import SpecabError
@@ -32,7 +33,9 @@ app = typer.Typer(
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
 # One module per subcommand (bench/commands/<name>.py), each with `register(app)`.
-COMMAND_MODULES = [validate, lint, demo_models, boot, analyze, run_ab, report, probes, gate, export]
+COMMAND_MODULES = [
+    validate, lint, demo_models, boot, analyze, run_ab, selftest, report, probes, gate, export,
+]  # fmt: skip
 
 
 @app.command()

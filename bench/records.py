@@ -84,6 +84,13 @@ class ProbeRecord(_Record):
         description="Which pass over the probe set this row is (0-based) when the boot ran "
         "[probes] passes > 1; null for a single pass.",
     )
+    drafted_per_pos: tuple[int, ...] | None = Field(
+        None,
+        description="Verify steps that drafted at least k + 1 tokens, per position k (length "
+        "K), from the response's per_step_drafted; equals num_drafts at every k when each "
+        "step drafts K (draft models), less where the drafter proposes fewer (ngram, dynamic "
+        "speculation); null where only /metrics counts exist.",
+    )
 
 
 class BootRecord(_Record):
@@ -182,12 +189,14 @@ PROBE_SCHEMA = pa.schema(
         ("sequence", pa.int64()),
         ("acceptance_histogram", pa.list_(pa.int64())),
         ("pass_index", pa.int64()),
+        ("drafted_per_pos", pa.list_(pa.int64())),
     ]
 )
 # Columns a writer may leave out of a probe frame (stored as null): beyond the contract's
 # minimum and not known to every acceptance source or server build.
 PROBE_OPTIONAL = (
     "category", "ttft_s", "tpot_s", "queue_s", "sequence", "acceptance_histogram", "pass_index",
+    "drafted_per_pos",
 )  # fmt: skip
 
 _TS = pa.timestamp("us", tz="UTC")

@@ -62,6 +62,7 @@ from bench.experiment._spec import (
     resolve_path,
 )
 from bench.experiment._sweep import SweepSection, sweep_cells
+from bench.experiment._synthetic import synthetic_truth
 
 __all__ = [
     "OFFSET_LAYER_METHODS",
@@ -124,6 +125,7 @@ __all__ = [
     "supports_per_request_metrics",
     "supports_per_request_timing",
     "sweep_cells",
+    "synthetic_truth",
     "vllm_package_dir",
     "write_probe_lines",
 ]

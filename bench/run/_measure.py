@@ -21,7 +21,13 @@ from bench.experiment import Probe, ProbeSet
 from bench.records import AcceptanceSource, ProbeRecord
 from bench.run._attempts import Attempt
 from bench.run._lanes import LaneClient, run_lanes
-from bench.run._metrics import SpecCounts, check_counts, counts_from_response, scrape
+from bench.run._metrics import (
+    SpecCounts,
+    check_counts,
+    counts_from_response,
+    drafted_per_position,
+    scrape,
+)
 from bench.run._probes import ProbeResponse, Sampling, run_probe
 
 
@@ -97,9 +103,10 @@ class _Rows:
         self, probe: Probe, seq: int, resp: ProbeResponse, counts: SpecCounts
     ) -> ProbeRecord:
         check_counts(counts, f"probe {probe.set_name}/{probe.id}")
-        hist = None
+        hist = drafted = None
         if self.speculative and self.source == "per_request" and resp.spec_decoding:
             hist = tuple(int(x) for x in resp.spec_decoding["acceptance_histogram"])
+            drafted = drafted_per_position(resp.spec_decoding, self.k)
         a = self.attempt
         return ProbeRecord(
             experiment=self.experiment,
@@ -121,6 +128,7 @@ class _Rows:
             sequence=seq,
             pass_index=seq // self.per_pass if self.per_pass else None,
             acceptance_histogram=hist,
+            drafted_per_pos=drafted,
         )
 
 

@@ -220,6 +220,19 @@ def _counts_from_response(obj: Mapping[str, Any], num_spec_tokens: int) -> SpecC
     return counts
 
 
+def drafted_per_position(obj: Mapping[str, Any], k: int) -> tuple[int, ...] | None:
+    """Steps that drafted at least p + 1 tokens, p = 0..K-1, from `per_step_drafted` (vLLM's
+    `detailed` per-request metrics); None without it. /metrics has no drafted-per-position,
+    and `accepted_per_pos / num_drafts` counts a position never drafted as rejected."""
+    steps = obj.get("per_step_drafted")
+    if not steps:
+        return None
+    drafted = [int(x) for x in steps]
+    if any(d < 0 or d > k for d in drafted):
+        raise BootFailed(f"per-request metrics: per_step_drafted outside 0..{k}: {drafted}")
+    return tuple(sum(d > p for d in drafted) for p in range(k))
+
+
 def check_counts(c: SpecCounts, what: str) -> None:
     """Invariants every count set must satisfy; BootFailed naming `what` otherwise."""
     pos = c.accepted_per_pos

@@ -21,6 +21,7 @@ from bench.stats._parts import pooled_ratios
 from bench.stats._plan import plan_from_results, prior_from_results
 from bench.stats._select_models import Selection
 from bench.stats._selection_out import selection_dropped
+from bench.stats._selftest import SelftestResult, check_selftest, count_checks
 from bench.stats._settings import Prior
 from bench.stats._split import split_arm
 from bench.stats._text import level_name
@@ -38,8 +39,11 @@ __all__ = [
     "PositionEstimate",
     "Prior",
     "Selection",
+    "SelftestResult",
     "analyze",
     "boots_for_gate",
+    "check_selftest",
+    "count_checks",
     "decide",
     "gate_check",
     "level_name",

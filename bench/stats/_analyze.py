@@ -25,6 +25,7 @@ from bench.stats._breakdown import breakdown
 from bench.stats._compare import comparisons
 from bench.stats._data import Dataset, failed_counts
 from bench.stats._decide import prepare, primary
+from bench.stats._drafting import draft_length_notes
 from bench.stats._drift import drift
 from bench.stats._hosts import host_summary
 from bench.stats._models import Analysis, AnalysisSettings, Comparison, PriorInfo
@@ -112,6 +113,7 @@ def analyze_data(
     prim, decision = primary(data, arms, s, prior)
     arm_entries = [arm_result(data[a], s.alpha, prior, failed.get(a, 0)) for a in arms]
     notes += speed_notes(data, s)
+    notes += draft_length_notes(data, arms, s.baseline)
     for e in arm_entries:
         if e.boots == 1:
             notes.append(f"arm {e.arm}: 1 boot (unreplicated): no between-boot variance")

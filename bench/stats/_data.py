@@ -19,6 +19,7 @@ from bench.stats._cells import (
     categories,
     cell_sums,
     concurrency,
+    drafted_cells,
     histograms,
     speculative_arms,
     stacked,
@@ -42,6 +43,8 @@ class ArmData:
     completion: F | None = None  # (B, P) completion tokens
     latency: F | None = None  # (B, P) request seconds
     hist: F | None = None  # (B, P, K + 1) per-request accepted-length histogram, if complete
+    drafted: F | None = None  # (B, P, K) steps drafting >= k + 1 tokens, if every row has it
+    draft_tokens: F | None = None  # (B, P) draft tokens proposed
     speculative: bool = True
     concurrency: int = 1
     hosts: list[str] = field(default_factory=list)  # per boot, the host it ran on (head node)
@@ -74,6 +77,8 @@ class ArmData:
             completion=cut(self.completion),
             latency=cut(self.latency),
             hist=cut(self.hist),
+            drafted=cut(self.drafted),
+            draft_tokens=cut(self.draft_tokens),
         )
 
     @property
@@ -113,6 +118,8 @@ class ArmData:
             completion=cut(self.completion),
             latency=cut(self.latency),
             hist=cut(self.hist),
+            drafted=cut(self.drafted),
+            draft_tokens=cut(self.draft_tokens),
         )
 
     def head(self, n: int) -> ArmData:
@@ -248,6 +255,8 @@ def _one_arm(
         completion=cell_sums(pr, sel, bi, pi, shape, "completion_tokens"),
         latency=cell_sums(pr, sel, bi, pi, shape, "latency_s"),
         hist=histograms(pr, sel, bi, pi, shape, k) if speculative else None,
+        drafted=drafted_cells(pr, sel, bi, pi, shape, k) if speculative else None,
+        draft_tokens=cell_sums(pr, sel, bi, pi, shape, "num_draft_tokens"),
         speculative=speculative,
         concurrency=concurrency(rows),
         hosts=[str(h) for h in rows["host"]] if len(rows) and "host" in rows.columns else [],

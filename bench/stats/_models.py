@@ -47,6 +47,14 @@ class PositionEstimate(_Out):
     conditional_ci_high: Num = Field(description="Its simultaneous interval, upper end.")
     simultaneous: bool = Field(True, description="Intervals hold jointly over positions.")
     method: str = Field(description="Critical value: t (K = 1), bonferroni_t, max_t, none.")
+    drafted_share: Num = Field(
+        None, description="sum drafted_k / sum D: share of steps that drafted position k."
+    )
+    among_drafted: Num = Field(
+        None, description="sum A_k / sum drafted_k (null without per_step_drafted)."
+    )
+    among_drafted_ci_low: Num = Field(None, description="Its simultaneous interval, low end.")
+    among_drafted_ci_high: Num = Field(None, description="Its upper end.")
 
 
 class BootMetrics(_Out):
@@ -86,6 +94,11 @@ class PeerLengths(_Out):
     requests: Int = Field(description="Requests with drafts that the last two average over.")
 
 
+class DraftLengthShare(_Out):
+    drafted: Int = Field(description="Draft tokens proposed in one verify step (0..K).")
+    share: Num = Field(description="Share of the arm's verify steps that drafted that many.")
+
+
 class ArmResult(_Out):
     arm: str = Field(description="Arm name.")
     boots: Int = Field(description="Ok boots analyzed.")
@@ -104,6 +117,11 @@ class ArmResult(_Out):
         None,
         description="histogram: per-request histograms; per_position: from the cumulative "
         "per-position counts (steps accepting exactly j = A_(j-1) - A_j, exact).",
+    )
+    mean_draft_length: Num = Field(None, description="sum draft tokens / sum drafts.")
+    draft_lengths: list[DraftLengthShare] = Field(
+        default_factory=list,
+        description="Verify steps by draft length (from per_step_drafted; empty without it).",
     )
     peer_lengths: PeerLengths | None = Field(
         None,

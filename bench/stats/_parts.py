@@ -9,6 +9,7 @@ import pandas as pd
 from bench.records import METRICS, SPEED_METRIC
 from bench.stats._core import effective_boots, interval
 from bench.stats._data import ArmData
+from bench.stats._drafting import draft_lengths, drafted_shares, mean_draft_length
 from bench.stats._family import Est, estimate
 from bench.stats._models import (
     ArmComponents,
@@ -20,7 +21,12 @@ from bench.stats._models import (
     VarianceComponents,
 )
 from bench.stats._peers import peer_lengths
-from bench.stats._position import conditional_band, cumulative_band, position_differences
+from bench.stats._position import (
+    conditional_band,
+    cumulative_band,
+    drafted_band,
+    position_differences,
+)
 from bench.stats._settings import Prior, Settings
 from bench.stats._speed import accepted_length, null_estimate, speed_estimate
 from bench.stats._variance import arm_components, pooled_components
@@ -57,7 +63,9 @@ def _positions(ad: ArmData, alpha: float) -> list[PositionEstimate]:
     if ad.n_boots == 0:
         return []
     cum, cond = cumulative_band(ad, alpha), conditional_band(ad, alpha)
+    among = drafted_band(ad, alpha)
     clip = lambda x: float(np.clip(x, 0.0, 1.0))  # noqa: E731 - shares of drafts
+    share = drafted_shares(ad)
     return [
         PositionEstimate(
             position=k,
@@ -68,6 +76,10 @@ def _positions(ad: ArmData, alpha: float) -> list[PositionEstimate]:
             conditional_ci_low=clip(cond.ci_low[k]),
             conditional_ci_high=clip(cond.ci_high[k]),
             method=cum.method,
+            drafted_share=None if share is None else share[k],
+            among_drafted=None if among is None else among.estimate[k],
+            among_drafted_ci_low=None if among is None else clip(among.ci_low[k]),
+            among_drafted_ci_high=None if among is None else clip(among.ci_high[k]),
         )
         for k in range(cum.estimate.size)
     ]
@@ -127,6 +139,8 @@ def arm_result(ad: ArmData, alpha: float, prior: Prior, failed: int) -> ArmResul
         accepted_length=shares,
         accepted_length_source=source,
         peer_lengths=peer_lengths(ad),
+        mean_draft_length=mean_draft_length(ad) if spec else None,
+        draft_lengths=draft_lengths(ad) if spec else [],
     )
 
 

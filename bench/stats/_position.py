@@ -63,6 +63,26 @@ def cumulative_band(ad: ArmData, alpha: float) -> PositionBand:
     return simultaneous_band(num, den, alpha)
 
 
+def drafted_band(ad: ArmData, alpha: float) -> PositionBand | None:
+    """sum A_k / sum drafted_k: acceptance among the steps that drafted position k at all
+    (ngram and dynamic speculation draft fewer than K). None without per_step_drafted; a
+    position no step drafted has no estimate (NaN)."""
+    if ad.drafted is None:
+        return None
+    num, den = ad.per_pos.sum(axis=1), ad.drafted.sum(axis=1)  # (B, K)
+    k = min(num.shape[1], den.shape[1])
+    num, den = num[:, :k], den[:, :k]
+    reached = den.sum(axis=0) > 0
+    est = np.full(k, np.nan)
+    lo, hi = est.copy(), est.copy()
+    method = "none"
+    if reached.any():
+        band = simultaneous_band(num[:, reached], den[:, reached], alpha)
+        est[reached], lo[reached], hi[reached] = band.estimate, band.ci_low, band.ci_high
+        method = band.method
+    return PositionBand(est, lo, hi, method)
+
+
 def conditional_band(ad: ArmData, alpha: float) -> PositionBand:
     """sum A_k / sum A_{k-1} (position 0: / sum D). A position nobody reached (sum A_{k-1}
     = 0) has no estimate (NaN)."""

@@ -79,6 +79,10 @@ def probe_frame(
             "sequence": np.arange(d.size),
             "acceptance_histogram": histogram(d, acc).tolist() if sim.speculative else None,
             "pass_index": None,  # one pass per boot
+            # a draft model: every verify step drafts all K positions
+            "drafted_per_pos": np.repeat(d[:, None], k, axis=1).tolist()
+            if sim.speculative
+            else None,
         }
     )
 
