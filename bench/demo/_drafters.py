@@ -1,0 +1,135 @@
+"""Tiny DFlash and EAGLE-3 drafters for the demo target, in the checkpoint layouts vLLM loads
+(`specab demo-models DIR --drafters`). Random weights (deterministic seed): they exercise
+vLLM's real DFlash and EAGLE-3 code paths (aux hidden states of the target, the parallel
+masked block, the fused head) on the CPU, but accept almost nothing; training them against
+the target is not done here (see docs/arms.md, "Every method").
+
+Layouts (vLLM 0.32, vllm/model_executor/models/):
+- DFlash (`qwen3_dflash.py`, architectures ["DFlashDraftModel"]): Qwen3 decoder layers
+  `layers.N.*` with separate q/k/v and gate/up projections (vLLM stacks them), `fc`
+  [hidden, aux x target hidden] over the aux layers' hidden states, `hidden_norm`, `norm`;
+  no embed_tokens / lm_head (shared with the target). `dflash_config.target_layer_ids` count
+  from 0 and vLLM adds 1 (`eagle3_utils.get_eagle3_aux_layers_from_config`).
+- EAGLE-3, Llama head layout (`llama_eagle3.py`, ["LlamaForCausalLMEagle3"]): one
+  `midlayer.*` whose q/k/v take [embeds, hidden] (2 x hidden), `midlayer.hidden_norm`,
+  `fc` [hidden, 3 x target hidden], `norm`, its own `lm_head`; aux ids as written
+  (`eagle_aux_hidden_state_layer_ids`).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from bench.demo._models import SEED, write_json
+
+DFLASH_BLOCK = 4
+DFLASH_TARGET_LAYER_IDS = [1, 3]  # vLLM reads aux layers 2 and 4 of the 4-layer target
+EAGLE3_AUX_LAYER_IDS = [1, 2, 3]  # explicit: the default (2, L/2, L-3) repeats 2 at L = 4
+MASK_TOKEN = "<|im_start|>"  # a special token the probes never generate
+
+
+def _target_config(target: Path) -> dict[str, Any]:
+    cfg: dict[str, Any] = json.loads((target / "config.json").read_text(encoding="utf-8"))
+    return cfg
+
+
+def _randn(shape: tuple[int, ...], gen: Any) -> Any:
+    import torch
+
+    return (torch.randn(shape, generator=gen) * 0.02).to(torch.bfloat16)
+
+
+def _qwen3_layer(prefix: str, cfg: dict[str, Any], gen: Any, q_in: int) -> dict[str, Any]:
+    """One Qwen3/Llama decoder layer's tensors in HF names (q/k/v input width `q_in`)."""
+    import torch
+
+    h, hd = cfg["hidden_size"], cfg["head_dim"]
+    heads, kv, ffn = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["intermediate_size"]
+    ones = lambda n: torch.ones(n, dtype=torch.bfloat16)  # noqa: E731 - RMSNorm weights
+    return {
+        f"{prefix}self_attn.q_proj.weight": _randn((heads * hd, q_in), gen),
+        f"{prefix}self_attn.k_proj.weight": _randn((kv * hd, q_in), gen),
+        f"{prefix}self_attn.v_proj.weight": _randn((kv * hd, q_in), gen),
+        f"{prefix}self_attn.o_proj.weight": _randn((h, heads * hd), gen),
+        f"{prefix}mlp.gate_proj.weight": _randn((ffn, h), gen),
+        f"{prefix}mlp.up_proj.weight": _randn((ffn, h), gen),
+        f"{prefix}mlp.down_proj.weight": _randn((h, ffn), gen),
+        f"{prefix}input_layernorm.weight": ones(h),
+        f"{prefix}post_attention_layernorm.weight": ones(h),
+    }
+
+
+def _save(out: Path, config: dict[str, Any], tensors: dict[str, Any], tok_dir: Path) -> Path:
+    from safetensors.torch import save_file
+
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(tensors, str(out / "model.safetensors"))
+    write_json(out / "config.json", config)
+    for f in sorted(tok_dir.iterdir()):
+        shutil.copyfile(f, out / f.name)
+    return out
+
+
+def _mask_id(tok_dir: Path) -> int:
+    added = json.loads((tok_dir / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]
+    return int(next(t["id"] for t in added if t["content"] == MASK_TOKEN))
+
+
+def build_dflash(target: Path, tok_dir: Path, out: Path) -> Path:
+    """A 1-layer DFlash drafter for `target` (random weights)."""
+    import torch
+
+    cfg = _target_config(target)
+    gen = torch.Generator().manual_seed(SEED + 1)
+    h, hd = cfg["hidden_size"], cfg["head_dim"]
+    tensors = _qwen3_layer("layers.0.", cfg, gen, h)
+    tensors["layers.0.self_attn.q_norm.weight"] = torch.ones(hd, dtype=torch.bfloat16)
+    tensors["layers.0.self_attn.k_norm.weight"] = torch.ones(hd, dtype=torch.bfloat16)
+    tensors["fc.weight"] = _randn((h, h * len(DFLASH_TARGET_LAYER_IDS)), gen)
+    tensors["hidden_norm.weight"] = torch.ones(h, dtype=torch.bfloat16)
+    tensors["norm.weight"] = torch.ones(h, dtype=torch.bfloat16)
+    config = {
+        **cfg,
+        "architectures": ["DFlashDraftModel"],
+        "num_hidden_layers": 1,
+        "layer_types": ["full_attention"],
+        "block_size": DFLASH_BLOCK,
+        "target_hidden_size": h,
+        "dflash_config": {
+            "mask_token_id": _mask_id(tok_dir),
+            "target_layer_ids": DFLASH_TARGET_LAYER_IDS,
+        },
+    }
+    return _save(out, config, tensors, tok_dir)
+
+
+def build_eagle3(target: Path, tok_dir: Path, out: Path) -> Path:
+    """A 1-layer EAGLE-3 head for `target` in the Llama head layout (random weights)."""
+    import torch
+
+    cfg = _target_config(target)
+    gen = torch.Generator().manual_seed(SEED + 2)
+    h = cfg["hidden_size"]
+    tensors = _qwen3_layer("midlayer.", cfg, gen, 2 * h)
+    tensors["midlayer.hidden_norm.weight"] = torch.ones(h, dtype=torch.bfloat16)
+    tensors["fc.weight"] = _randn((h, h * len(EAGLE3_AUX_LAYER_IDS)), gen)
+    tensors["norm.weight"] = torch.ones(h, dtype=torch.bfloat16)
+    tensors["lm_head.weight"] = _randn((cfg["vocab_size"], h), gen)
+    keep = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+            "head_dim", "rms_norm_eps", "vocab_size", "max_position_embeddings", "bos_token_id",
+            "eos_token_id", "pad_token_id", "rope_parameters", "hidden_act")  # fmt: skip
+    config = {
+        **{k: cfg[k] for k in keep if k in cfg},
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "num_hidden_layers": 1,
+        "tie_word_embeddings": False,
+        "draft_vocab_size": cfg["vocab_size"],
+        "target_hidden_size": h,
+        "eagle_aux_hidden_state_layer_ids": EAGLE3_AUX_LAYER_IDS,
+        "dtype": "bfloat16",
+    }
+    return _save(out, config, tensors, tok_dir)
