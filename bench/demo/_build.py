@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bench.demo._drafters import build_dflash, build_eagle3
 from bench.demo._models import (
     SEED,
     SHIPPED_DRAFT_ROTARY,
@@ -18,7 +19,6 @@ from bench.demo._models import (
     train_tokenizer,
     write_json,
 )
-from bench.demo._drafters import build_dflash, build_eagle3
 from bench.demo._train import train_pair
 
 

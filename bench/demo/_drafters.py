@@ -47,7 +47,11 @@ def _qwen3_layer(prefix: str, cfg: dict[str, Any], gen: Any, q_in: int) -> dict[
     import torch
 
     h, hd = cfg["hidden_size"], cfg["head_dim"]
-    heads, kv, ffn = cfg["num_attention_heads"], cfg["num_key_value_heads"], cfg["intermediate_size"]
+    heads, kv, ffn = (
+        cfg["num_attention_heads"],
+        cfg["num_key_value_heads"],
+        cfg["intermediate_size"],
+    )
     ones = lambda n: torch.ones(n, dtype=torch.bfloat16)  # noqa: E731 - RMSNorm weights
     return {
         f"{prefix}self_attn.q_proj.weight": _randn((heads * hd, q_in), gen),

