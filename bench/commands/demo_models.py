@@ -24,15 +24,28 @@ def register(app: typer.Typer) -> None:
                 help="Run the fixed training recipe (minutes on CPU) instead of random weights.",
             ),
         ] = False,
+        drafters: Annotated[
+            bool,
+            typer.Option(
+                "--drafters",
+                help="Only add the DFlash and EAGLE-3 drafters and the Qwen3-Next MTP target "
+                "(random weights) to an existing demo models directory (arms/methods/).",
+            ),
+        ] = False,
     ) -> None:
         """Build the tiny demo models (Hugging Face dirs vLLM loads offline)."""
-        from bench.demo import build_demo_models
+        from bench.demo import build_demo_models, build_method_models
 
         if out_dir.exists() and not out_dir.is_dir():
             raise SpecabError(
                 "exists and is not a directory", file=out_dir, fix="pass a directory path"
             )
         t0 = time.monotonic()
+        if drafters:
+            for path in build_method_models(out_dir):
+                typer.echo(f"{path.name:<9} {path}")
+            typer.echo(f"built in {time.monotonic() - t0:.1f} s")
+            return
         models = build_demo_models(out_dir, train=train)
         typer.echo(f"target    {models.target}")
         typer.echo(f"draft     {models.draft}")

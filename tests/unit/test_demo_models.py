@@ -123,7 +123,8 @@ def test_committed_models_load_and_predict_python() -> None:
     with torch.no_grad():
         loss = float(model(input_ids=ids, labels=ids).loss)
     assert loss < 5.0  # random weights give ~7.6 (ln 2048)
-    sizes = sum(p.stat().st_size for p in committed.target.parent.rglob("*.safetensors"))
+    dirs = (committed.target, committed.draft)  # what is committed (not the built drafters)
+    sizes = sum(p.stat().st_size for d in dirs for p in d.rglob("*.safetensors"))
     assert sizes < 16 * 2**20
 
 

@@ -220,3 +220,56 @@ def test_block_drafter_without_a_declared_block_is_a_note() -> None:
     assert f.severity == "note" and f.problem.startswith("cannot check 3 against the draft's block")
     (g,) = check_pair(ctx("dflash", 3), QWEN, {**QWEN, "block_size": 4})
     assert g.severity == "warning" and "3 is below the draft's block_size 4" in g.problem
+
+
+# --- aux hidden-state layers (EAGLE-3, DFlash, DSpark) -------------------------------------
+TARGET4 = with_(QWEN, num_hidden_layers=4)
+
+
+def _aux(method: str, draft: dict[str, Any], target: dict[str, Any] = TARGET4) -> list[Finding]:
+    return [f for f in check_pair(ctx(method), target, draft) if f.check == "aux_layers"]
+
+
+def test_aux_layers_in_range_and_distinct_are_clean() -> None:
+    assert _aux("eagle3", with_(TARGET4, eagle_aux_hidden_state_layer_ids=[1, 2, 3])) == []
+    dflash = with_(TARGET4, dflash_config={"target_layer_ids": [1, 3]})  # vLLM reads 2, 4
+    assert _aux("dflash", dflash) == []
+
+
+def test_eagle3_default_repeats_a_layer_on_a_four_layer_target() -> None:
+    (f,) = _aux("eagle3", dict(TARGET4))
+    assert f.field == "draft_config.eagle_aux_hidden_state_layer_ids"
+    assert "vLLM's default [2, 2, 1]" in f.problem and "[2] repeated" in f.problem
+    deep = with_(QWEN, num_hidden_layers=32)
+    assert _aux("eagle3", dict(deep), target=deep) == []  # (2, 16, 29): fine
+
+
+def test_aux_ids_past_the_target_are_never_captured() -> None:
+    (f,) = _aux("eagle3", with_(TARGET4, eagle_aux_hidden_state_layer_ids=[2, 16, 29]))
+    assert "[16, 29] outside 0..4" in f.problem and "never captures" in f.problem
+    (g,) = _aux("dspark", with_(TARGET4, target_layer_ids=[0, 7]))
+    assert g.field == "draft_config.target_layer_ids" and "[8] outside 0..4" in g.problem
+
+
+def test_aux_ids_counted_from_one_are_named_and_fixed() -> None:
+    """DFlash counts target layers from 0 and vLLM adds 1: [2, 4] on a 4-layer target reads
+    layer 5 — the off-by-one class of seed report 000's companion bug."""
+    draft = with_(TARGET4, dflash_config={"target_layer_ids": [2, 4]})
+    (f,) = _aux("dflash", draft)
+    assert "look counted from 1" in f.problem and "layer 5 of a 4-layer target" in f.problem
+    assert f.fix.startswith("draft_config = { dflash_config.target_layer_ids = [1, 3] }")
+    fixed = with_(TARGET4, dflash_config={"target_layer_ids": [1, 3]})
+    assert _aux("dflash", fixed) == []
+
+
+def test_aux_ids_repeated_in_a_declared_list() -> None:
+    (f,) = _aux("eagle3", with_(TARGET4, eagle_config={"layer_ids": [1, 1, 3]}))
+    assert f.field == "draft_config.eagle_config.layer_ids" and "[1] repeated" in f.problem
+
+
+def test_block_rejection_is_noted_as_v2_only() -> None:
+    from bench.experiment._lint_aux import block_rejection_note
+
+    (f,) = block_rejection_note("a", {"rejection_sample_method": "block"})
+    assert f.severity == "note" and "V2 model runner" in f.problem
+    assert block_rejection_note("a", {"rejection_sample_method": "standard"}) == []

