@@ -37,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[2]
 METHODS = ROOT / "arms" / "methods" / "methods.toml"
 MTP = ROOT / "arms" / "methods" / "mtp.toml"
 ARCH = {
-    "draft": "Resolved architecture: Qwen3ForCausalLM",
     "ngram": "method='ngram'",
     "dflash": "Resolved architecture: DFlashDraftModel",
     "eagle3": "Resolved architecture: LlamaForCausalLMEagle3",
@@ -58,9 +57,15 @@ def method_models(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return models
 
 
-def _copy(spec: Path, models: Path, out: Path) -> Path:
-    """An experiment file of arms/methods/ with its model and probe paths made absolute."""
+def _copy(spec: Path, models: Path, out: Path, *, drop: str = "") -> Path:
+    """An experiment file of arms/methods/ with its model and probe paths made absolute, one
+    boot per arm, without the arm `drop`."""
     text = spec.read_text().replace('"../demo/models/', f'"{models}/')
+    if drop:
+        head, *blocks = text.split("[[arms]]\n")
+        kept = [b for b in blocks if not b.startswith(f'name = "{drop}"')]
+        assert len(kept) == len(blocks) - 1
+        text = "[[arms]]\n".join([head, *kept])
     text = text.replace('"../demo/', f'"{ROOT / "arms" / "demo"}/')
     text = text.replace("boots_per_arm = 2", "boots_per_arm = 1")
     assert "../" not in text and "boots_per_arm = 1" in text
@@ -73,7 +78,14 @@ def methods_run(
     method_models: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, str, int]:
     tmp = tmp_path_factory.mktemp("methods")
-    spec = _copy(METHODS, method_models, tmp / "methods.toml")
+    # draft_model boots in most other real tests: here the methods vLLM adds, and the
+    # no-speculation reference under load (concurrency 4: lanes, a zero /metrics delta)
+    spec = _copy(METHODS, method_models, tmp / "methods.toml", drop="draft")
+    text = spec.read_text().replace('baseline = "draft"', 'baseline = "ngram"')
+    text = text.replace(
+        "speculative_config = false\n", "speculative_config = false\nconcurrency = 4\n"
+    )
+    spec.write_text(text.replace("[probes]\n", '[probes]\ntiming_source = "per_request"\n'))
     root = tmp / "results"
     import io
     from contextlib import redirect_stdout
@@ -89,7 +101,7 @@ def test_every_method_boots_and_its_counters_agree(methods_run: tuple[Path, str,
     assert rc == 0, out
     res = load_results(root)
     ok = res.ok_boots()
-    assert sorted(ok["arm"]) == sorted(ARCH), res.boots[["arm", "status", "error"]]
+    assert sorted(ok["arm"]) == sorted([*ARCH, "nospec"]), res.boots[["arm", "status", "error"]]
     for arm, line in ARCH.items():
         boot_id = ok.loc[ok["arm"] == arm, "boot_id"].item()
         assert line in (root / "logs" / f"{boot_id}.log").read_text(), arm
@@ -110,7 +122,7 @@ def test_drafted_per_position_tells_ngram_from_the_model_drafters(
 ) -> None:
     res = load_results(methods_run[0])
     pr = res.probes
-    for arm in ("draft", "dflash", "eagle3"):
+    for arm in ("dflash", "eagle3"):
         rows = pr[pr["arm"] == arm]
         assert _per_pos(rows, "drafted_per_pos") == [int(rows["num_drafts"].sum())] * K, arm
         assert int(rows["num_draft_tokens"].sum()) == K * int(rows["num_drafts"].sum())
@@ -134,10 +146,10 @@ def test_analyze_reports_both_definitions_and_notes_the_drafting(
     last = ng["per_position"][-1]
     assert last["drafted_share"] < 1 and last["among_drafted"] >= last["estimate"]
     assert sum(s["share"] for s in ng["draft_lengths"]) == pytest.approx(1.0)
-    for arm in ("draft", "dflash", "eagle3"):
+    for arm in ("dflash", "eagle3"):
         p = arms[arm]["per_position"][-1]
         assert p["drafted_share"] == 1 and p["among_drafted"] == pytest.approx(p["estimate"])
-    assert any(n.startswith("ngram drafts") for n in body["notes"]), body["notes"]
+    assert any(n.startswith("dflash drafts") for n in body["notes"]), body["notes"]
 
 
 def test_mtp_boots_on_a_qwen3_next_target_and_its_counters_agree(
@@ -156,3 +168,20 @@ def test_mtp_boots_on_a_qwen3_next_target_and_its_counters_agree(
     assert (res.probes["source"] == "per_request").all()
     assert int(ok["num_drafts"].item()) == int(res.probes["num_drafts"].sum()) > 0
     assert all(len(x) == 2 for x in res.probes["accepted_per_pos"])  # K = 2
+
+
+def test_the_no_speculation_arm_under_load_measures_speed_only(
+    methods_run: tuple[Path, str, int],
+) -> None:
+    """At concurrency 4 (four lanes): zero counts checked against a zero /metrics delta,
+    server-side timings on every probe, issued in probe-set order."""
+    res = load_results(methods_run[0])
+    boot = res.ok_boots().set_index("arm").loc["nospec"]
+    assert (bool(boot["speculative"]), int(boot["num_speculative_tokens"])) == (False, 0)
+    assert int(boot["num_drafts"]) == 0 and int(boot["concurrency"]) == 4
+    rows = res.probes[res.probes["arm"] == "nospec"].sort_values("sequence")
+    assert (rows["num_drafts"] == 0).all() and (rows["source"] == "metrics_delta").all()
+    assert rows["acceptance_histogram"].isna().all() and (rows["completion_tokens"] > 0).all()
+    assert rows["ttft_s"].gt(0).all() and rows["tpot_s"].gt(0).all()
+    assert rows["queue_s"].notna().all() and (rows["ttft_s"] < rows["latency_s"]).all()
+    assert rows["sequence"].tolist() == list(range(len(rows)))

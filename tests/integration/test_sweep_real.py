@@ -1,7 +1,7 @@
 """A real sweep end to end across two real hosts (four real server starts, one per host at a
 time): `[sweep]` over concurrency {1, 4} on the tiny demo models (K = 4), 2 boots per cell.
 The cells double as the real load test (per-request acceptance and overlapping requests at
-concurrency 4; test_concurrency_real boots the no-speculation arm). On the namespace test
+concurrency 4; test_methods_real boots a no-speculation arm at 4). On the namespace test
 bed (cluster/testbed.py: own address, /tmp, /dev/shm, process table per host) the sweep runs
 under Slurm when it is installed — `sbatch --nodes=2 cluster/specab.sbatch` on the bed's
 slurmctld/slurmd, as users submit it, to the end — else through `specab run-ab --address`

