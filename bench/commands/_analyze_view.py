@@ -11,7 +11,7 @@ from rich.table import Table
 
 from bench.records import SPEED_METRIC
 from bench.report import METRIC_SHORT as METRIC_LABEL
-from bench.report import render_selection, verdict_interval
+from bench.report import draft_length_table, render_selection, verdict_interval
 from bench.stats import Analysis, Comparison, MetricEstimate
 
 
@@ -103,6 +103,14 @@ def render(result: Analysis, out: Console) -> None:
             extra.append(f"on new prompts [{lo:+.4f}, {hi:+.4f}]")
         if extra:
             out.print("    " + "; ".join(extra))
+    drafting = draft_length_table(result)
+    if len(drafting):
+        table = Table(title="Draft lengths vary: acceptance per position, two definitions")
+        for col in drafting.columns:
+            table.add_column(escape(str(col)), overflow="fold")
+        for row in drafting.itertuples(index=False):
+            table.add_row(*(str(x) for x in row))
+        out.print(table)
     for s in result.speedups:
         out.print(
             f"speedup {s.arm} over {s.reference} (no speculation, concurrency {s.concurrency}): "

@@ -24,6 +24,7 @@ from bench.report._tables import (
     verdict_interval,
     verdict_table,
 )
+from bench.report._tables_drafting import draft_length_table
 from bench.report._tables_speed import (
     accepted_length_table,
     arm_summary,
@@ -39,6 +40,7 @@ __all__ = [
     "arm_summary",
     "build_figures",
     "category_table",
+    "draft_length_table",
     "failed_attempts",
     "figure_png",
     "identity_summary",

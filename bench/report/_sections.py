@@ -15,6 +15,7 @@ from bench.report._tables import (
     probe_temperature,
     verdict_table,
 )
+from bench.report._tables_drafting import draft_length_table
 from bench.report._tables_speed import (
     accepted_length_table,
     category_table,
@@ -106,6 +107,7 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
         f"created {prov['created_at'] or '—'}."
     )
     lengths = accepted_length_table(analysis)
+    drafting = draft_length_table(analysis)
     by = analysis.breakdown
     return [
         *([selection_section(analysis.selection)] if analysis.selection else []),
@@ -122,6 +124,20 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
                 )
             ]
             if len(lengths)
+            else []
+        ),
+        *(
+            [
+                (
+                    "Draft lengths",
+                    "Some arms draft fewer than K tokens in some steps (ngram, dynamic "
+                    "speculation): vLLM's acceptance per position counts a position never "
+                    "drafted as rejected; the second column counts only the steps that "
+                    "drafted it (simultaneous interval over positions).",
+                    drafting,
+                )
+            ]
+            if len(drafting)
             else []
         ),
         *(
