@@ -71,9 +71,13 @@ def drafted_band(ad: ArmData, alpha: float) -> PositionBand | None:
         return None
     num, den = ad.per_pos.sum(axis=1), ad.drafted.sum(axis=1)  # (B, K)
     k = min(num.shape[1], den.shape[1])
-    num, den = num[:, :k], den[:, :k]
+    return reached_band(num[:, :k], den[:, :k], alpha)
+
+
+def reached_band(num: F, den: F, alpha: float) -> PositionBand:
+    """simultaneous_band over the positions whose denominator is not zero; NaN elsewhere."""
     reached = den.sum(axis=0) > 0
-    est = np.full(k, np.nan)
+    est = np.full(num.shape[1], np.nan)
     lo, hi = est.copy(), est.copy()
     method = "none"
     if reached.any():
@@ -88,16 +92,7 @@ def conditional_band(ad: ArmData, alpha: float) -> PositionBand:
     = 0) has no estimate (NaN)."""
     num = ad.per_pos.sum(axis=1)
     den = np.concatenate([ad.drafts.sum(axis=1)[:, None], num[:, :-1]], axis=1)
-    reached = den.sum(axis=0) > 0
-    k = num.shape[1]
-    est = np.full(k, np.nan)
-    lo, hi = est.copy(), est.copy()
-    method = "none"
-    if reached.any():
-        band = simultaneous_band(num[:, reached], den[:, reached], alpha)
-        est[reached], lo[reached], hi[reached] = band.estimate, band.ci_low, band.ci_high
-        method = band.method
-    return PositionBand(est, lo, hi, method)
+    return reached_band(num, den, alpha)
 
 
 @dataclass(frozen=True)
