@@ -79,9 +79,7 @@ class ComparisonCheck(_Out):
 class SelftestResult(_Out):
     passed: bool = Field(description="Every count test and every comparison as expected.")
     alpha: float = Field(description="The run's two-sided level.")
-    coverage_level: float = Field(
-        description="Level of each checked interval, 1 - alpha / (2 arms)."
-    )
+    coverage_level: float = Field(description="Level of the reported intervals: 1 - alpha.")
     false_fail_bound: float = Field(description="P(a truthful build fails) <= this (2 alpha).")
     coverage: float = Field(description="Share of truths inside their interval (reported).")
     truths: list[TruthCheck] = Field(description="Per arm, position and mean length.")
@@ -90,13 +88,11 @@ class SelftestResult(_Out):
     failures: list[str] = Field(description="One sentence per failed check.")
 
 
-def direction(arm: Sequence[float], baseline: Sequence[float]) -> Direction:
-    """What an arm's rates imply against the baseline's: same, or the sign at position 0."""
-    if len(arm) == len(baseline) and all(
-        abs(a - b) <= RATE_TOLERANCE for a, b in zip(arm, baseline, strict=True)
-    ):
+def direction(true_difference: float) -> Direction:
+    """What the configured rates imply for one metric: the same, higher or lower."""
+    if abs(true_difference) <= RATE_TOLERANCE:
         return "same"
-    return "higher" if arm[0] > baseline[0] else "lower"
+    return "higher" if true_difference > 0 else "lower"
 
 
 def _truths(coverage: Analysis, rates: Mapping[str, Sequence[float]]) -> list[TruthCheck]:
@@ -147,8 +143,8 @@ def _comparisons(analysis: Analysis, rates: Mapping[str, Sequence[float]]) -> li
         if c.metric not in ("acceptance_pos0", "mean_accepted_length") or c.family != "primary":
             continue
         r = rates[c.arm]
-        want = direction(r, base)
         true_diff = r[0] - base[0] if c.metric == "acceptance_pos0" else sum(r) - sum(base)
+        want = direction(true_diff)
         out.append(
             ComparisonCheck(
                 arm=c.arm,
