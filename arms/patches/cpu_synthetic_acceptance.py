@@ -17,27 +17,25 @@ from specab_patch import report_applied, when_imported
 PATCH = "cpu_synthetic_acceptance"
 
 
-def _synthetic_loop(out, cu, draft, uniform, rates, take_request, on_reject):
-    """The Triton kernels' synthetic branch for every request `take_request` selects."""
+def _fill(out, cu, draft, uniform, rates, bonus, take_request, on_reject):
+    """The Triton kernels' synthetic branch for every request `take_request` selects:
+    accepted drafts, the replacement at the first rejection, else the bonus token."""
     starts = [0, *cu.tolist()[:-1]]
-    ends = cu.tolist()
     drafts = draft.tolist()
     u = uniform.tolist()
     r = rates.tolist()
-    for req, (start, end) in enumerate(zip(starts, ends, strict=True)):
+    bonus_ids = bonus.reshape(-1).tolist()
+    for req, (start, end) in enumerate(zip(starts, cu.tolist(), strict=True)):
         if not take_request(req):
             continue
-        rejected = False
         for pos in range(end - start):
             token = drafts[start + pos]
-            accepted = token >= 0 and u[start + pos] < r[pos]
+            accepted = token >= 0 and u[start + pos] < r[pos]  # a padded draft id is < 0
             out[req, pos] = token if accepted else on_reject(start + pos)
             if not accepted:
-                rejected = True
                 break
-        if not rejected:
-            out[req, end - start] = -1  # placeholder: the caller stores the bonus token
-    return out
+        else:
+            out[req, end - start] = bonus_ids[req]
 
 
 def _greedy(stock):
@@ -127,21 +125,6 @@ def _random(stock):
         return None
 
     return impl
-
-
-def _fill(out, cu, draft, uniform, rates, bonus, take_request, on_reject):
-    """Run the loop on a CPU copy, then write accepted/rejected tokens and bonus tokens."""
-    import torch
-
-    work = torch.full_like(out, -2, dtype=torch.int64)
-    _synthetic_loop(work, cu, draft, uniform, rates, take_request, on_reject)
-    bonus_ids = bonus.reshape(-1).tolist()
-    for req in range(out.shape[0]):
-        row = work[req].tolist()
-        for pos, token in enumerate(row):
-            if token == -2:
-                continue  # a request this kernel does not own, or past its stop
-            out[req, pos] = bonus_ids[req] if token == -1 else token
 
 
 def _patch(mod):

@@ -61,12 +61,10 @@ def _render(result: SelftestResult, console: Console) -> None:
     console.print("selftest passed" if result.passed else "selftest FAILED", markup=False)
 
 
-def _check(spec_file: Path, root: Path, rates: dict[str, list[float]]) -> SelftestResult:
+def _check(root: Path, rates: dict[str, list[float]], alpha: float) -> SelftestResult:
     from bench import stats
-    from bench.experiment import load_spec
     from bench.store import load_results
 
-    alpha = load_spec(spec_file).experiment.alpha
     res = load_results(root)
     analysis = stats.analyze(res.probes, res.boots, res.manifest, alpha=alpha, source=str(root))
     counts = stats.count_checks(res.probes, res.boots, rates, alpha)
@@ -118,7 +116,7 @@ def register(app: typer.Typer) -> None:
             rc = finish(summary, console, rerun, report=False)
             if rc != 0:
                 return rc
-        result = _check(experiment_file, root, rates)
+        result = _check(root, rates, spec.experiment.alpha)
         if as_json:
             typer.echo(json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False))
         else:
