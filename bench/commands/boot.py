@@ -56,7 +56,14 @@ def register(app: typer.Typer) -> None:
         one whose arms, probe sets or settings differ from the file's is refused.
         """
         from bench.experiment import load_spec, preflight, resume_changes
-        from bench.run import BootRequest, Ledger, NodeSetup, boot_seed, build_manifest, run_boot
+        from bench.run import (
+            BootRequest,
+            Ledger,
+            NodeSetup,
+            boot_seed,
+            build_manifest,
+            guarded_boot,
+        )
         from bench.store import ResultsWriter
 
         spec = load_spec(experiment_file)
@@ -82,7 +89,7 @@ def register(app: typer.Typer) -> None:
         console.print(f"booting {arm} (boot {boot_index}, attempt {attempt.number}) ...")
         workdir = Path(tempfile.mkdtemp(prefix="specab-boot-"))
         try:
-            outcome = run_boot(req, NodeSetup(workdir=workdir, log_file=log))
+            outcome = guarded_boot(req, NodeSetup(workdir=workdir, log_file=log))
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         writer.write_boot(outcome.record, outcome.probes)

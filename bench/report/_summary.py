@@ -55,11 +55,41 @@ def _print_verdicts(console: Console, analysis: Analysis) -> None:
     _print_df(console, arm_summary(analysis), "per arm: acceptance verdicts and speed")
 
 
+def _balance_line(analysis: Analysis) -> str | None:
+    """Whether the dispatcher kept every arm's share of boots per host equal (over every ok
+    boot of the directory); where it could not, what the analysis does about it."""
+    hosts = analysis.hosts
+    if hosts is None:
+        return None
+    if hosts.balanced:
+        return "balanced: every arm has the same share of its ok boots on each host"
+    shares = "; ".join(
+        f"{arm} " + ", ".join(f"{h} {n}" for h, n in sorted(per.items()))
+        for arm, per in hosts.boots.items()
+    )
+    line = (
+        "NOT balanced across hosts (a node left, failed boots were retried elsewhere, or "
+        f"nodes differ in slots): {shares}."
+    )
+    if hosts.adjusted:
+        line += f" {', '.join(hosts.adjusted)}: compared within hosts."
+    if hosts.confounded:
+        line += f" {', '.join(hosts.confounded)}: on hosts disjoint from the baseline's, no claim."
+    return line + " `specab analyze DIR` shows the arms x hosts table and the host-effect test."
+
+
 def print_end(
     root: Path, console: Console, *, per_node: dict[str, dict[str, int]], report: bool
 ) -> Path | None:
     """Print the end-of-run tables; render the report if asked. Returns the report path."""
     results = load_results(root)
+    analysis: Analysis | None = None
+    failure: SpecabError | None = None
+    if not results.ok_boots().empty:
+        try:
+            analysis = analyze_results(results)
+        except SpecabError as exc:
+            failure = exc
     if len(per_node) > 1:
         arms = results.arms()
         df = pd.DataFrame(
@@ -69,13 +99,15 @@ def print_end(
             ]
         )
         _print_df(console, df, "ok boots per node (this run)")
+    line = _balance_line(analysis) if analysis is not None else None
+    if line:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
     if results.ok_boots().empty:
         console.print("no ok boots yet: nothing to analyze")
         return None
-    try:
-        analysis = analyze_results(results)
-    except SpecabError as exc:
-        console.print(f"no verdict: {exc.one_line()}", markup=False)
+    if analysis is None:
+        assert failure is not None
+        console.print(f"no verdict: {failure.one_line()}", markup=False)
         _print_df(
             console,
             pooled_ratios(results.ok_boots(), results.arms()),

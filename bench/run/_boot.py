@@ -240,6 +240,18 @@ def _with_root_cause(reason: str, phase: FailedPhase | None, log_file: Path) -> 
     return f"server error at {where}: {cause} ({one_line(reason, 300)})"
 
 
+def guarded_boot(
+    req: BootRequest, node: NodeSetup, *, on_started: Callable[[int, int], None] | None = None
+) -> BootOutcome:
+    """`run_boot` outside Ray (`specab boot`) under the same watchdog as a Ray task's boot:
+    if this process dies, even by SIGKILL, the server's process groups die with it."""
+    from bench.run.reaper import BootGuard
+
+    pgids = node.workdir / "pgids" / f"{req.attempt.boot_id}.{os.getpid()}"
+    with BootGuard(pgids, grace_s=5.0) as guard:
+        return run_boot(req, node, on_started=on_started, watch=guard)
+
+
 def failed_record(
     req: BootRequest, error: str, *, started_at: datetime, node: NodeSetup | None = None
 ) -> BootRecord:

@@ -15,6 +15,7 @@ the others; the group is removed when the task ends, which also ends its members
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, MutableSequence
@@ -27,6 +28,7 @@ from bench.run._ordering import PlannedBoot, pick_next
 from bench.run._task import AttemptSpec, TaskResult, placement_failed
 
 PLACE_TIMEOUT_S = 120.0  # a gang's placement group on nodes with free slots is ready at once
+NODE_CHECK_S = 2.0  # how often in-flight attempts are checked against Ray's live nodes
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ class Dispatcher:
         self._per_node_arm: Counter[tuple[str, str]] = Counter()  # head (or single) role
         self._member_arm: Counter[tuple[str, str]] = Counter()  # any member of a gang
         self._per_node_total: Counter[str] = Counter()
+        self.lost_nodes: list[str] = []  # labels of nodes that left the cluster mid-run
+        self._checked = 0.0  # when on_dead_nodes last asked Ray for its node table
         self._remote = ray.remote(task)
         self._failed = ray.remote(placement_failed)
         self._options = options
@@ -106,6 +110,51 @@ class Dispatcher:
             taken.append((self._nodes[n], slot))
         members = tuple(taken) if self.gang > 1 else ()
         return Place(plan, taken[0][0], taken[0][1], members)
+
+    def can_place(self) -> bool:
+        """Enough live nodes remain for one boot (a gang needs `gang` of them)."""
+        return len(self._free) >= self.gang
+
+    def drop_lost(self, f: InFlight, *, dead: bool = False) -> list[str]:
+        """Labels of this attempt's nodes that Ray no longer lists alive (all of them when
+        `dead`: Ray said so in the attempt's error before its own node table did); their slots
+        are dropped, so no retry is pinned to a dead node (hard node affinity fails there)."""
+        alive = set() if dead else _alive_nodes()
+        gone = [n for n, _ in _slots_of(f) if n.node_id in self._free and n.node_id not in alive]
+        for n in gone:
+            del self._free[n.node_id]
+            self.lost_nodes.append(n.label)
+        return [n.label for n in gone]
+
+    def on_dead_nodes(self) -> list[InFlight]:
+        """Attempts in flight on a node Ray lists dead, taken out of flight (checked every
+        NODE_CHECK_S). Ray itself may never fail them: a node cut off the network leaves the
+        task's call hanging with no reply, so the driver gives the attempt up here."""
+        import ray
+
+        now = time.monotonic()
+        if not self.inflight or now - self._checked < NODE_CHECK_S:
+            return []
+        self._checked = now
+        alive = _alive_nodes()
+        out = []
+        for ref, f in list(self.inflight.items()):
+            if all(n.node_id in alive for n, _ in _slots_of(f)):
+                continue
+            del self.inflight[ref]
+            self._release(f)
+            with contextlib.suppress(Exception):  # best effort: the node may never hear it
+                ray.cancel(ref, force=True)
+            out.append(f)
+        return out
+
+    def uncount(self, f: InFlight) -> None:
+        """A failed attempt does not count towards its arm's share of a node: the retry is
+        balanced as if the attempt had never run."""
+        self._per_node_arm[(f.place.node.node_id, f.place.plan.arm)] -= 1
+        for n, _ in _slots_of(f):
+            self._member_arm[(n.node_id, f.place.plan.arm)] -= 1
+            self._per_node_total[n.node_id] -= 1
 
     def _placement_group(self, place: Place) -> tuple[Any, str | None]:
         """The gang's placement group, ready; or None and why it could not be placed."""
@@ -154,8 +203,9 @@ class Dispatcher:
         return f
 
     def _release(self, f: InFlight) -> None:
-        for n, slot in f.place.members or ((f.place.node, f.place.slot),):
-            self._free[n.node_id].add(slot)
+        for n, slot in _slots_of(f):
+            if n.node_id in self._free:  # not a node that left the cluster
+                self._free[n.node_id].add(slot)
         if f.group is not None:
             from ray.util.placement_group import remove_placement_group
 
@@ -200,3 +250,14 @@ class Dispatcher:
         for f in self.inflight.values():
             self._release(f)
         self.inflight.clear()
+
+
+def _slots_of(f: InFlight) -> tuple[tuple[NodeSlots, int], ...]:
+    """Every (node, slot) the attempt holds: a gang's members, else its one node."""
+    return f.place.members or ((f.place.node, f.place.slot),)
+
+
+def _alive_nodes() -> set[str]:
+    import ray
+
+    return {str(n["NodeID"]) for n in ray.nodes() if n.get("Alive")}

@@ -16,10 +16,8 @@ Results are written only here (the driver is the only writer); Ray tasks return 
 
 from __future__ import annotations
 
-import re
 import time
 from collections import Counter, deque
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +29,7 @@ from bench.run._dispatch import Dispatcher, InFlight, Place
 from bench.run._ordering import PlannedBoot, boot_seed
 from bench.run._process import CAUSE_LINES
 from bench.run._progress import Progress, Running
+from bench.run._repeat import RepeatGuard
 from bench.run._rootcause import cause_context
 from bench.run._selection import SelectionRun
 from bench.run._sequential import SequentialRun
@@ -40,50 +39,8 @@ from bench.store import ResultsWriter, atomic_write_bytes
 
 CANCEL_GRACE_S = 30.0
 TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
-_NUMBERS = re.compile(r"\d+")
-
-
-_BEFORE_MEASURING = ("start", "patch_check", "first_request")
-
-
-def failure_signature(record: BootRecord) -> str | None:
-    """The first error line, every number blanked, of a failure before anything was measured.
-    None for an ok boot, a failure after the boot's first request answered (a crash mid-run
-    may be transient), or one of the infrastructure (a Ray worker or node died: nothing
-    about the arm)."""
-    text = (record.error or "").strip()
-    line = text.splitlines()[0] if text else ""
-    if record.failed_phase is not None:
-        early = record.failed_phase in _BEFORE_MEASURING
-    else:  # a record written before failed_phase existed
-        early = record.ready_at is None or line.startswith("patch ")
-    if record.status == "ok" or not early or not line or line.startswith("ray:"):
-        return None
-    return _NUMBERS.sub("#", line)
-
-
-class RepeatGuard:
-    """Tells when an arm's failure is certain to repeat: the arm never booted ok and its last
-    two failures (in the order they finished) are startup failures with one signature."""
-
-    def __init__(self, proven: Iterable[str] = ()) -> None:
-        self.proven = set(proven)  # arms with an ok boot: their failures may be transient
-        self.last: dict[str, str | None] = {}
-
-    def ok(self, arm: str) -> None:
-        self.proven.add(arm)
-
-    def suspect(self, arm: str) -> bool:
-        """The arm never booted ok and its last failure came before anything was measured:
-        its next attempt should wait for the one in flight (it may fail the same way)."""
-        return arm not in self.proven and self.last.get(arm) is not None
-
-    def repeats(self, record: BootRecord) -> bool:
-        if record.arm in self.proven:
-            return False
-        sig = failure_signature(record)
-        before, self.last[record.arm] = self.last.get(record.arm), sig
-        return sig is not None and sig == before
+# Attempt errors that mean the node is gone (a dead node's raylet, a node Ray has removed).
+_NODE_DEAD = ("ray: NodeDiedError", "ray: TaskUnschedulableError", "ray: NodeLost")
 
 
 def _task_spec_file(spec_file: Path) -> str:
@@ -150,11 +107,41 @@ class RunLoop:
                 record = self._collect(ref, f)
                 if record.status != "ok" and self._after_failure(f.place.plan, record, todo):
                     return
+            for f in self.dispatch.on_dead_nodes():
+                record = self._abandoned(f)
+                if self._after_failure(f.place.plan, record, todo):
+                    return
+            if todo and not self.dispatch.can_place():
+                self._no_nodes_left(todo)
+                return
             if self.seq is not None and self.seq.check(self.summary.ok, self.progress.note):
                 todo.clear()  # sequential stop: launch nothing new, running boots finish
             if isinstance(self.seq, SelectionRun):
                 self.seq.prune(todo)  # a sweep's eliminated arms and settled groups
             self.progress.refresh()
+
+    def _no_nodes_left(self, todo: deque[PlannedBoot]) -> None:
+        gone = ", ".join(self.dispatch.lost_nodes)
+        self.summary.stopped = (
+            f"no live Ray node left to run the remaining {len(todo)} boot(s): {gone} left the "
+            "cluster. Bring nodes back (or start new ones), then rerun with --resume"
+        )
+        self.progress.note(f"stopping: {self.summary.stopped}")
+        todo.clear()
+
+    def _node_failed(self, f: InFlight, record: BootRecord) -> None:
+        """After a failed attempt: it no longer counts towards its arm's share of the node,
+        and a node Ray reports dead takes no more boots."""
+        self.dispatch.uncount(f)
+        error = record.error or ""
+        if not error.startswith("ray:"):
+            return
+        dead = error.startswith(_NODE_DEAD)  # Ray's own words, before its node table agrees
+        for label in self.dispatch.drop_lost(f, dead=dead):
+            self.progress.note(
+                f"node {label} left the cluster ({record.boot_id}: {record.error}); nothing "
+                "more is placed there and its boots are retried on the live nodes"
+            )
 
     def _held(self) -> set[str]:
         """Arms whose next attempt waits: a suspect arm with an attempt in flight, so that a
@@ -246,7 +233,9 @@ class RunLoop:
             if isinstance(exc, RayTaskError) and not isinstance(exc, TaskCancelledError):
                 raise  # the task's code raised: a bug, shown with its remote traceback
             text = str(exc).strip()  # worker or node died, task cancelled
-            error = f"ray: {type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+            first = text.splitlines()[0] if text else ""
+            where = ", ".join(n.label for n, _ in f.place.members) or f.place.node.label
+            error = f"ray: {type(exc).__name__} on {where}: {first}"
             return failed_record(f.spec.request, error, started_at=f.started_at), []
         if res.user_error is not None:
             raise res.user_error
@@ -258,6 +247,17 @@ class RunLoop:
             atomic_write_bytes(log.with_name(name), data)
         return res.record, res.probes
 
+    def _abandoned(self, f: InFlight) -> BootRecord:
+        """The record of an attempt given up because Ray lists its node dead."""
+        where = ", ".join(n.label for n, _ in f.place.members) or f.place.node.label
+        error = (
+            f"ray: NodeLost on {where}: the cluster marked the node dead (it stopped answering "
+            "Ray's health checks) while the attempt ran; the attempt was given up"
+        )
+        record = failed_record(f.spec.request, error, started_at=f.started_at)
+        self._write(record, [], f)
+        return record
+
     def _collect(self, ref: Any, f: InFlight, *, only_ok: bool = False) -> BootRecord:
         """Write a finished attempt and count it; return its record.
 
@@ -266,7 +266,13 @@ class RunLoop:
         record, probes = self._result(ref, f)
         if only_ok and record.status != "ok":
             return record
+        self._write(record, probes, f)
+        return record
+
+    def _write(self, record: BootRecord, probes: list[ProbeRecord], f: InFlight) -> None:
         self.writer.write_boot(record, probes)
+        if record.status != "ok":
+            self._node_failed(f, record)
         arm, summary = record.arm, self.summary
         if record.status == "ok":
             summary.ok[arm] += 1
@@ -275,7 +281,6 @@ class RunLoop:
             node_counts[arm] = node_counts.get(arm, 0) + 1
         summary.busy_s += (record.boot_seconds or 0.0) + (record.probe_seconds or 0.0)
         self.progress.finished(record, time.monotonic() - f.t0)
-        return record
 
     def _cancel_all(self) -> None:
         """Graceful cancel, then force. Boots that complete during the grace period are

@@ -241,6 +241,7 @@ def simulate_results(
     categories: Sequence[str] | None = None,
     sigma_speed_boot: float = 0.05,
     primary_metrics: Sequence[str] | None = None,
+    hosts: Mapping[str, Sequence[str]] | None = None,
 ) -> Path:
     """Write a whole results directory through `ResultsWriter`; returns its path (options
     as `simulate_run` and `simulated_manifest`)."""
@@ -264,6 +265,7 @@ def simulate_results(
         speed=speed,
         no_spec=no_spec,
         categories=categories,
+        hosts=hosts,
     )
     manifest = simulated_manifest(
         arms,

@@ -54,19 +54,36 @@ class Bed:
         env = {**os.environ, "RAY_AUTH_MODE": "disabled", **kw.pop("env", {})}
         return subprocess.Popen([*TB.enter(self.info, host), *argv], text=True, env=env, **kw)
 
-    def ray_cluster(self, cpus: int = 1) -> str:
+    def ray_cluster(
+        self,
+        cpus: int = 1,
+        *,
+        dashboard: bool = False,
+        env: dict[str, str] | None = None,
+        resources: dict[str, str] | None = None,
+    ) -> str:
         """A Ray head on the first host and a worker on every other (each on its host's own
-        core, see cluster/testbed.py); returns HEAD:PORT."""
+        core, see cluster/testbed.py); returns HEAD:PORT. `dashboard`: the head serves the
+        dashboard and job API on its address, port 8265. `env` goes to every `ray start`
+        (Ray's RAY_<config> settings); `resources`: per host, its --resources JSON."""
         head = self.hosts[0]
         address = f"{self.addr(head)}:6379"
         for h in self.hosts:
-            role = (
-                ["--head", "--port", "6379", "--include-dashboard=false"]
-                if h == head
-                else ["--address", address]
-            )
+            if h == head:
+                role = ["--head", "--port", "6379"]
+                role += (
+                    ["--include-dashboard=true", "--dashboard-host", self.addr(h)]
+                    if dashboard
+                    else ["--include-dashboard=false"]
+                )
+            else:
+                role = ["--address", address]
+            if resources and h in resources:
+                role.append(f"--resources={resources[h]}")
             argv = [RAY, "start", *role, "--node-ip-address", self.addr(h)]
-            out = self.run(h, [*argv, "--num-cpus", str(cpus), "--disable-usage-stats"])
+            out = self.run(
+                h, [*argv, "--num-cpus", str(cpus), "--disable-usage-stats"], env=env or {}
+            )
             assert out.returncode == 0, out.stdout + out.stderr
         return address
 

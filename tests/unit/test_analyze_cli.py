@@ -219,3 +219,24 @@ def test_a_bad_manifest_setting_names_the_manifest_not_a_flag(
     print_end(root, console, per_node={}, report=False)
     text = console.export_text()
     assert "no verdict:" in text and "experiment.baseline" in text and "--baseline" not in text
+
+
+def test_the_end_of_run_says_whether_arms_stayed_balanced_across_hosts(tmp_path: Path) -> None:
+    """After a node left mid-run its retries ran elsewhere: the summary says the arms are not
+    balanced, gives each arm's boots per host and what the analysis does about it."""
+    from bench.report import print_end
+
+    even = {"base": ["h1", "h2"] * 2, "fix": ["h2", "h1"] * 2}
+    uneven = {"base": ["h1", "h2", "h1", "h2"], "fix": ["h1", "h1", "h1", "h2"]}
+    lines = {}
+    for name, hosts in (("even", even), ("uneven", uneven)):
+        root = simulate_results(tmp_path / name, {"base": 0.0, "fix": 0.0}, boots=4,
+                                prompts=20, hosts=hosts)  # fmt: skip
+        console = Console(record=True, width=400)
+        print_end(root, console, per_node={"h1": {}, "h2": {}}, report=False)
+        lines[name] = console.export_text()
+    assert "balanced: every arm has the same share" in lines["even"]
+    assert "NOT balanced" not in lines["even"]
+    text = lines["uneven"]
+    assert "NOT balanced across hosts" in text and "fix h1 3, h2 1" in text
+    assert "fix: compared within hosts" in text

@@ -291,3 +291,40 @@ def test_run_ab_refuses_a_bad_gang_before_ray_and_the_results_dir(
     assert len(err.splitlines()) == 1 and "resources] nodes = 2 must divide" in err
     assert "Fix: set tensor-parallel-size = 2" in err
     assert not root.exists()
+
+
+def test_a_node_that_left_takes_no_more_boots_and_a_failure_does_not_count_towards_balance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After a boot on node b fails and Ray lists b dead: b's slots are gone for good (a
+    retry pinned there would fail again), the failed attempt no longer counts as x's boot
+    on b, and once too few nodes are left for a boot, the dispatcher says so."""
+    from datetime import UTC, datetime
+
+    import ray
+
+    from bench.run._dispatch import Dispatcher, InFlight
+
+    nodes = [NodeSlots("n1", "a", 1), NodeSlots("n2", "b", 1)]
+    d = Dispatcher(nodes, 2, {}, lambda a: None)  # type: ignore[arg-type,return-value]
+    todo = plan_order(["x"], 3, seed=0)
+    first, second = d.reserve(todo), d.reserve(todo)
+    assert first is not None and second is not None
+    on_b = first if first.node.node_id == "n2" else second
+    f = InFlight(on_b, None, datetime.now(UTC), 0.0)  # type: ignore[arg-type]
+    d._per_node_arm[("n2", "x")] += 1  # what launch() counts, without Ray
+    d._member_arm[("n2", "x")] += 1
+    d._per_node_total["n2"] += 1
+    monkeypatch.setattr(ray, "nodes", lambda: [{"NodeID": "n1", "Alive": True},
+                                               {"NodeID": "n2", "Alive": False}])  # fmt: skip
+    assert d.drop_lost(f) == ["b"] and d.lost_nodes == ["b"]
+    assert d.drop_lost(f) == []  # reported once
+    d.uncount(f)
+    assert d._per_node_arm[("n2", "x")] == 0 and d._per_node_total["n2"] == 0
+    d._release(f)  # the dead node's slot does not come back
+    assert "n2" not in d._free and d.can_place()
+    gang = Dispatcher(nodes, 1, {}, lambda a: None, gang=2)  # type: ignore[arg-type,return-value]
+    place = gang.reserve(plan_order(["x"], 1, seed=0))
+    assert place is not None
+    gang.drop_lost(InFlight(place, None, datetime.now(UTC), 0.0))  # type: ignore[arg-type]
+    assert not gang.can_place()  # one live node cannot host a 2-node gang

@@ -18,7 +18,7 @@ from bench.experiment import load_probe_sets, load_spec, probe_sets_sha256, resu
 from bench.experiment._preflight_resume import describe, diff, flatten
 from bench.records import BootRecord
 from bench.run import build_manifest
-from bench.run._loop import RepeatGuard, failure_signature
+from bench.run._repeat import RepeatGuard, failure_signature
 from bench.store import ResultsWriter, load_manifest, load_results
 
 

@@ -1,0 +1,55 @@
+"""Failures certain to repeat: an arm that has never booted ok and fails twice in a row, the
+same way, before anything was measured (see the run loop's docstring for why the run stops).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from bench.records import BootRecord
+
+_NUMBERS = re.compile(r"\d+")
+
+
+_BEFORE_MEASURING = ("start", "patch_check", "first_request")
+
+
+def failure_signature(record: BootRecord) -> str | None:
+    """The first error line, every number blanked, of a failure before anything was measured.
+    None for an ok boot, a failure after the boot's first request answered (a crash mid-run
+    may be transient), or one of the infrastructure (a Ray worker or node died: nothing
+    about the arm)."""
+    text = (record.error or "").strip()
+    line = text.splitlines()[0] if text else ""
+    if record.failed_phase is not None:
+        early = record.failed_phase in _BEFORE_MEASURING
+    else:  # a record written before failed_phase existed
+        early = record.ready_at is None or line.startswith("patch ")
+    if record.status == "ok" or not early or not line or line.startswith("ray:"):
+        return None
+    return _NUMBERS.sub("#", line)
+
+
+class RepeatGuard:
+    """Tells when an arm's failure is certain to repeat: the arm never booted ok and its last
+    two failures (in the order they finished) are startup failures with one signature."""
+
+    def __init__(self, proven: Iterable[str] = ()) -> None:
+        self.proven = set(proven)  # arms with an ok boot: their failures may be transient
+        self.last: dict[str, str | None] = {}
+
+    def ok(self, arm: str) -> None:
+        self.proven.add(arm)
+
+    def suspect(self, arm: str) -> bool:
+        """The arm never booted ok and its last failure came before anything was measured:
+        its next attempt should wait for the one in flight (it may fail the same way)."""
+        return arm not in self.proven and self.last.get(arm) is not None
+
+    def repeats(self, record: BootRecord) -> bool:
+        if record.arm in self.proven:
+            return False
+        sig = failure_signature(record)
+        before, self.last[record.arm] = self.last.get(record.arm), sig
+        return sig is not None and sig == before

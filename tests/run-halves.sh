@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# `make test`'s pytest: the suite in two halves at once. Tests that boot real vLLM servers or
+# use the namespace test bed (markers vllm, hostbed) pin their boots to this machine's cores,
+# so they run one at a time in one pytest, its output kept in a log printed at the end; a
+# second pytest runs everything else beside it (fake servers and timers, mostly waiting, and
+# unit tests on one core). Measured on 2 cores: the real half alone uses ~1 core on average.
+set -u
+PYTEST=${1:?usage: tests/run-halves.sh PYTEST LOG}
+LOG=${2:?usage: tests/run-halves.sh PYTEST LOG}
+REAL="vllm or hostbed"
+"$PYTEST" -p no:cacheprovider -m "$REAL" >"$LOG" 2>&1 &
+real=$!
+# A background job of a script ignores Ctrl-C: pass an interrupt on to it.
+trap 'kill -TERM "$real" 2>/dev/null; wait "$real"; exit 130' INT TERM
+"$PYTEST" -m "not ($REAL)"
+rest=$?
+wait "$real"
+real_rc=$?
+echo "==================== real vLLM and test-bed tests (log: $LOG) ===================="
+cat "$LOG"
+echo "exit status: other tests $rest, real vLLM and test-bed tests $real_rc"
+[ "$rest" -eq 0 ] && [ "$real_rc" -eq 0 ]
