@@ -28,7 +28,7 @@ lint: install
 	$(BIN)/ruff check bench tests benchmarks
 	$(BIN)/mypy bench
 
-# `make test` runs the real-vLLM/test-bed half beside the rest (tests/run-halves.sh);
+# `make test` runs the real-vLLM tests beside the rest (tests/run-halves.sh);
 # `make test PYTEST_ARGS=...` runs one plain pytest with those arguments instead.
 test: lint
 ifeq ($(strip $(PYTEST_ARGS)),)

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# `make test`'s pytest: the suite in two halves at once. Tests that boot real vLLM servers or
-# use the namespace test bed (markers vllm, hostbed) pin their boots to this machine's cores,
-# so they run one at a time in one pytest, its output kept in a log printed at the end; a
-# second pytest runs everything else beside it (fake servers and timers, mostly waiting, and
-# unit tests on one core). Measured on 2 cores: the real half alone uses ~1 core on average.
+# `make test`'s pytest: the suite in two halves at once. Tests that boot real vLLM servers
+# (marker vllm) pin their boots to this machine's cores, so they run one at a time in one
+# pytest, its output kept in a log printed at the end; a second pytest runs everything else
+# beside it (fake servers, the namespace test bed, unit tests). Measured on this 2-core VM:
+# 18 min for both halves at once vs 21 min one after the other (one real boot keeps ~1 core
+# busy; the rest waits on sockets, timers and Ray start-up much of the time).
 set -u
 PYTEST=${1:?usage: tests/run-halves.sh PYTEST LOG}
 LOG=${2:?usage: tests/run-halves.sh PYTEST LOG}
-REAL="vllm or hostbed"
+REAL="vllm"
 "$PYTEST" -p no:cacheprovider -m "$REAL" >"$LOG" 2>&1 &
 real=$!
 # A background job of a script ignores Ctrl-C: pass an interrupt on to it.
@@ -16,7 +17,7 @@ trap 'kill -TERM "$real" 2>/dev/null; wait "$real"; exit 130' INT TERM
 rest=$?
 wait "$real"
 real_rc=$?
-echo "==================== real vLLM and test-bed tests (log: $LOG) ===================="
+echo "==================== real vLLM tests (log: $LOG) ===================="
 cat "$LOG"
-echo "exit status: other tests $rest, real vLLM and test-bed tests $real_rc"
+echo "exit status: other tests $rest, real vLLM tests $real_rc"
 [ "$rest" -eq 0 ] && [ "$real_rc" -eq 0 ]

