@@ -18,7 +18,7 @@ The watchdog is detached (started through a short-lived intermediate process, in
 session) because a Ray worker SIGKILLs its direct children when it exits — that is also why
 the API-server leader dies on force-cancel while EngineCore, a grandchild, survives.
 
-Run as `python -m bench.run.reaper [--detach] FD PGID_FILE GRACE_S`.
+Run as `python -I -S path/to/reaper.py [--detach] FD PGID_FILE GRACE_S` (stdlib only).
 """
 
 from __future__ import annotations
@@ -125,8 +125,11 @@ def kill_groups(pgids: list[int], grace_s: float) -> None:
 
 
 def _spawn(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
+    # This file run as a script, isolated and without site-packages: it needs only the
+    # standard library, and `-m bench.run.reaper` would import the whole bench.run package
+    # (httpx, pydantic, ...) twice per boot, ~2 s of CPU each on a 2-core node.
     return subprocess.Popen(
-        [sys.executable, "-m", "bench.run.reaper", *argv],
+        [sys.executable, "-I", "-S", str(Path(__file__).resolve()), *argv],
         pass_fds=(fd,),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,

@@ -153,4 +153,6 @@ def test_min_free_memory_fails_with_a_clear_error_when_the_node_never_has_it(
     err = out.record.error or ""
     assert out.record.status == "failed"
     assert "MemAvailable" in err and "min_free_memory_gb 1e+06" in err and "pre_boot" in err
-    assert took < 10
+    # it gave up after memory_wait_s = 1 s, not the default 300 s (the bound allows a loaded
+    # machine: the boot's own set-up is most of it)
+    assert took < 60

@@ -184,8 +184,9 @@ def test_a_host_killed_and_a_host_cut_off_mid_boot_are_retried_elsewhere(
             assert len(again) == 1 and again["host"].iloc[0] != host
         assert f"node {host} left the cluster" in log
     by_arm = [list(ok.loc[ok["arm"] == a, "host"]) for a in ("base", "same")]
-    even = balanced(*by_arm)  # the end of the run says whether the shares stayed equal
-    assert ("balanced: every arm" if even else "NOT balanced across hosts") in log
+    if len(set(ok["host"])) > 1:  # the end of the run says whether the shares stayed equal
+        even = balanced(*by_arm)
+        assert ("balanced: every arm" if even else "NOT balanced across hosts") in log, by_arm
     late = ok[ok["started_at"] > failed["started_at"].max()]
     assert set(late["host"]) == {"h1"}  # after both faults only the head's host takes boots
     assert _servers(bed, "h1") == [] and _servers(bed, "h3") == []  # nothing left anywhere
