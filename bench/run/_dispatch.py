@@ -116,10 +116,11 @@ class Dispatcher:
         return len(self._free) >= self.gang
 
     def drop_lost(self, f: InFlight, *, dead: bool = False) -> list[str]:
-        """Labels of this attempt's nodes that Ray no longer lists alive (all of them when
-        `dead`: Ray said so in the attempt's error before its own node table did); their slots
-        are dropped, so no retry is pinned to a dead node (hard node affinity fails there)."""
-        alive = set() if dead else _alive_nodes()
+        """Labels of this attempt's nodes that Ray no longer lists alive (a single node's
+        attempt: also when `dead`, Ray's error said so before its node table did); their
+        slots are dropped, so no retry is pinned to a dead node (node affinity fails there)."""
+        # A gang's error does not say which member's node died: ask Ray's node table.
+        alive = set() if dead and not f.place.members else _alive_nodes()
         gone = [n for n, _ in _slots_of(f) if n.node_id in self._free and n.node_id not in alive]
         for n in gone:
             del self._free[n.node_id]

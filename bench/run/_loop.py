@@ -43,6 +43,11 @@ TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
 _NODE_DEAD = ("ray: NodeDiedError", "ray: TaskUnschedulableError", "ray: NodeLost")
 
 
+def _where(f: InFlight) -> str:
+    """The attempt's node, or every member's node of a gang boot."""
+    return ", ".join(n.label for n, _ in f.place.members) or f.place.node.label
+
+
 def _task_spec_file(spec_file: Path) -> str:
     """Inside a Ray job with a working_dir (`ray job submit`), tasks on other nodes see
     their own copy of it: pass the experiment file relative to it."""
@@ -234,8 +239,7 @@ class RunLoop:
                 raise  # the task's code raised: a bug, shown with its remote traceback
             text = str(exc).strip()  # worker or node died, task cancelled
             first = text.splitlines()[0] if text else ""
-            where = ", ".join(n.label for n, _ in f.place.members) or f.place.node.label
-            error = f"ray: {type(exc).__name__} on {where}: {first}"
+            error = f"ray: {type(exc).__name__} on {_where(f)}: {first}"
             return failed_record(f.spec.request, error, started_at=f.started_at), []
         if res.user_error is not None:
             raise res.user_error
@@ -249,9 +253,8 @@ class RunLoop:
 
     def _abandoned(self, f: InFlight) -> BootRecord:
         """The record of an attempt given up because Ray lists its node dead."""
-        where = ", ".join(n.label for n, _ in f.place.members) or f.place.node.label
         error = (
-            f"ray: NodeLost on {where}: the cluster marked the node dead (it stopped answering "
+            f"ray: NodeLost on {_where(f)}: the cluster marked the node dead (it stopped answering "
             "Ray's health checks) while the attempt ran; the attempt was given up"
         )
         record = failed_record(f.spec.request, error, started_at=f.started_at)
