@@ -42,8 +42,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, str
 
 
 def _servers(bed: Bed, host: str) -> list[str]:
-    ps = bed.run(host, ["ps", "-e", "-o", "pid=,args="], timeout=30).stdout.splitlines()
-    return [line.strip() for line in ps if SERVER in line or "VLLM" in line]
+    """The (fake or real) vLLM servers running on `host`."""
+    return bed.processes(host, SERVER, "VLLM")
 
 
 def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(

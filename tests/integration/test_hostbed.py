@@ -67,9 +67,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, str
 
 
 def _servers(bed: Bed, host: str) -> list[str]:
-    """The (fake or real) vLLM API servers running on `host`."""
-    ps = bed.run(host, ["ps", "-e", "-o", "pid=,args="], timeout=30).stdout.splitlines()
-    return [line.strip() for line in ps if SERVER in line]
+    """The (fake or real) vLLM servers running on `host`."""
+    return bed.processes(host, SERVER)
 
 
 def _wait(cond: Callable[[], Any], timeout: float, what: Callable[[], str]) -> float:

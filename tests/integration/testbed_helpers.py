@@ -50,6 +50,11 @@ class Bed:
             capture_output=True, text=True, timeout=timeout, env=env, **kw,
         )  # fmt: skip
 
+    def processes(self, host: str, *needles: str) -> list[str]:
+        """`pid args` of the processes on `host` whose command line holds any of `needles`."""
+        ps = self.run(host, ["ps", "-e", "-o", "pid=,args="], timeout=30).stdout.splitlines()
+        return [line.strip() for line in ps if any(n in line for n in needles)]
+
     def popen(self, host: str, argv: Sequence[str], **kw: Any) -> subprocess.Popen[str]:
         env = {**os.environ, "RAY_AUTH_MODE": "disabled", **kw.pop("env", {})}
         return subprocess.Popen([*TB.enter(self.info, host), *argv], text=True, env=env, **kw)
@@ -60,12 +65,11 @@ class Bed:
         *,
         dashboard: bool = False,
         env: dict[str, str] | None = None,
-        resources: dict[str, str] | None = None,
     ) -> str:
         """A Ray head on the first host and a worker on every other (each on its host's own
         core, see cluster/testbed.py); returns HEAD:PORT. `dashboard`: the head serves the
         dashboard and job API on its address, port 8265. `env` goes to every `ray start`
-        (Ray's RAY_<config> settings); `resources`: per host, its --resources JSON."""
+        (Ray's RAY_<config> settings)."""
         head = self.hosts[0]
         address = f"{self.addr(head)}:6379"
         for h in self.hosts:
@@ -78,8 +82,6 @@ class Bed:
                 )
             else:
                 role = ["--address", address]
-            if resources and h in resources:
-                role.append(f"--resources={resources[h]}")
             argv = [RAY, "start", *role, "--node-ip-address", self.addr(h)]
             out = self.run(
                 h, [*argv, "--num-cpus", str(cpus), "--disable-usage-stats"], env=env or {}
