@@ -2,8 +2,8 @@
 
     .venv/bin/python benchmarks/bench_concurrency.py [--boots 2] [--concurrency 4] [--no-spec]
 
-Boots the demo's `config-fix` arm (arms/demo/demo.toml: the trained tiny target and draft,
-K = 4, T = 0.8, its probe sets) alternately at concurrency 1 and at `--concurrency`, one
+Boots the `config-fix` arm of arms/demo/demo-draft-model.toml (the trained tiny target
+and draft, K = 4, T = 0.8, its probe sets) alternately at concurrency 1 and at `--concurrency`, one
 boot at a time through `run_boot` (no Ray), and prints ratios, not pass/fail:
 
     throughput = sum of completion tokens / probe-phase wall time   (what a server delivers)
@@ -26,7 +26,7 @@ from bench.experiment import load_spec
 from bench.records import BootRecord, ProbeRecord
 from bench.run import Attempt, BootRequest, NodeSetup, run_boot
 
-DEMO = Path(__file__).resolve().parents[1] / "arms" / "demo" / "demo.toml"
+DEMO = Path(__file__).resolve().parents[1] / "arms" / "demo" / "demo-draft-model.toml"
 
 
 @dataclass(frozen=True)

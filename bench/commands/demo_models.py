@@ -1,4 +1,5 @@
-"""`specab demo-models DIR [--train]`: build the demo's tokenizer, target and draft."""
+"""`specab demo-models DIR [--train] [--drafters]`: build the demo's tokenizer, target,
+draft and drafters."""
 
 from __future__ import annotations
 
@@ -29,12 +30,13 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--drafters",
                 help="Only add the DFlash and EAGLE-3 drafters and the Qwen3-Next MTP target "
-                "(random weights) to an existing demo models directory (arms/methods/).",
+                "(random weights) to an existing demo models directory (arms/methods/); with "
+                "--train, also train the DFlash drafter against its target (dflash-trained/).",
             ),
         ] = False,
     ) -> None:
         """Build the tiny demo models (Hugging Face dirs vLLM loads offline)."""
-        from bench.demo import build_demo_models, build_method_models
+        from bench.demo import build_demo_models, build_method_models, train_drafters
 
         if out_dir.exists() and not out_dir.is_dir():
             raise SpecabError(
@@ -42,7 +44,10 @@ def register(app: typer.Typer) -> None:
             )
         t0 = time.monotonic()
         if drafters:
-            for path in build_method_models(out_dir):
+            built = build_method_models(out_dir)
+            if train:
+                built.append(train_drafters(out_dir))
+            for path in built:
                 typer.echo(f"{path.name:<9} {path}")
             typer.echo(f"built in {time.monotonic() - t0:.1f} s")
             return

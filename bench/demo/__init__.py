@@ -2,7 +2,7 @@
 nothing downloaded), their fixed training recipe, and the `make demo` entry
 (`python -m bench.demo`)."""
 
-from bench.demo._build import build_demo_models, build_method_models
+from bench.demo._build import build_demo_models, build_method_models, train_drafters
 from bench.demo._models import MODELS_SUBDIR, DemoModels, committed_models, repo_root
 
 __all__ = [
@@ -12,4 +12,5 @@ __all__ = [
     "build_method_models",
     "committed_models",
     "repo_root",
+    "train_drafters",
 ]

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.demo._drafters import build_dflash, build_eagle3, build_mtp_target
+from bench.demo._drafters import (
+    DFLASH_TARGET_LAYER_IDS,
+    build_dflash,
+    build_eagle3,
+    build_mtp_target,
+    mask_id,
+    save_dflash,
+)
 from bench.demo._models import (
     SEED,
     SHIPPED_DRAFT_ROTARY,
@@ -48,14 +55,45 @@ def build_demo_models(out_dir: str | Path, *, train: bool = False) -> DemoModels
     save_model(target, models.tokenizer, models.target)
     save_model(draft, models.tokenizer, models.draft)
     declare_rotary_factor(models.draft / "config.json", SHIPPED_DRAFT_ROTARY)
+    if train:
+        train_drafters(out)
     build_method_models(out)
     return models
 
 
-def build_method_models(out_dir: str | Path) -> list[Path]:
-    """DFlash and EAGLE-3 drafters of out_dir/target and a Qwen3-Next MTP target (random
-    weights, seconds; not committed: arms/methods/ uses them)."""
-    out = Path(out_dir)
+def train_drafters(out_dir: str | Path) -> Path:
+    """Train the DFlash drafter against out_dir/target (the fixed recipe of
+    bench.demo._dflash_train, minutes) into out_dir/dflash-trained, its config declaring
+    `partial_rotary_factor: 0.25` as seed 002's checkpoint does (trained full-head)."""
+    import torch
+    from tokenizers import Tokenizer
+    from transformers import Qwen3ForCausalLM
+    from transformers.utils import logging as hf_logging
+
+    from bench.demo._dflash_train import THREADS, train_dflash
+    from bench.demo._train import encode_corpus, split
+
+    hf_logging.disable_progress_bar()
+    models = _existing(Path(out_dir))
+    torch.set_num_threads(THREADS)
+    tok = Tokenizer.from_file(str(models.tokenizer / "tokenizer.json"))
+    corpus, _ = encode_corpus(tok)
+    train, _val = split(corpus)
+    target = Qwen3ForCausalLM.from_pretrained(models.target, dtype=torch.float32)
+    draft, record = train_dflash(target, train, DFLASH_TARGET_LAYER_IDS, mask_id(models.tokenizer))
+    tmp = models.dflash.with_name(f".{models.dflash.name}-building")
+    save_dflash(draft.state_dict(), models.target, models.tokenizer, tmp)
+    declare_rotary_factor(tmp / "config.json", SHIPPED_DRAFT_ROTARY)
+    write_json(tmp / "train_record.json", record)
+    if models.dflash.exists():
+        import shutil
+
+        shutil.rmtree(models.dflash)
+    tmp.rename(models.dflash)  # all or nothing
+    return models.dflash
+
+
+def _existing(out: Path) -> DemoModels:
     models = DemoModels.at(out)
     if not models.exist():
         raise SpecabError(
@@ -64,6 +102,14 @@ def build_method_models(out_dir: str | Path) -> list[Path]:
             fix="pass the demo models directory (arms/demo/models), or build it first with "
             "`specab demo-models DIR`",
         )
+    return models
+
+
+def build_method_models(out_dir: str | Path) -> list[Path]:
+    """DFlash and EAGLE-3 drafters of out_dir/target and a Qwen3-Next MTP target (random
+    weights, seconds; not committed: arms/methods/ uses them)."""
+    out = Path(out_dir)
+    models = _existing(out)
     return [
         build_dflash(models.target, models.tokenizer, out / "dflash"),
         build_eagle3(models.target, models.tokenizer, out / "eagle3"),

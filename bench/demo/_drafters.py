@@ -77,9 +77,26 @@ def _save(out: Path, config: dict[str, Any], tensors: dict[str, Any], tok_dir: P
     return out
 
 
-def _mask_id(tok_dir: Path) -> int:
+def mask_id(tok_dir: Path) -> int:
     added = json.loads((tok_dir / "tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]
     return int(next(t["id"] for t in added if t["content"] == MASK_TOKEN))
+
+
+def dflash_config(target: Path, tok_dir: Path) -> dict[str, Any]:
+    """The DFlash drafter's config.json for `target`: 1 layer, block of 4, aux ids [1, 3]."""
+    cfg = _target_config(target)
+    return {
+        **cfg,
+        "architectures": ["DFlashDraftModel"],
+        "num_hidden_layers": 1,
+        "layer_types": ["full_attention"],
+        "block_size": DFLASH_BLOCK,
+        "target_hidden_size": cfg["hidden_size"],
+        "dflash_config": {
+            "mask_token_id": mask_id(tok_dir),
+            "target_layer_ids": DFLASH_TARGET_LAYER_IDS,
+        },
+    }
 
 
 def build_dflash(target: Path, tok_dir: Path, out: Path) -> Path:
@@ -95,19 +112,15 @@ def build_dflash(target: Path, tok_dir: Path, out: Path) -> Path:
     tensors["fc.weight"] = _randn((h, h * len(DFLASH_TARGET_LAYER_IDS)), gen)
     tensors["hidden_norm.weight"] = torch.ones(h, dtype=torch.bfloat16)
     tensors["norm.weight"] = torch.ones(h, dtype=torch.bfloat16)
-    config = {
-        **cfg,
-        "architectures": ["DFlashDraftModel"],
-        "num_hidden_layers": 1,
-        "layer_types": ["full_attention"],
-        "block_size": DFLASH_BLOCK,
-        "target_hidden_size": h,
-        "dflash_config": {
-            "mask_token_id": _mask_id(tok_dir),
-            "target_layer_ids": DFLASH_TARGET_LAYER_IDS,
-        },
-    }
-    return _save(out, config, tensors, tok_dir)
+    return _save(out, dflash_config(target, tok_dir), tensors, tok_dir)
+
+
+def save_dflash(state: dict[str, Any], target: Path, tok_dir: Path, out: Path) -> Path:
+    """A trained drafter's state dict (bench.demo._dflash names = vLLM's) as a checkpoint."""
+    import torch
+
+    tensors = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in state.items()}
+    return _save(out, dflash_config(target, tok_dir), tensors, tok_dir)
 
 
 def build_eagle3(target: Path, tok_dir: Path, out: Path) -> Path:

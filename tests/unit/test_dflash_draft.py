@@ -1,0 +1,111 @@
+"""The DFlash training forward (bench/demo/_dflash.py) keeps vLLM's inference semantics:
+a block's slots see the context strictly before the block's anchor and every slot of their
+own block (non-causal), nothing of other blocks; the state dict is vLLM's checkpoint layout
+(the names the random-weight builder writes, which vLLM boots in test_methods_real). That
+vLLM then measures the acceptance the recipe trained for is test_methods_real's proof."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench.demo._dflash import DFlashDraft, block_inputs, rope
+from bench.demo._drafters import build_dflash, save_dflash
+from bench.demo._models import SHIPPED_DRAFT_ROTARY, DemoModels, committed_models
+
+K = 4
+
+
+@pytest.fixture(scope="module")
+def draft() -> DFlashDraft:
+    from transformers import Qwen3Config
+
+    cfg = Qwen3Config(
+        vocab_size=64, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6,
+    )  # fmt: skip
+    torch.manual_seed(0)
+    return DFlashDraft(cfg, layers=2, aux=2).eval()
+
+
+def _run(draft: DFlashDraft, aux: torch.Tensor, embeds: torch.Tensor, anchors: torch.Tensor):
+    pos, mask = block_inputs(anchors, K, aux.shape[1])
+    with torch.no_grad():
+        return draft(aux, embeds, pos, mask)
+
+
+def test_block_mask_sees_the_context_before_the_anchor_and_its_own_block() -> None:
+    pos, mask = block_inputs(torch.tensor([[3, 7]]), K, 10)
+    assert pos.tolist() == [[3, 4, 5, 6, 7, 7, 8, 9, 10, 11]]
+    ctx, slots = mask[0, :, :10], mask[0, :, 10:]
+    assert ctx[:5].sum(-1).tolist() == [3] * 5 and ctx[5:].sum(-1).tolist() == [7] * 5
+    assert slots[:5, :5].all() and slots[5:, 5:].all()  # non-causal inside a block
+    assert not slots[:5, 5:].any() and not slots[5:, :5].any()  # blocks never mix
+
+
+def test_a_block_ignores_context_at_and_after_its_anchor(draft: DFlashDraft) -> None:
+    torch.manual_seed(1)
+    aux, embeds = torch.randn(1, 12, 64), torch.randn(1, 2 * (K + 1), 32)
+    anchors = torch.tensor([[5, 9]])
+    base = _run(draft, aux, embeds, anchors)
+    later = aux.clone()
+    later[:, 5:] += 3.0  # positions >= the first anchor: only the second block sees some
+    out = _run(draft, later, embeds, anchors)
+    assert torch.allclose(out[:, : K + 1], base[:, : K + 1], atol=1e-6)
+    assert not torch.allclose(out[:, K + 1 :], base[:, K + 1 :], atol=1e-3)
+    earlier = aux.clone()
+    earlier[:, 2] += 3.0
+    assert not torch.allclose(_run(draft, earlier, embeds, anchors)[:, :K], base[:, :K])
+
+
+def test_a_block_is_the_same_alone_or_beside_others(draft: DFlashDraft) -> None:
+    """Blocks side by side (training) equal one block per forward (vLLM, one request)."""
+    torch.manual_seed(2)
+    aux, embeds = torch.randn(1, 12, 64), torch.randn(1, 2 * (K + 1), 32)
+    both = _run(draft, aux, embeds, torch.tensor([[4, 8]]))
+    alone = _run(draft, aux, embeds[:, K + 1 :], torch.tensor([[8]]))
+    assert torch.allclose(both[:, K + 1 :], alone, atol=1e-5)
+
+
+def test_rope_is_full_head_neox_and_relative() -> None:
+    torch.manual_seed(3)
+    q, k = torch.randn(1, 1, 1, 16), torch.randn(1, 1, 1, 16)
+    dot = lambda a, b: (rope(q, torch.tensor([[a]]), 1e4) * rope(k, torch.tensor([[b]]), 1e4)).sum()  # noqa: E731
+    assert dot(3, 1).item() == pytest.approx(dot(12, 10).item(), rel=1e-4)  # only a - b
+    assert torch.equal(rope(q, torch.tensor([[0]]), 1e4), q)
+    moved = rope(q, torch.tensor([[5]]), 1e4)
+    assert not torch.allclose(moved[..., 12:], q[..., 12:])  # the last dims rotate too
+
+
+def test_the_state_dict_is_the_checkpoint_vllm_loads(tmp_path: Path) -> None:
+    models = committed_models()
+    if models is None:
+        pytest.skip("needs arms/demo/models")
+    from transformers import Qwen3ForCausalLM
+
+    target = Qwen3ForCausalLM.from_pretrained(models.target)
+    draft = DFlashDraft(target.config, layers=1, aux=2)
+    from safetensors.torch import load_file
+
+    trained = save_dflash(draft.state_dict(), models.target, models.tokenizer, tmp_path / "t")
+    random = build_dflash(models.target, models.tokenizer, tmp_path / "r")
+    a, b = (load_file(str(p / "model.safetensors")) for p in (trained, random))
+    assert {k: v.shape for k, v in a.items()} == {k: v.shape for k, v in b.items()}
+    assert json.loads((trained / "config.json").read_text()) == json.loads(
+        (random / "config.json").read_text()
+    )
+
+
+def test_the_committed_drafter_ships_seed_002s_config() -> None:
+    models = committed_models()
+    if models is None or not (models.dflash / "config.json").is_file():
+        pytest.skip("needs arms/demo/models/dflash-trained")
+    assert models == DemoModels.at(models.target.parent)
+    cfg = json.loads((models.dflash / "config.json").read_text())
+    assert cfg["architectures"] == ["DFlashDraftModel"]
+    assert cfg["partial_rotary_factor"] == SHIPPED_DRAFT_ROTARY  # trained full-head
+    record = json.loads((models.dflash / "train_record.json").read_text())
+    assert record["val_accept"][0] > 0.6 and record["losses"][-1] < record["losses"][0] / 4
