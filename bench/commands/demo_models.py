@@ -31,7 +31,8 @@ def register(app: typer.Typer) -> None:
                 "--drafters",
                 help="Only add the DFlash and EAGLE-3 drafters and the Qwen3-Next MTP target "
                 "(random weights) to an existing demo models directory (arms/methods/); with "
-                "--train, also train the DFlash drafter against its target (dflash-trained/).",
+                "--train, also train the DFlash drafter and the EAGLE-3 head against its target "
+                "(dflash-trained/, eagle3-trained/).",
             ),
         ] = False,
     ) -> None:
@@ -46,7 +47,7 @@ def register(app: typer.Typer) -> None:
         if drafters:
             built = build_method_models(out_dir)
             if train:
-                built.append(train_drafters(out_dir))
+                built.extend(train_drafters(out_dir))
             for path in built:
                 typer.echo(f"{path.name:<9} {path}")
             typer.echo(f"built in {time.monotonic() - t0:.1f} s")

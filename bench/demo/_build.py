@@ -8,11 +8,13 @@ from pathlib import Path
 
 from bench.demo._drafters import (
     DFLASH_TARGET_LAYER_IDS,
+    EAGLE3_AUX_LAYER_IDS,
     build_dflash,
     build_eagle3,
     build_mtp_target,
     mask_id,
     save_dflash,
+    save_eagle3,
 )
 from bench.demo._models import (
     SEED,
@@ -61,16 +63,18 @@ def build_demo_models(out_dir: str | Path, *, train: bool = False) -> DemoModels
     return models
 
 
-def train_drafters(out_dir: str | Path) -> Path:
-    """Train the DFlash drafter against out_dir/target (the fixed recipe of
-    bench.demo._dflash_train, minutes) into out_dir/dflash-trained, its config declaring
-    `partial_rotary_factor: 0.25` as seed 002's checkpoint does (trained full-head)."""
+def train_drafters(out_dir: str | Path) -> list[Path]:
+    """Train the DFlash drafter and the EAGLE-3 head against out_dir/target (the fixed recipe
+    of bench.demo._distill, minutes) into out_dir/dflash-trained (its config declaring
+    `partial_rotary_factor: 0.25` as seed 002's checkpoint does; trained full-head) and
+    out_dir/eagle3-trained."""
     import torch
     from tokenizers import Tokenizer
     from transformers import Qwen3ForCausalLM
     from transformers.utils import logging as hf_logging
 
-    from bench.demo._dflash_train import THREADS, train_dflash
+    from bench.demo._distill import THREADS
+    from bench.demo._distill import train_drafters as distill_both
     from bench.demo._train import encode_corpus, split
 
     hf_logging.disable_progress_bar()
@@ -80,17 +84,35 @@ def train_drafters(out_dir: str | Path) -> Path:
     corpus, _ = encode_corpus(tok)
     train, _val = split(corpus)
     target = Qwen3ForCausalLM.from_pretrained(models.target, dtype=torch.float32)
-    draft, record = train_dflash(target, train, DFLASH_TARGET_LAYER_IDS, mask_id(models.tokenizer))
-    tmp = models.dflash.with_name(f".{models.dflash.name}-building")
-    save_dflash(draft.state_dict(), models.target, models.tokenizer, tmp)
-    declare_rotary_factor(tmp / "config.json", SHIPPED_DRAFT_ROTARY)
-    write_json(tmp / "train_record.json", record)
-    if models.dflash.exists():
-        import shutil
+    dflash, eagle, d_rec, e_rec = distill_both(
+        target,
+        train,
+        dflash_layers=DFLASH_TARGET_LAYER_IDS,  # vLLM adds 1 itself
+        eagle3_layers=[i - 1 for i in EAGLE3_AUX_LAYER_IDS],  # vLLM's ids as written
+        mask_id=mask_id(models.tokenizer),
+    )
+    d_tmp = _building(models.dflash)
+    save_dflash(dflash.state_dict(), models.target, models.tokenizer, d_tmp)
+    declare_rotary_factor(d_tmp / "config.json", SHIPPED_DRAFT_ROTARY)
+    write_json(d_tmp / "train_record.json", d_rec)
+    e_tmp = _building(models.eagle3)
+    save_eagle3(eagle.state_dict(), models.target, models.tokenizer, e_tmp)
+    write_json(e_tmp / "train_record.json", e_rec)
+    return [_replace(d_tmp, models.dflash), _replace(e_tmp, models.eagle3)]
 
-        shutil.rmtree(models.dflash)
-    tmp.rename(models.dflash)  # all or nothing
-    return models.dflash
+
+def _building(final: Path) -> Path:
+    return final.with_name(f".{final.name}-building")
+
+
+def _replace(tmp: Path, final: Path) -> Path:
+    """All or nothing: the finished directory replaces the old one in one rename."""
+    import shutil
+
+    if final.exists():
+        shutil.rmtree(final)
+    tmp.rename(final)
+    return final
 
 
 def _existing(out: Path) -> DemoModels:

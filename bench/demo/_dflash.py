@@ -85,8 +85,14 @@ class _Layer(nn.Module):
 class DFlashDraft(nn.Module):
     """vLLM's DFlashQwen3Model minus the shared embeddings and LM head (the target's)."""
 
-    def __init__(self, cfg: Qwen3Config, *, layers: int, aux: int) -> None:
+    def __init__(
+        self, cfg: Qwen3Config, *, layers: int, aux_layers: list[int], mask_id: int
+    ) -> None:
+        """aux_layers: the target's HF layer indices (vLLM's ids - 1); mask_id: the token
+        that fills the block's masked slots (`dflash_config.mask_token_id`)."""
         super().__init__()
+        self.aux_layers, self.mask_id = list(aux_layers), mask_id
+        aux = len(aux_layers)
         h = cfg.hidden_size
         theta = float((cfg.rope_parameters or {}).get("rope_theta") or 10000.0)
         self.layers: list[_Layer] = nn.ModuleList(  # type: ignore[assignment]

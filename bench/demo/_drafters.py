@@ -1,8 +1,8 @@
 """Tiny DFlash and EAGLE-3 drafters for the demo target, in the checkpoint layouts vLLM loads
 (`specab demo-models DIR --drafters`). Random weights (deterministic seed): they exercise
 vLLM's real DFlash and EAGLE-3 code paths (aux hidden states of the target, the parallel
-masked block, the fused head) on the CPU, but accept almost nothing; training them against
-the target is not done here (see docs/arms.md, "Every method").
+masked block, the fused head) on the CPU, but accept almost nothing. `save_dflash` and
+`save_eagle3` write the trained ones (bench.demo._distill) in the same layouts.
 
 Layouts (vLLM 0.32, vllm/model_executor/models/):
 - DFlash (`qwen3_dflash.py`, architectures ["DFlashDraftModel"]): Qwen3 decoder layers
@@ -117,10 +117,32 @@ def build_dflash(target: Path, tok_dir: Path, out: Path) -> Path:
 
 def save_dflash(state: dict[str, Any], target: Path, tok_dir: Path, out: Path) -> Path:
     """A trained drafter's state dict (bench.demo._dflash names = vLLM's) as a checkpoint."""
+    return _save(out, dflash_config(target, tok_dir), _bf16(state), tok_dir)
+
+
+def _bf16(state: dict[str, Any]) -> dict[str, Any]:
     import torch
 
-    tensors = {k: v.detach().to(torch.bfloat16).contiguous() for k, v in state.items()}
-    return _save(out, dflash_config(target, tok_dir), tensors, tok_dir)
+    return {k: v.detach().to(torch.bfloat16).contiguous() for k, v in state.items()}
+
+
+def eagle3_config(target: Path) -> dict[str, Any]:
+    """The EAGLE-3 head's config.json (Llama head layout) for `target`: aux ids [1, 2, 3]."""
+    cfg = _target_config(target)
+    keep = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
+            "head_dim", "rms_norm_eps", "vocab_size", "max_position_embeddings", "bos_token_id",
+            "eos_token_id", "pad_token_id", "rope_parameters", "hidden_act")  # fmt: skip
+    return {
+        **{k: cfg[k] for k in keep if k in cfg},
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "num_hidden_layers": 1,
+        "tie_word_embeddings": False,
+        "draft_vocab_size": cfg["vocab_size"],
+        "target_hidden_size": cfg["hidden_size"],
+        "eagle_aux_hidden_state_layer_ids": EAGLE3_AUX_LAYER_IDS,
+        "dtype": "bfloat16",
+    }
 
 
 def build_eagle3(target: Path, tok_dir: Path, out: Path) -> Path:
@@ -135,21 +157,12 @@ def build_eagle3(target: Path, tok_dir: Path, out: Path) -> Path:
     tensors["fc.weight"] = _randn((h, h * len(EAGLE3_AUX_LAYER_IDS)), gen)
     tensors["norm.weight"] = torch.ones(h, dtype=torch.bfloat16)
     tensors["lm_head.weight"] = _randn((cfg["vocab_size"], h), gen)
-    keep = ("hidden_size", "intermediate_size", "num_attention_heads", "num_key_value_heads",
-            "head_dim", "rms_norm_eps", "vocab_size", "max_position_embeddings", "bos_token_id",
-            "eos_token_id", "pad_token_id", "rope_parameters", "hidden_act")  # fmt: skip
-    config = {
-        **{k: cfg[k] for k in keep if k in cfg},
-        "architectures": ["LlamaForCausalLMEagle3"],
-        "model_type": "llama",
-        "num_hidden_layers": 1,
-        "tie_word_embeddings": False,
-        "draft_vocab_size": cfg["vocab_size"],
-        "target_hidden_size": h,
-        "eagle_aux_hidden_state_layer_ids": EAGLE3_AUX_LAYER_IDS,
-        "dtype": "bfloat16",
-    }
-    return _save(out, config, tensors, tok_dir)
+    return _save(out, eagle3_config(target), tensors, tok_dir)
+
+
+def save_eagle3(state: dict[str, Any], target: Path, tok_dir: Path, out: Path) -> Path:
+    """A trained head's state dict (bench.demo._eagle3 names = the checkpoint's)."""
+    return _save(out, eagle3_config(target), _bf16(state), tok_dir)
 
 
 def build_mtp_target(tok_dir: Path, out: Path) -> Path:

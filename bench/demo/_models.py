@@ -41,7 +41,9 @@ _SKIP_PARTS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "
 # What the shipped demo draft's config.json declares although it was trained with full rotary.
 SHIPPED_DRAFT_ROTARY = 0.25
 MODELS_SUBDIR = Path("arms") / "demo" / "models"
-DFLASH_TRAINED = "dflash-trained"  # beside target/: `--drafters` random ones are dflash/, ...
+# beside target/ (the random-weight ones of `--drafters` are dflash/ and eagle3/)
+DFLASH_TRAINED = "dflash-trained"
+EAGLE3_TRAINED = "eagle3-trained"
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ class DemoModels:
     draft: Path
     tokenizer: Path
     dflash: Path  # the trained DFlash drafter (shipped config: rotary 0.25), the demo's
+    eagle3: Path  # the trained EAGLE-3 head (arms/methods/)
 
     @classmethod
     def at(cls, root: Path) -> DemoModels:
@@ -60,6 +63,7 @@ class DemoModels:
             draft=root / "draft",
             tokenizer=root / "tokenizer",
             dflash=root / DFLASH_TRAINED,
+            eagle3=root / EAGLE3_TRAINED,
         )
 
     def exist(self) -> bool:

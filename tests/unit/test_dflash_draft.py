@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from bench.demo._dflash import DFlashDraft, block_inputs, rope
-from bench.demo._drafters import build_dflash, save_dflash
+from bench.demo._drafters import build_dflash, build_eagle3, save_dflash, save_eagle3
+from bench.demo._eagle3 import Eagle3Head
 from bench.demo._models import SHIPPED_DRAFT_ROTARY, DemoModels, committed_models
 
 K = 4
@@ -28,7 +29,7 @@ def draft() -> DFlashDraft:
         num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6,
     )  # fmt: skip
     torch.manual_seed(0)
-    return DFlashDraft(cfg, layers=2, aux=2).eval()
+    return DFlashDraft(cfg, layers=2, aux_layers=[0, 1], mask_id=0).eval()
 
 
 def _run(draft: DFlashDraft, aux: torch.Tensor, embeds: torch.Tensor, anchors: torch.Tensor):
@@ -87,16 +88,23 @@ def test_the_state_dict_is_the_checkpoint_vllm_loads(tmp_path: Path) -> None:
     from transformers import Qwen3ForCausalLM
 
     target = Qwen3ForCausalLM.from_pretrained(models.target)
-    draft = DFlashDraft(target.config, layers=1, aux=2)
+    draft = DFlashDraft(target.config, layers=1, aux_layers=[1, 3], mask_id=1)
     from safetensors.torch import load_file
 
-    trained = save_dflash(draft.state_dict(), models.target, models.tokenizer, tmp_path / "t")
-    random = build_dflash(models.target, models.tokenizer, tmp_path / "r")
-    a, b = (load_file(str(p / "model.safetensors")) for p in (trained, random))
-    assert {k: v.shape for k, v in a.items()} == {k: v.shape for k, v in b.items()}
-    assert json.loads((trained / "config.json").read_text()) == json.loads(
-        (random / "config.json").read_text()
-    )
+    head = Eagle3Head(target.config, aux_layers=[0, 1, 2])
+    tok = models.tokenizer
+    pairs = [
+        (save_dflash(draft.state_dict(), models.target, tok, tmp_path / "t"),
+         build_dflash(models.target, tok, tmp_path / "r")),
+        (save_eagle3(head.state_dict(), models.target, tok, tmp_path / "te"),
+         build_eagle3(models.target, tok, tmp_path / "re")),
+    ]  # fmt: skip
+    for trained, random in pairs:
+        a, b = (load_file(str(p / "model.safetensors")) for p in (trained, random))
+        assert {k: v.shape for k, v in a.items()} == {k: v.shape for k, v in b.items()}
+        assert json.loads((trained / "config.json").read_text()) == json.loads(
+            (random / "config.json").read_text()
+        )
 
 
 def test_the_committed_drafter_ships_seed_002s_config() -> None:
@@ -109,3 +117,45 @@ def test_the_committed_drafter_ships_seed_002s_config() -> None:
     assert cfg["partial_rotary_factor"] == SHIPPED_DRAFT_ROTARY  # trained full-head
     record = json.loads((models.dflash / "train_record.json").read_text())
     assert record["val_accept"][0] > 0.6 and record["losses"][-1] < record["losses"][0] / 4
+
+
+# --- the EAGLE-3 head (bench/demo/_eagle3.py): vLLM's first pass, then its own steps
+
+
+def _head() -> tuple[Eagle3Head, torch.nn.Embedding]:
+    from transformers import Qwen3Config
+
+    cfg = Qwen3Config(
+        vocab_size=64, hidden_size=32, intermediate_size=48, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6,
+    )  # fmt: skip
+    torch.manual_seed(4)
+    return Eagle3Head(cfg, aux_layers=[0, 1, 2]).eval(), torch.nn.Embedding(64, 32)
+
+
+def test_eagle3_steps_see_the_context_up_to_the_anchor_and_their_own_steps() -> None:
+    head, embed = _head()
+    torch.manual_seed(5)
+    aux, ids = torch.randn(1, 16, 96), torch.randint(0, 64, (1, 16))
+    anchors = torch.tensor([[6]])
+    with torch.no_grad():
+        base = head.unroll(aux, embed, ids, anchors, K)
+        later = aux.clone()
+        later[:, 7:] += 3.0  # after the anchor: the target has not processed it yet
+        assert torch.allclose(head.unroll(later, embed, ids, anchors, K), base, atol=1e-6)
+        ids2 = ids.clone()
+        ids2[0, 9] = (ids[0, 9] + 1) % 64  # x_9: step 3's input (what step 2 proposed)
+        moved = head.unroll(aux, embed, ids2, anchors, K)
+    assert torch.allclose(moved[..., :2, :], base[..., :2, :], atol=1e-6)
+    assert not torch.allclose(moved[..., 2:, :], base[..., 2:, :], atol=1e-4)
+
+
+def test_eagle3_first_step_is_one_causal_pass_over_the_sequence() -> None:
+    """Step 1 at every anchor equals one causal pass (vLLM's first pass at a prefill)."""
+    head, embed = _head()
+    torch.manual_seed(6)
+    aux, ids = torch.randn(1, 12, 96), torch.randint(0, 64, (1, 12))
+    with torch.no_grad():
+        steps = head.unroll(aux, embed, ids, torch.tensor([[3, 8]]), 1)
+        short = head.unroll(aux[:, :5], embed, ids[:, :5], torch.tensor([[3]]), 1)
+    assert torch.allclose(steps[:, :1], short, atol=1e-5)  # nothing after position 3 counts
