@@ -110,13 +110,17 @@ def test_the_state_dict_is_the_checkpoint_vllm_loads(tmp_path: Path) -> None:
 def test_the_committed_drafter_ships_seed_002s_config() -> None:
     models = committed_models()
     if models is None or not (models.dflash / "config.json").is_file():
-        pytest.skip("needs arms/demo/models/dflash-trained")
+        pytest.skip("needs arms/demo/models/dflash-trained and eagle3-trained")
     assert models == DemoModels.at(models.target.parent)
     cfg = json.loads((models.dflash / "config.json").read_text())
     assert cfg["architectures"] == ["DFlashDraftModel"]
     assert cfg["partial_rotary_factor"] == SHIPPED_DRAFT_ROTARY  # trained full-head
-    record = json.loads((models.dflash / "train_record.json").read_text())
-    assert record["val_accept"][0] > 0.6 and record["losses"][-1] < record["losses"][0] / 4
+    for trained in (models.dflash, models.eagle3):
+        record = json.loads((trained / "train_record.json").read_text())
+        assert record["val_accept"][0] > 0.6 and record["losses"][-1] < record["losses"][0] / 4
+    assert json.loads((models.eagle3 / "config.json").read_text())["architectures"] == [
+        "LlamaForCausalLMEagle3"
+    ]
 
 
 # --- the EAGLE-3 head (bench/demo/_eagle3.py): vLLM's first pass, then its own steps
