@@ -156,10 +156,10 @@ def _anchors(plen: int, total: int, gen: torch.Generator, n: int) -> torch.Tenso
     )
 
 
-def _lr(step: int) -> float:
+def _lr(step: int, steps: int) -> float:
     if step < WARMUP:
         return LR * (step + 1) / WARMUP
-    progress = (step - WARMUP) / max(1, TRAIN_STEPS - WARMUP)
+    progress = (step - WARMUP) / max(1, steps - WARMUP)
     return LR * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
@@ -198,7 +198,7 @@ def distill(
         pool = data[plen][VAL_SEQS:]
         ids = pool[torch.randint(0, len(pool), (BATCH,), generator=gen)]
         for group in opt.param_groups:
-            group["lr"] = _lr(step)
+            group["lr"] = _lr(step, steps)
         loss, _ = loss_fn(model, target, ids, _anchors_for(model, plen, ids, gen))
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -181,7 +181,6 @@ def test_the_recipe_learns_both_drafters_in_a_few_steps(monkeypatch: pytest.Monk
 
     monkeypatch.setattr(_distill, "SEQS_PER_LEN", 32)
     monkeypatch.setattr(_distill, "VAL_SEQS", 8)
-    monkeypatch.setattr(_distill, "TRAIN_STEPS", 40)
     monkeypatch.setattr(_distill, "WARMUP", 5)
     torch.set_num_threads(_distill.THREADS)
     tok = Tokenizer.from_file(str(models.tokenizer / "tokenizer.json"))
