@@ -167,9 +167,10 @@ def test_eagle3_first_step_is_one_causal_pass_over_the_sequence() -> None:
 
 @pytest.mark.slow
 def test_the_recipe_learns_both_drafters_in_a_few_steps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The distillation loop on the committed target, shrunk (32 sequences per prompt length,
-    40 steps): teacher-forced pos0 goes from about 0 (random weights) to well above 0.3 for
-    both drafters. The committed ones ran the full recipe (their train_record.json)."""
+    """The distillation loop on the committed target, shrunk (16 sequences of 40 greedy
+    tokens per prompt length, batches of 8, 30 steps): teacher-forced pos0 goes from about
+    0 (random weights) to well above that for both drafters. The committed ones ran the full
+    recipe (their train_record.json)."""
     models = committed_models()
     if models is None:
         pytest.skip("needs arms/demo/models")
@@ -177,21 +178,22 @@ def test_the_recipe_learns_both_drafters_in_a_few_steps(monkeypatch: pytest.Monk
     from transformers import Qwen3ForCausalLM
 
     from bench.demo import _distill
-    from bench.demo._train import encode_corpus
+    from bench.demo._models import corpus_files
 
-    monkeypatch.setattr(_distill, "SEQS_PER_LEN", 32)
-    monkeypatch.setattr(_distill, "VAL_SEQS", 8)
-    monkeypatch.setattr(_distill, "WARMUP", 5)
+    for name, value in (("SEQS_PER_LEN", 16), ("VAL_SEQS", 4), ("GEN", 40), ("BATCH", 8),
+                        ("WARMUP", 5), ("PROMPT_LENS", (8, 48))):  # fmt: skip
+        monkeypatch.setattr(_distill, name, value)
     torch.set_num_threads(_distill.THREADS)
     tok = Tokenizer.from_file(str(models.tokenizer / "tokenizer.json"))
-    corpus, _ = encode_corpus(tok)
-    target = Qwen3ForCausalLM.from_pretrained(models.target, dtype=torch.float32)
-    data = _distill.greedy_data(target.eval(), corpus[: len(corpus) // 8])
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in corpus_files()[:40]]
+    corpus = torch.tensor([i for e in tok.encode_batch(texts) for i in e.ids])
+    target = Qwen3ForCausalLM.from_pretrained(models.target, dtype=torch.float32).eval()
+    data = _distill.greedy_data(target, corpus)
     mask = tok.token_to_id("<|im_start|>")
     dflash = DFlashDraft(target.config, layers=1, aux_layers=[1, 3], mask_id=mask)
     eagle = Eagle3Head(target.config, aux_layers=[0, 1, 2])
     for model in (dflash, eagle):
         before = _distill.validate(model.eval(), target, data)
-        record = _distill.distill(model, target, data, label="test", steps=40)
-        assert before[0] < 0.1 and record["val_accept"][0] > 0.3, (before, record["val_accept"])
+        record = _distill.distill(model, target, data, label="test", steps=30)
+        assert before[0] < 0.1 and record["val_accept"][0] > 0.25, (before, record["val_accept"])
         assert record["losses"][-1] < record["losses"][0] / 2
