@@ -36,6 +36,18 @@ def rope(x: torch.Tensor, pos: torch.Tensor, theta: float) -> torch.Tensor:
     return torch.cat((x1 * cos - x2 * sin, x2 * cos + x1 * sin), dim=-1).to(x.dtype)
 
 
+def gqa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor) -> Any:
+    """Softmax attention (scale head_dim^-0.5, vLLM's) of q [B, Q, h, d] over k, v
+    [B, S, kvh, d], the KV heads shared by h / kvh query heads; mask [B, Q, S] (True: see).
+    Returns [B, Q, h * d]."""
+    rep = q.shape[2] // k.shape[2]
+    k, v = k.repeat_interleave(rep, dim=2), v.repeat_interleave(rep, dim=2)
+    out = nn.functional.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask[:, None]
+    )
+    return out.transpose(1, 2).flatten(2)
+
+
 class _Attention(nn.Module):
     def __init__(self, cfg: Qwen3Config, theta: float) -> None:
         super().__init__()
@@ -65,12 +77,7 @@ class _Attention(nn.Module):
         k_q, v_q = self.kv(x, pos)
         k = torch.cat((ctx_kv[0], k_q), dim=1)
         v = torch.cat((ctx_kv[1], v_q), dim=1)
-        rep = self.heads // self.kv_heads
-        k, v = k.repeat_interleave(rep, dim=2), v.repeat_interleave(rep, dim=2)
-        out = nn.functional.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask[:, None]
-        )
-        return self.o_proj(out.transpose(1, 2).reshape(*x.shape[:-1], -1))
+        return self.o_proj(gqa_attention(q, k, v, mask))
 
 
 class _Layer(nn.Module):

@@ -23,7 +23,7 @@ import torch
 from torch import nn
 from transformers.models.qwen3.modeling_qwen3 import Qwen3MLP, Qwen3RMSNorm
 
-from bench.demo._dflash import rope
+from bench.demo._dflash import gqa_attention, rope
 
 if TYPE_CHECKING:
     from transformers import Qwen3Config
@@ -49,12 +49,7 @@ class _Attention(nn.Module):
 
     def attend(self, q: Any, k: Any, v: Any, mask: torch.Tensor) -> torch.Tensor:
         """q [B, Q, h, d] over k, v [B, S, kvh, d]; mask [B, Q, S] (True: see)."""
-        rep = self.heads // self.kv_heads
-        k, v = k.repeat_interleave(rep, dim=2), v.repeat_interleave(rep, dim=2)
-        out = nn.functional.scaled_dot_product_attention(
-            q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), attn_mask=mask[:, None]
-        )
-        return self.o_proj(out.transpose(1, 2).reshape(*q.shape[:2], -1))
+        return self.o_proj(gqa_attention(q, k, v, mask))
 
 
 class _Midlayer(nn.Module):

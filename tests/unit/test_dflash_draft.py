@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -20,16 +21,19 @@ from bench.demo._models import SHIPPED_DRAFT_ROTARY, DemoModels, committed_model
 K = 4
 
 
-@pytest.fixture(scope="module")
-def draft() -> DFlashDraft:
+def _tiny_config() -> Any:
     from transformers import Qwen3Config
 
-    cfg = Qwen3Config(
+    return Qwen3Config(
         vocab_size=64, hidden_size=32, intermediate_size=48, num_attention_heads=4,
         num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6,
     )  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def draft() -> DFlashDraft:
     torch.manual_seed(0)
-    return DFlashDraft(cfg, layers=2, aux_layers=[0, 1], mask_id=0).eval()
+    return DFlashDraft(_tiny_config(), layers=2, aux_layers=[0, 1], mask_id=0).eval()
 
 
 def _run(draft: DFlashDraft, aux: torch.Tensor, embeds: torch.Tensor, anchors: torch.Tensor):
@@ -127,14 +131,8 @@ def test_the_committed_drafter_ships_seed_002s_config() -> None:
 
 
 def _head() -> tuple[Eagle3Head, torch.nn.Embedding]:
-    from transformers import Qwen3Config
-
-    cfg = Qwen3Config(
-        vocab_size=64, hidden_size=32, intermediate_size=48, num_attention_heads=4,
-        num_key_value_heads=2, head_dim=8, rms_norm_eps=1e-6,
-    )  # fmt: skip
     torch.manual_seed(4)
-    return Eagle3Head(cfg, aux_layers=[0, 1, 2]).eval(), torch.nn.Embedding(64, 32)
+    return Eagle3Head(_tiny_config(), aux_layers=[0, 1, 2]).eval(), torch.nn.Embedding(64, 32)
 
 
 def test_eagle3_steps_see_the_context_up_to_the_anchor_and_their_own_steps() -> None:
