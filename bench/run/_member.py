@@ -25,6 +25,7 @@ from bench.run._node import (
     CACHE_ROOT,
     compile_cache_path,
     cpu_binding_for,
+    fresh_node_log,
     member_log_name,
     node_ip,
     node_workdir,
@@ -76,7 +77,11 @@ class MemberActor:
         here = str(ray.get_runtime_context().get_node_id())
         in_place = bool(node.driver_log_dir) and here == node.driver_node_id
         name = member_log_name(ms.boot_id, ms.rank)
-        self._log = Path(node.driver_log_dir) / name if in_place else workdir / "logs" / name
+        self._log = (
+            Path(node.driver_log_dir) / name
+            if in_place
+            else fresh_node_log(workdir, node.driver_log_dir, name)
+        )
         self._shipped = not in_place
         cache = compile_cache_path(workdir, ms.arm.name, ms.boot_id, keep=node.compile_cache)
         self._cache = None if node.compile_cache else cache  # a fresh one goes with the boot

@@ -7,6 +7,7 @@ environment is never changed (Ray reuses workers across boots).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -63,6 +64,16 @@ def node_ip() -> str:
         if n.get("NodeID") == me and n.get("NodeManagerAddress"):
             return str(n["NodeManagerAddress"])
     return str(ray.util.get_node_ip_address())
+
+
+def fresh_node_log(workdir: Path, results_logs: str, name: str) -> Path:
+    """Where a node without the results dir writes a log before shipping it back: one
+    directory per results dir (runs of one experiment never share a file) and emptied now
+    (an earlier run's lines would ride along in the tail the driver stores)."""
+    token = hashlib.sha256(results_logs.encode()).hexdigest()[:12]
+    path = workdir / "logs" / token / name
+    path.unlink(missing_ok=True)
+    return path
 
 
 def read_log_tail(path: Path) -> bytes | None:

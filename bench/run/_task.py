@@ -32,6 +32,7 @@ from bench.run._node import (
     cache_state,
     compile_cache_path,
     cpu_binding_for,
+    fresh_node_log,
     gpu_ids,
     node_workdir,
     read_log_tail,
@@ -81,7 +82,9 @@ def _node_setup(a: AttemptSpec, workdir: Path, local: bool) -> NodeSetup:
     cache = compile_cache_dir(workdir, a)
     return NodeSetup(
         workdir=workdir,
-        log_file=Path(a.driver_log) if local else workdir / "logs" / f"{boot_id}.log",
+        log_file=Path(a.driver_log)
+        if local
+        else fresh_node_log(workdir, str(Path(a.driver_log).parent), f"{boot_id}.log"),
         server_env={CACHE_ROOT: str(cache), **cpu_binding(a)},
         compile_cache=cache_state(cache),
         gpu=gpu_ids(),

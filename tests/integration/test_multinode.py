@@ -201,6 +201,9 @@ def _bind(log: str) -> str:
 
 
 GANG = {"nodes": 2, "cpu": 1, "custom": {"specab_slot": 1}}
+# A gang's fake server is healthy once both members have joined; beside the real vLLM half
+# of `make test` that took over 20 s (CI: every attempt timed out, the run failed).
+GANG_SERVER = {"args": {"tensor-parallel-size": 2}, "ready_timeout_s": 120.0}
 
 
 @pytest.mark.ray
@@ -214,7 +217,7 @@ def test_gang_boots_span_both_nodes_head_rotates_logs_come_back(
         {"g": {}},
         boots_per_arm=2,
         resources=GANG,
-        server={"args": {"tensor-parallel-size": 2}},
+        server=GANG_SERVER,
     )
     root = tmp_path / "results"
     argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
@@ -231,6 +234,8 @@ def test_gang_boots_span_both_nodes_head_rotates_logs_come_back(
         member = (root / "logs" / f"{boot_id}.m1.log").read_text()  # shipped or in place
         assert "fake head: member 1 joined" in head
         assert "fake vllm member rank=1" in member
+        # this attempt's launch only: a node-local log never carries an earlier run's lines
+        assert head.count("[specab] launching") == 1 and member.count("[specab] launching") == 1
         # VLLM_HOST_IP = the address the member's node registered with Ray (the same machine)
         line = next(x for x in member.splitlines() if "fake vllm member" in x)
         ip = line.split("host_ip=")[1].split()[0]
@@ -270,15 +275,20 @@ def test_killed_driver_leaves_no_gang_member_on_any_node(
         {"g": {"SPECAB_FAKE_PROBE_S": "20"}},  # SIGTERM's graceful cancel waits for a probe
         boots_per_arm=1,
         resources=GANG,
-        server={"args": {"tensor-parallel-size": 2}},
+        server=GANG_SERVER,
     )
     root = tmp_path / "results"
     state = tmp_path / "fake-state"
     proc = _driver(spec, root, two_node_cluster)
     try:
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 240
         while len([p for p in _fake_pids(state) if _alive(p)]) < 4:  # 2 members x (leader, child)
-            assert time.monotonic() < deadline and proc.poll() is None, "the gang never started"
+            if proc.poll() is not None:
+                pytest.fail(
+                    f"the driver ended (rc {proc.returncode}) before the gang started:\n"
+                    + proc.communicate()[0].decode()[-4000:]
+                )
+            assert time.monotonic() < deadline, "the gang never started"
             time.sleep(0.2)
         time.sleep(1.0)  # inside a probe now
         proc.send_signal(sig)
