@@ -4,13 +4,11 @@
 # pytest, its output kept in a log printed at the end; a second pytest runs everything else
 # beside it (fake servers, the namespace test bed, unit tests). Measured on this 2-core VM:
 # 18 min for both halves at once vs 21 min one after the other (one real boot keeps ~1 core
-# busy; the rest waits on sockets, timers and Ray start-up much of the time). Tests marked
-# serial_half (the test bed's cluster runs, ~3 min) join the first half: CI measured the
-# halves at 13 and 19 min before.
+# busy; the rest waits on sockets, timers and Ray start-up much of the time).
 set -u
 PYTEST=${1:?usage: tests/run-halves.sh PYTEST LOG}
 LOG=${2:?usage: tests/run-halves.sh PYTEST LOG}
-REAL="vllm or serial_half"
+REAL="vllm"
 "$PYTEST" -p no:cacheprovider -m "$REAL" >"$LOG" 2>&1 &
 real=$!
 # A background job of a script ignores Ctrl-C: pass an interrupt on to it.
