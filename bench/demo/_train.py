@@ -9,6 +9,7 @@ declares `partial_rotary_factor: 0.25`, the train/serve mismatch the demo is abo
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import sys
@@ -29,6 +30,7 @@ BATCH = 16
 SEQ = 256
 TARGET_STEPS = 300
 TARGET_LR = 3e-3
+TARGET_BATCH_SEED = SEED + 1
 DRAFT_STEPS = 150
 DRAFT_LR = 2e-3
 WARMUP = 30
@@ -117,7 +119,7 @@ def _run(
     for step, batch in zip(range(steps), batches(data, seed), strict=False):
         for group in opt.param_groups:
             group["lr"] = _lr_at(step, steps, lr)
-        with torch.autocast("cpu", dtype=torch.bfloat16):  # AMX/AVX512-bf16: ~4x fp32 speed
+        with _bf16():
             loss = loss_fn(batch)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -142,25 +144,45 @@ def lm_loss(model: Qwen3ForCausalLM, batch: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
 
 
-def train_target(
-    tok: Tokenizer, train: torch.Tensor, *, steps: int = TARGET_STEPS
-) -> tuple[Qwen3ForCausalLM, list[float]]:
+def _bf16() -> contextlib.AbstractContextManager[None]:
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16)  # AMX/AVX512-bf16: ~4x fp32 speed
+
+
+def _initial_target(tok: Tokenizer) -> Qwen3ForCausalLM:
     import torch
     from transformers import Qwen3ForCausalLM
 
     torch.set_num_threads(THREADS)
     torch.manual_seed(SEED)
-    target = Qwen3ForCausalLM(model_config(layers=4, tok=tok))
+    return Qwen3ForCausalLM(model_config(layers=4, tok=tok))
+
+
+def train_target(
+    tok: Tokenizer, train: torch.Tensor, *, steps: int = TARGET_STEPS
+) -> tuple[Qwen3ForCausalLM, list[float]]:
+    target = _initial_target(tok)
     losses = _run(
         target,
         lambda b: lm_loss(target, b),
         train,
         steps=steps,
         lr=TARGET_LR,
-        seed=SEED + 1,
+        seed=TARGET_BATCH_SEED,
         label="target",
     )
     return target, losses
+
+
+def first_target_loss(tok: Tokenizer, train: torch.Tensor) -> float:
+    """The target's loss at step 0 of the recipe (its seeded init on its first seeded batch)
+    without training: a 1-forward check that the recipe still starts where it did."""
+    import torch
+
+    target = _initial_target(tok)
+    with torch.no_grad(), _bf16():
+        return float(lm_loss(target, next(batches(train, TARGET_BATCH_SEED))).item())
 
 
 def distill_draft(
