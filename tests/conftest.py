@@ -214,10 +214,11 @@ SIM_DIFFERING_PROBES = 3  # aux+rope-fix generates different text for p0000..p00
 
 
 def write_sim_results(root: Path, *, boots: int = 5, prompts: int = 40, seed: int = 3) -> Path:
-    """Simulated results (bench.stats.simulate) written through the store, with greedy-like output
+    """Simulated results (bench.simulate) written through the store, with greedy-like output
     hashes: one text per probe, except SIM_DIFFERING_PROBES probes of aux+rope-fix and one
     probe of aux-fix whose boot 1 differs from its other boots (nondeterminism)."""
-    from bench.stats.simulate import SimRun, simulate_run, simulated_manifest
+    from bench.records import Manifest
+    from bench.simulate import SimRun, simulate_run, simulated_manifest, write_run
     from bench.store import ResultsWriter
 
     run = simulate_run(
@@ -234,8 +235,10 @@ def write_sim_results(root: Path, *, boots: int = 5, prompts: int = 40, seed: in
     alt = (probes["arm"] == "aux+rope-fix") & (digits < SIM_DIFFERING_PROBES)
     flaky = (probes["arm"] == "aux-fix") & (probes["boot"] == 1) & (digits == 5)
     probes["output_sha256"] = sha.where(~(alt | flaky), "other-" + probes["probe_id"])
-    manifest = simulated_manifest(SIM_ARMS, experiment="sim-report", boots=boots, prompts=prompts)
-    manifest["arms"] = [
+    body = simulated_manifest(
+        SIM_ARMS, experiment="sim-report", boots=boots, prompts=prompts
+    ).to_json()
+    body["arms"] = [
         {
             "name": "baseline",
             "definition_sha256": "0" * 64,
@@ -258,7 +261,8 @@ def write_sim_results(root: Path, *, boots: int = 5, prompts: int = 40, seed: in
             },
         },
     ]
-    SimRun(probes, run.boots).write(ResultsWriter.create(root, manifest))
+    manifest = Manifest.model_validate(body)
+    write_run(SimRun(probes, run.boots), ResultsWriter.create(root, manifest))
     return root
 
 

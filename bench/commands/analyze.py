@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from bench.commands._analyze_view import render, render_plan, render_split
-from bench.commands._options import as_flags, parse_floats
+from bench.commands.options import as_flags, parse_floats
 from bench.errors import SpecabError
 
 if TYPE_CHECKING:
@@ -159,8 +158,10 @@ def analyze(
                 source=src,
             )
             if out_fmt == "json":
-                typer.echo(json.dumps(split, indent=2, allow_nan=False))
+                typer.echo(json.dumps(split.model_dump(mode="json"), indent=2, allow_nan=False))
             else:
+                from bench.report import render_split
+
                 render_split(split, _console())
             return 0
         result = stats.analyze(
@@ -185,7 +186,9 @@ def analyze(
     elif out_fmt == "markdown":
         typer.echo(verdict_markdown(result), nl=False)
     else:
-        render(result, _console())
+        from bench.report import render_analysis
+
+        render_analysis(result, _console())
     primary = [c for c in result.comparisons if c.family == "primary"]
     return 1 if any(c.verdict in gate for c in primary) else 0
 
@@ -217,8 +220,10 @@ def plan(
             source=str(results_dir),
         )
     if as_json:
-        typer.echo(json.dumps(p, indent=2, allow_nan=False))
+        typer.echo(json.dumps(p.to_json(), indent=2, allow_nan=False))
     else:
+        from bench.report import render_plan
+
         render_plan(p, _console())
 
 

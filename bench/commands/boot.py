@@ -55,15 +55,8 @@ def register(app: typer.Typer) -> None:
         An existing results directory of the same experiment is appended to (a new attempt);
         one whose arms, probe sets or settings differ from the file's is refused.
         """
-        from bench.experiment import load_spec, preflight, resume_changes
-        from bench.run import (
-            BootRequest,
-            Ledger,
-            NodeSetup,
-            boot_seed,
-            build_manifest,
-            guarded_boot,
-        )
+        from bench.experiment import build_manifest, load_spec, preflight, resume_changes
+        from bench.run import BootRequest, Ledger, NodeSetup, boot_seed, guarded_boot
         from bench.store import ResultsWriter
 
         spec = load_spec(experiment_file)

@@ -19,6 +19,7 @@ import typer
 from bench.errors import SpecabError
 
 if TYPE_CHECKING:
+    from bench.records import ManifestArm
     from bench.stats import Analysis
 
 export_app = typer.Typer(help="Export results to experiment trackers.")
@@ -43,8 +44,9 @@ def _param(value: Any) -> str:
     return text if len(text) <= PARAM_CHARS else text[: PARAM_CHARS - 1] + "…"
 
 
-def _arm_run(mlflow: Any, arm: Any, definition: dict[str, Any], result: Analysis) -> None:
+def _arm_run(mlflow: Any, arm: Any, entry: ManifestArm | None, result: Analysis) -> None:
     """One nested run: params, per-boot metrics by launch order, summaries, verdict tags."""
+    definition = entry.model_dump(mode="json") if entry is not None else {}
     flat = {f"arm.{k}": _param(v) for k, v in definition.get("definition", {}).items()}
     mlflow.log_params(
         {"arm": arm.arm, "definition_sha256": definition.get("definition_sha256", ""), **flat}
@@ -83,7 +85,7 @@ def export_mlflow_run(
     if tracking_uri:
         mlflow.set_tracking_uri(tracking_uri)
     exp = mlflow.set_experiment(experiment or res.experiment)
-    definitions = {a["name"]: a for a in res.manifest.get("arms", [])}
+    definitions = {a.name: a for a in res.manifest.arms}
     m = res.manifest
     with mlflow.start_run(run_name=res.experiment) as parent:
         mlflow.log_params(
@@ -93,9 +95,9 @@ def export_mlflow_run(
                 "alpha": result.alpha,
                 "primary_metrics": _param(result.primary_metrics),
                 "margins": _param(result.margins),
-                "spec_sha256": m.get("spec_sha256", ""),
-                "specab_version": m.get("specab_version", ""),
-                "probe_sets": _param([(s["name"], s["sha256"]) for s in m.get("probe_sets", [])]),
+                "spec_sha256": m.spec_sha256,
+                "specab_version": m.specab_version,
+                "probe_sets": _param([(s.name, s.sha256) for s in m.probe_sets]),
             }
         )
         mlflow.set_tags(
@@ -106,7 +108,7 @@ def export_mlflow_run(
         for arm in result.arms:
             with mlflow.start_run(run_name=arm.arm, nested=True):
                 mlflow.set_tag("specab.kind", "arm")
-                _arm_run(mlflow, arm, definitions.get(arm.arm, {}), result)
+                _arm_run(mlflow, arm, definitions.get(arm.arm), result)
         return str(exp.experiment_id), str(parent.info.run_id), len(result.arms)
 
 

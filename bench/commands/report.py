@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Render the verdicts, provenance and figures of a results directory."""
-        from bench.commands._options import as_flags
+        from bench.commands.options import as_flags
         from bench.report import render_report
 
         with as_flags():

@@ -1,5 +1,5 @@
 """`specab run-ab FILE`: B boots per arm through Ray, interleaved, resumable (logic in
-`bench.run._orchestrate`)."""
+`bench.run.driver.orchestrator`)."""
 
 from __future__ import annotations
 

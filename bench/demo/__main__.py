@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from bench.demo._build import build_demo_models, train_drafters
-from bench.demo._models import MODELS_SUBDIR, committed_models, repo_root
+from bench.demo.build import build_demo_models, train_drafters
+from bench.demo.tiny_models import MODELS_SUBDIR, committed_models, repo_root
 from bench.errors import SpecabError
 
 DEMO_SPEC = Path("arms") / "demo" / "demo.toml"

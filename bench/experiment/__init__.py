@@ -1,54 +1,73 @@
 """The experiment: the TOML file, how each arm is merged over `[server]`, what one boot of an
 arm runs (launch plan: argv, environment, config overlays, code patches) and the probe sets.
-Nothing here starts a server; `bench.run` does."""
+Nothing here starts a server; `bench.run` does.
 
-from bench.experiment._arms import ResolvedArm, resolve_arm, speculative_and_concurrency
-from bench.experiment._collections import humaneval_probe_lines, write_probe_lines
-from bench.experiment._container import (
+The layers, each importing only the ones before it: `spec` (the file's models), `probes`,
+`launch` (arms and what a boot runs), `lint`, `preflight`, `manifest` (build and resume
+diff), `preview` (the `validate` / `materialize` views). `runtime/` holds the stdlib-only
+files copied into every server's environment; its path is a contract."""
+
+from bench.experiment.launch import (
+    REDACTED,
+    SERVER_MODULE,
     ContainerRef,
+    LaunchPlan,
+    Measurement,
+    MemberCommand,
+    ResolvedArm,
+    base_env,
+    check_patches_applied,
     container_name,
     container_supports_per_request,
-)
-from bench.experiment._envs import (
-    REDACTED,
-    base_env,
+    effective_config,
     interpreter_vllm_version,
+    launch_plan,
+    measurement,
+    member_command,
+    merge_patch,
     redact_env,
+    render_args,
+    resolve_arm,
+    speculative_and_concurrency,
     supports_per_request_metrics,
     supports_per_request_timing,
+    synthetic_truth,
     vllm_package_dir,
 )
-from bench.experiment._importers import FORMATS as PROMPT_FORMATS
-from bench.experiment._importers import Imported, import_prompts
-from bench.experiment._launch import (
-    LaunchPlan,
-    MemberCommand,
-    check_patches_applied,
-    launch_plan,
-    member_command,
-    render_args,
+from bench.experiment.lint import (
+    OFFSET_LAYER_METHODS,
+    Finding,
+    LintReport,
+    lint_arm,
+    lint_file,
+    lint_spec,
 )
-from bench.experiment._lint import LintReport, lint_arm, lint_file, lint_spec
-from bench.experiment._lint_layers import OFFSET_LAYER_METHODS
-from bench.experiment._lint_text import Finding
-from bench.experiment._materialize import (
+from bench.experiment.manifest import (
+    RESUME_MAY_CHANGE,
+    build_manifest,
+    probe_sets_sha256,
+    resume_changes,
+)
+from bench.experiment.preflight import Preflight, preflight
+from bench.experiment.preview import (
     ArmView,
     command_line,
     inspect_experiment,
     materialize_arm,
     member_title,
 )
-from bench.experiment._measurement import Measurement, measurement
-from bench.experiment._overlay import effective_config, merge_patch
-from bench.experiment._preflight import Preflight, preflight
-from bench.experiment._preflight_resume import (
-    RESUME_MAY_CHANGE,
-    probe_sets_sha256,
-    resume_changes,
+from bench.experiment.probes import FORMATS as PROMPT_FORMATS
+from bench.experiment.probes import (
+    Imported,
+    Probe,
+    ProbeSet,
+    humaneval_probe_lines,
+    import_prompts,
+    load_probe_set,
+    load_probe_sets,
+    write_probe_lines,
 )
-from bench.experiment._probesets import Probe, ProbeSet, load_probe_set, load_probe_sets
-from bench.experiment._reference import experiment_reference_markdown
-from bench.experiment._spec import (
+from bench.experiment.spec import (
     ArgValue,
     ArmSpec,
     ContainerSpec,
@@ -56,19 +75,21 @@ from bench.experiment._spec import (
     ProbesSection,
     ResourcesSection,
     ServerSection,
+    SweepSection,
+    experiment_reference_markdown,
     json_schema,
     load_spec,
     parse_spec,
     resolve_path,
+    sweep_cells,
 )
-from bench.experiment._sweep import SweepSection, sweep_cells
-from bench.experiment._synthetic import synthetic_truth
 
 __all__ = [
     "OFFSET_LAYER_METHODS",
     "PROMPT_FORMATS",
     "REDACTED",
     "RESUME_MAY_CHANGE",
+    "SERVER_MODULE",
     "ArgValue",
     "ArmSpec",
     "ArmView",
@@ -90,6 +111,7 @@ __all__ = [
     "ServerSection",
     "SweepSection",
     "base_env",
+    "build_manifest",
     "check_patches_applied",
     "command_line",
     "container_name",

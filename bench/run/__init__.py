@@ -1,14 +1,16 @@
-"""Running boots: the vLLM server lifecycle, probes and counters of one boot, the Ray task
-around it, the reaper that leaves no orphan, and the run-ab driver (ordering, retries,
-resume, sequential looks, progress)."""
+"""Running boots. The layers, each importing only the ones before it: `attempt` (the
+driver's columns of one attempt, which both sides share) and `node` (what is node-local:
+scratch, compile cache, CPU binding, log shipping); `process` (one node's processes of a
+boot); `boot` (one boot end to end); `placement` (Ray: capacity, the task, remote gang
+members); `driver` (run-ab: order, dispatch, retries, resume, looks, progress)."""
 
-from bench.run._attempts import Attempt, Ledger, RunOptions, RunSummary
-from bench.run._boot import BootOutcome, BootRequest, NodeSetup, guarded_boot, run_boot
-from bench.run._manifest import build_manifest
-from bench.run._orchestrate import run_ab
-from bench.run._ordering import boot_seed, engine_seed
+from bench.run.attempt import Attempt
+from bench.run.boot import BootOutcome, BootRequest, NodeSetup, guarded_boot, run_boot
+from bench.run.driver import Ledger, RunOptions, RunSummary, boot_seed, engine_seed, run_ab
+from bench.run.node import CPU_BIND, MAX_LOG_BYTES, fresh_node_log, read_log_tail
 
 __all__ = [
-    "Attempt", "BootOutcome", "BootRequest", "Ledger", "NodeSetup", "RunOptions", "RunSummary",
-    "boot_seed", "build_manifest", "engine_seed", "guarded_boot", "run_ab", "run_boot",
+    "CPU_BIND", "MAX_LOG_BYTES", "Attempt", "BootOutcome", "BootRequest", "Ledger", "NodeSetup",
+    "RunOptions", "RunSummary", "boot_seed", "engine_seed", "fresh_node_log", "guarded_boot",
+    "read_log_tail", "run_ab", "run_boot",
 ]  # fmt: skip

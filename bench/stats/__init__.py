@@ -1,55 +1,47 @@
-"""Boot-level statistics (STATISTICS.md): pure functions of the frames `bench.store` loads;
-no I/O, no printing. `analyze` returns the typed `specab analyze --json` object (`Analysis`,
-`.to_json()`); `decide` the sequential decision at a planned look; `split_arm` the A/A split
-check; `plan_from_results` the power plan; `prior_from_results` a between-boot SD with its df
-from an A/A run. `bench.stats.simulate` generates results with a known truth for tests."""
+"""Boot-level statistics (STATISTICS.md): pure functions of the frames `bench.store` loads
+and its typed manifest; no I/O, no printing.
 
-from bench.stats._analyze import COMPARISON_KEYS, analyze
-from bench.stats._core import VERDICTS
-from bench.stats._decide import decide
-from bench.stats._gate import GateCheck, boots_for_gate, gate_check
-from bench.stats._models import (
+The layers, each importing only the ones before it: `schema` (the typed answers), `methods`
+(vectorized numerics), `inputs` (frames to per-arm arrays, settings), `describe` (each arm),
+`compare` (each arm vs the baseline), `select` (a sweep's choice), `checks` (selftest,
+split-arm), `gate` (non-inferiority against a stored reference), then `plan` and
+`analysis` at the top.
+
+`analyze` returns the typed `specab analyze --json` object (`Analysis`, `.to_json()`);
+`decide` the sequential decision at a planned look; `split_arm` the A/A split check;
+`plan_from_results` the power plan; `prior_from_results` a between-boot SD with its df from
+an A/A run. Simulated results with a known truth for tests: `bench.simulate`."""
+
+from bench.stats.analysis import COMPARISON_KEYS, analyze
+from bench.stats.checks import check_selftest, count_checks, split_arm
+from bench.stats.compare import decide, level_name
+from bench.stats.describe import pooled_ratios
+from bench.stats.gate import boots_for_gate, gate_check
+from bench.stats.inputs import Prior
+from bench.stats.methods import VERDICTS
+from bench.stats.plan import plan_from_results, prior_from_results
+from bench.stats.schema import (
     Analysis,
     ArmResult,
     BootMetrics,
     Comparison,
     Decision,
+    GateCheck,
+    GateResult,
     MetricEstimate,
+    Plan,
     PositionEstimate,
+    Selection,
+    SelftestResult,
+    SplitCheck,
 )
-from bench.stats._parts import pooled_ratios
-from bench.stats._plan import plan_from_results, prior_from_results
-from bench.stats._select_models import Selection
-from bench.stats._selection_out import selection_dropped
-from bench.stats._selftest import SelftestResult, check_selftest, count_checks
-from bench.stats._settings import Prior
-from bench.stats._split import split_arm
-from bench.stats._text import level_name
+from bench.stats.select import selection_dropped
 
 __all__ = [
-    "COMPARISON_KEYS",
-    "VERDICTS",
-    "Analysis",
-    "ArmResult",
-    "BootMetrics",
-    "Comparison",
-    "Decision",
-    "GateCheck",
-    "MetricEstimate",
-    "PositionEstimate",
-    "Prior",
-    "Selection",
-    "SelftestResult",
-    "analyze",
-    "boots_for_gate",
-    "check_selftest",
-    "count_checks",
-    "decide",
-    "gate_check",
-    "level_name",
-    "plan_from_results",
-    "pooled_ratios",
-    "prior_from_results",
-    "selection_dropped",
+    "COMPARISON_KEYS", "VERDICTS", "Analysis", "ArmResult", "BootMetrics", "Comparison",
+    "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "PositionEstimate",
+    "Prior", "Selection", "SelftestResult", "SplitCheck", "analyze", "boots_for_gate",
+    "check_selftest", "count_checks", "decide", "gate_check", "level_name",
+    "plan_from_results", "pooled_ratios", "prior_from_results", "selection_dropped",
     "split_arm",
 ]  # fmt: skip

@@ -7,11 +7,15 @@ Layout (see results/README.md, DESIGN.md "Results contract"):
     results/<experiment>/logs/<boot_id>.log
 A boot's probe file is written before its boot row; the boot row is the commit marker, so a
 crash between the two leaves an orphan probe file that loading ignores.
+
+`write` (atomic files, the writer), `load` (the typed manifest and the frames, refusing damage
+in one line), `validity` (count invariants checked at load), `references` (the gate's stored
+references).
 """
 
-from bench.store._load import Results, load_manifest, load_results
-from bench.store._reference import load_reference, reference_path, save_reference
-from bench.store._write import (
+from bench.store.load import Results, load_manifest, load_results
+from bench.store.references import load_reference, reference_path, save_reference
+from bench.store.write import (
     ResultsWriter,
     atomic_write_bytes,
     atomic_write_json,

@@ -33,10 +33,9 @@ import pytest
 
 from bench.demo import committed_models
 from bench.experiment import Experiment, load_spec
-from bench.experiment._patching import read_report
+from bench.experiment.launch import read_report
 from bench.records import BootRecord
-from bench.run import BootOutcome
-from bench.run._node import CPU_BIND
+from bench.run import CPU_BIND, BootOutcome
 
 pytestmark = [
     pytest.mark.vllm,

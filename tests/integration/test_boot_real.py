@@ -22,18 +22,17 @@ import pytest
 
 from bench.cli import run
 from bench.demo import DemoModels
-from bench.experiment import load_spec
+from bench.experiment import build_manifest, load_spec
 from bench.run import (
     BootOutcome,
     BootRequest,
     Ledger,
     NodeSetup,
     boot_seed,
-    build_manifest,
     engine_seed,
     run_boot,
 )
-from bench.run._server import group_members
+from bench.run.process import group_members
 from bench.store import ResultsWriter, load_results
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from bench.experiment import load_spec, resolve_arm
-from bench.experiment._envs import interpreter_vllm_version
+from bench.experiment.launch import interpreter_vllm_version
 from bench.run import BootOutcome
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
@@ -135,8 +135,8 @@ OWNER = """
 import sys, time
 from pathlib import Path
 from bench.experiment import ContainerRef
-from bench.run._process import MemberProcess
-from bench.run.reaper import BootGuard
+from bench.run.process import MemberProcess
+from bench.run.process import BootGuard
 
 class Cmd:
     argv = []

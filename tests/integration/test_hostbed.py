@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 from testbed_helpers import RAY, ROOT, Bed, namespace_hosts
 
-from bench.stats._hosts import balanced
+from bench.stats.compare import balanced
 from bench.store import load_results
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]

@@ -61,7 +61,7 @@ def test_notebook_with_a_no_speculation_arm_and_categories(
     venv_kernel: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Speed, speedup over no speculation, accepted length and per-category sections."""
-    from bench.stats.simulate import simulate_results
+    from bench.simulate import simulate_results
 
     root = simulate_results(
         tmp_path / "ns",
@@ -95,7 +95,7 @@ def test_notebook_with_one_speculative_token(
     venv_kernel: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """K = 1 (MTP k=1): the notebook runs through, one draft position everywhere."""
-    from bench.stats.simulate import simulate_results
+    from bench.simulate import simulate_results
 
     root = simulate_results(tmp_path / "k1", {"a": 0.0, "b": 0.2}, boots=3, prompts=20, positions=1)
     text = _execute(root, venv_kernel, tmp_path, monkeypatch)

@@ -187,7 +187,7 @@ def test_force_cancel_leaves_no_orphans(
 
     from bench.experiment import load_spec
     from bench.run import Attempt, BootRequest
-    from bench.run._task import AttemptSpec, run_attempt
+    from bench.run.placement import AttemptSpec, run_attempt
 
     spec_file = fake_experiment(tmp_path, {"slow": {"SPECAB_FAKE_PROBE_S": "60"}}, boots_per_arm=1)
     spec = load_spec(spec_file)
@@ -291,7 +291,7 @@ def test_killed_orchestrator_then_resume(
 OWNER = """
 import subprocess, sys, time
 from pathlib import Path
-from bench.run.reaper import BootGuard
+from bench.run.process import BootGuard
 guard = BootGuard(Path(sys.argv[1]), grace_s=2.0)
 guard.__enter__()
 # a server-like group: leader in its own session plus a child ("EngineCore")
@@ -367,7 +367,7 @@ def test_live_progress_renders_per_arm_counts() -> None:
 
     from rich.console import Console
 
-    from bench.run._progress import ProgressState, Running, make_progress
+    from bench.run.driver import ProgressState, Running, make_progress
 
     buf = io.StringIO()
     console = Console(file=buf, force_terminal=True, width=120)
@@ -412,7 +412,7 @@ def _quiet_driver(spec: Path, root: Path, **kw: Any) -> Any:
     from rich.console import Console
 
     from bench.run import RunOptions
-    from bench.run._orchestrate import Driver
+    from bench.run.driver import Driver
 
     return Driver(spec, RunOptions(results_dir=root, quiet=True), Console(file=io.StringIO()), **kw)
 
@@ -429,7 +429,7 @@ def test_user_error_found_inside_a_boot_reaches_the_user_whole(
     def task(a: Any) -> Any:  # pickled by value into the Ray worker
         import dataclasses
 
-        from bench.run._task import run_attempt
+        from bench.run.placement import run_attempt
 
         spec = a.request.spec
         probes = spec.probes.model_copy(update={"acceptance_source": "per_request"})
@@ -455,7 +455,7 @@ def test_bug_in_a_task_stops_the_run_with_its_traceback(
     for it, the other boots are cancelled and leave no server behind."""
 
     def task(a: Any) -> Any:  # pickled by value into the Ray worker
-        from bench.run._task import run_attempt
+        from bench.run.placement import run_attempt
 
         if a.request.attempt.arm == "bug":
             raise KeyError("planted bug")
@@ -482,7 +482,7 @@ def test_bug_inside_a_boot_propagates_and_stops_the_server(
 ) -> None:
     """run_boot records runtime failures; a bug (here in the on_started callback, after the
     server started) propagates, and the server group is still stopped."""
-    from bench.run._server import group_members
+    from bench.run.process import group_members
 
     spec = fake_experiment(tmp_path, {"a": {}})
     groups: list[int] = []

@@ -29,8 +29,14 @@ import pytest
 
 from bench.cli import run
 from bench.demo import DemoModels
-from bench.experiment import load_probe_sets, load_spec, probe_sets_sha256, resume_changes
-from bench.run import build_manifest, engine_seed
+from bench.experiment import (
+    build_manifest,
+    load_probe_sets,
+    load_spec,
+    probe_sets_sha256,
+    resume_changes,
+)
+from bench.run import engine_seed
 from bench.store import load_manifest, load_results
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]

@@ -6,9 +6,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.experiment import load_probe_sets, load_spec, probe_sets_sha256, resolve_arm
+from bench.experiment import (
+    build_manifest,
+    load_probe_sets,
+    load_spec,
+    probe_sets_sha256,
+    resolve_arm,
+)
 from bench.records import BootRecord, ProbeRecord, boot_file_stem
-from bench.run import build_manifest
 from bench.store import ResultsWriter
 
 PER_POS = (4, 2, 1)  # K = 3, as in the battery's experiment
@@ -83,8 +88,7 @@ def ok_boot(
 def start_dir(spec_file: Path, root: Path, boots: dict[str, int]) -> Path:
     """A results directory started from `spec_file` with `boots[arm]` ok boots per arm."""
     spec = load_spec(spec_file)
-    manifest = build_manifest(spec, spec_file)
-    manifest["orchestration"] = {"common_random_numbers": False}
+    manifest = build_manifest(spec, spec_file, orchestration={"common_random_numbers": False})
     writer = ResultsWriter.create(root, manifest)
     order = 0
     for arm, n in boots.items():

@@ -1,5 +1,5 @@
 """Calibration helpers: simulated boot totals pushed through the product's own functions
-(`bench.stats._family.estimate` / `family`, `bench.stats._sequential.look_decision`), many
+(`bench.stats.methods`: `estimate`, `family`, `look_decision`), many
 replicates at once on a leading axis. Nothing here re-implements a statistic."""
 
 from __future__ import annotations
@@ -8,9 +8,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.records import METRICS
-from bench.stats._family import Est, Family, estimate, family
-from bench.stats._sequential import look_decision, obf_boundaries
-from bench.stats.simulate import PromptSet, SimParams, simulate_boot_totals
+from bench.simulate import PromptSet, SimParams, simulate_boot_totals
+from bench.stats.methods import Est, Family, estimate, family, look_decision, obf_boundaries
 
 F = NDArray[np.float64]
 Totals = dict[str, tuple[F, F]]  # metric -> (numerator, denominator), each (R, arms, B)

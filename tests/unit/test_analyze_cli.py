@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from bench.cli import run
-from bench.stats.simulate import simulate_results
+from bench.simulate import simulate_results
 
 
 def _primary(out: dict) -> list[dict]:  # type: ignore[type-arg]
@@ -65,7 +65,7 @@ def test_tables_keep_metric_names_whole_in_a_pipe(
     assert "…" not in narrow.file.getvalue()
     # the same for `specab analyze`'s own view, breakdown included
     from bench import stats
-    from bench.commands._analyze_view import render
+    from bench.report import render_analysis
     from bench.store import load_results
 
     loaded = load_results(results)
@@ -73,7 +73,7 @@ def test_tables_keep_metric_names_whole_in_a_pipe(
         loaded.probes, loaded.boots, loaded.manifest, n_resamples=0, by="probe_set"
     )
     narrow = Console(file=io.StringIO(), width=60)
-    render(result, narrow)
+    render_analysis(result, narrow)
     assert "…" not in narrow.file.getvalue()
 
 

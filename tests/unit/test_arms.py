@@ -16,12 +16,24 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BootFailed, SpecabError
-from bench.experiment import _arms as arms
-from bench.experiment import _envs as envs
-from bench.experiment import _launch as launch
-from bench.experiment import parse_spec
-from bench.experiment._overlay import materialize_overlay, merge_patch
-from bench.experiment._patching import build_patch_dir, check_patch_report, read_report
+from bench.experiment import (
+    REDACTED,
+    SERVER_MODULE,
+    ResolvedArm,
+    base_env,
+    interpreter_vllm_version,
+    launch_plan,
+    parse_spec,
+    redact_env,
+    resolve_arm,
+)
+from bench.experiment.launch import (
+    build_patch_dir,
+    check_patch_report,
+    materialize_overlay,
+    merge_patch,
+    read_report,
+)
 
 
 def write_model(d: Path, config: dict[str, object] | None = None) -> Path:
@@ -59,10 +71,10 @@ def experiment(tmp_path: Path, arms_toml: str, server_extra: str = "") -> Path:
     return f
 
 
-def resolve(f: Path, name: str) -> arms.ResolvedArm:
+def resolve(f: Path, name: str) -> ResolvedArm:
     import tomllib
 
-    return arms.resolve_arm(parse_spec(tomllib.loads(f.read_text()), f), f, name)
+    return resolve_arm(parse_spec(tomllib.loads(f.read_text()), f), f, name)
 
 
 def test_merge_rules_args_env_specconfig_and_paths(tmp_path: Path) -> None:
@@ -93,15 +105,15 @@ def test_merge_rules_args_env_specconfig_and_paths(tmp_path: Path) -> None:
     assert x.model == str(tmp_path / "models" / "target")
     assert x.speculative_config["model"] == str(tmp_path / "models" / "draft")
 
-    plan = launch.launch_plan(x, tmp_path / "work", engine_seed=11, environ={"PATH": "/bin"})
+    plan = launch_plan(x, tmp_path / "work", engine_seed=11, environ={"PATH": "/bin"})
     argv = plan.argv
-    assert argv[:5] == [x.python, "-m", launch.SERVER_MODULE, "--model", x.model]
+    assert argv[:5] == [x.python, "-m", SERVER_MODULE, "--model", x.model]
     assert "--enforce-eager" not in argv  # false removes the server's flag
     assert argv[argv.index("--max-model-len") + 1] == "1024"
     assert argv[argv.index("--seed") + 1] == "11"
     cfg = json.loads(argv[argv.index("--speculative-config") + 1])
     assert cfg["num_speculative_tokens"] == 5
-    assert "--enforce-eager" in launch.launch_plan(base, tmp_path / "w", engine_seed=None).argv
+    assert "--enforce-eager" in launch_plan(base, tmp_path / "w", engine_seed=None).argv
     assert plan.env["C"] == "arm" and plan.env["PATH"] == "/bin"
 
 
@@ -129,9 +141,9 @@ def test_base_env_is_whitelisted_and_secrets_redacted() -> None:
         "AWS_SECRET": "s",
         "RANDOM_VAR": "r",
     }
-    env = envs.base_env(src)
+    env = base_env(src)
     assert set(env) == {"PATH", "HOME", "LC_ALL", "CUDA_VISIBLE_DEVICES", "HF_HOME", "VLLM_X"}
-    red = envs.redact_env(
+    red = redact_env(
         {
             "HF_TOKEN": "t",
             "OPENAI_API_KEY": "k",
@@ -142,11 +154,11 @@ def test_base_env_is_whitelisted_and_secrets_redacted() -> None:
         }
     )
     assert red == {
-        "HF_TOKEN": envs.REDACTED,
-        "OPENAI_API_KEY": envs.REDACTED,
-        "db_password": envs.REDACTED,
-        "MY_SECRET_X": envs.REDACTED,
-        "KEYBOARD": envs.REDACTED,
+        "HF_TOKEN": REDACTED,
+        "OPENAI_API_KEY": REDACTED,
+        "db_password": REDACTED,
+        "MY_SECRET_X": REDACTED,
+        "KEYBOARD": REDACTED,
         "PLAIN": "v",
     }
 
@@ -156,7 +168,7 @@ def test_definition_redacts_and_changes_with_patch_content(tmp_path: Path) -> No
     f = experiment(tmp_path, '[[arms]]\nname = "a"\npatches = ["p.py"]\n')
     a = resolve(f, "a")
     d = a.definition()
-    assert d["env"]["HF_TOKEN"] == envs.REDACTED
+    assert d["env"]["HF_TOKEN"] == REDACTED
     assert "hf_secret" not in json.dumps(d)
     h1 = a.definition_sha256()
     twin = experiment(
@@ -242,7 +254,7 @@ def test_draft_overlay_is_pointed_at_by_speculative_config(tmp_path: Path) -> No
         target_config = { max_position_embeddings = 4096 }
         """,
     )
-    plan = launch.launch_plan(resolve(f, "a"), tmp_path / "work", engine_seed=None)
+    plan = launch_plan(resolve(f, "a"), tmp_path / "work", engine_seed=None)
     spec_cfg = json.loads(plan.argv[plan.argv.index("--speculative-config") + 1])
     assert spec_cfg["model"] == plan.overlays["draft"]
     assert Path(spec_cfg["model"], "config.json").is_file()
@@ -257,7 +269,7 @@ def test_overlay_of_missing_model_names_arm_field(tmp_path: Path) -> None:
     f = experiment(tmp_path, '[[arms]]\nname = "a"\ndraft_config = { x = 1 }\n')
     f.write_text(f.read_text().replace('model = "models/draft"', 'model = "models/gone"'))
     with pytest.raises(SpecabError, match=r"arms\(a\)\.draft_config: .*not found"):
-        launch.launch_plan(resolve(f, "a"), tmp_path / "w", engine_seed=None)
+        launch_plan(resolve(f, "a"), tmp_path / "w", engine_seed=None)
     assert not (tmp_path / "w").exists()
 
 
@@ -394,8 +406,8 @@ def test_interpreter_vllm_version() -> None:
             break
         except PackageNotFoundError:
             continue
-    assert envs.interpreter_vllm_version(sys.executable) == expected
-    assert envs.interpreter_vllm_version("/nonexistent/python") is None
+    assert interpreter_vllm_version(sys.executable) == expected
+    assert interpreter_vllm_version("/nonexistent/python") is None
 
 
 def test_model_worker_counts_as_engine_process(tmp_path: Path) -> None:
@@ -506,8 +518,8 @@ def test_allow_noop_patches_field_merges_and_reaches_the_plan(tmp_path: Path) ->
     f = experiment(tmp_path, arms_toml, server_extra="allow_noop_patches = true\n")
     inherit, off, on = (resolve(f, n) for n in ("inherit", "off", "on"))
     assert (inherit.allow_noop_patches, off.allow_noop_patches) == (True, False)
-    assert launch.launch_plan(inherit, tmp_path / "w", engine_seed=None).allow_noop_patches
-    assert not launch.launch_plan(off, tmp_path / "w", engine_seed=None).allow_noop_patches
+    assert launch_plan(inherit, tmp_path / "w", engine_seed=None).allow_noop_patches
+    assert not launch_plan(off, tmp_path / "w", engine_seed=None).allow_noop_patches
     # part of the definition only when set: arms that never use it keep their old hashes
     assert "allow_noop_patches" not in off.definition()
     assert on.definition()["allow_noop_patches"] is True
@@ -527,8 +539,8 @@ def test_per_arm_python_keeps_venv_symlink_and_records_vllm_version(tmp_path: Pa
     a, b = resolve(f, "a"), resolve(f, "b")
     assert a.python == sys.executable
     assert b.python == str(venv_bin / "python")  # not resolved out of the venv
-    assert launch.launch_plan(b, tmp_path / "w", engine_seed=None).argv[0] == b.python
+    assert launch_plan(b, tmp_path / "w", engine_seed=None).argv[0] == b.python
     # the version is that interpreter's: the bare symlink outside a venv sees no vLLM
-    assert a.definition()["vllm_version"] == envs.interpreter_vllm_version(sys.executable)
+    assert a.definition()["vllm_version"] == interpreter_vllm_version(sys.executable)
     assert a.definition()["vllm_version"] is not None
     assert b.definition()["vllm_version"] is None

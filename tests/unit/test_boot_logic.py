@@ -14,13 +14,9 @@ import pytest
 
 from bench.cli import run
 from bench.errors import BootFailed
-from bench.experiment import ProbeSet, load_probe_set, load_spec
+from bench.experiment import ProbeSet, build_manifest, load_probe_set, load_spec
 from bench.run import Attempt, BootRequest, Ledger
-from bench.run._boot import failed_record, one_line
-from bench.run._manifest import build_manifest
-from bench.run._measure import check_boot_total, measure
-from bench.run._metrics import SpecCounts
-from bench.run._probes import Sampling
+from bench.run.boot import Sampling, SpecCounts, check_boot_total, failed_record, measure, one_line
 from bench.store import ResultsWriter, load_results
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
@@ -156,18 +152,22 @@ env = {{ FIX = "1" }}
 def test_manifest(tmp_path: Path) -> None:
     toml = experiment(tmp_path)
     m = build_manifest(load_spec(toml), toml)
-    assert m["schema_version"] == 1 and m["experiment"] == "unit" and m["baseline"] == "baseline"
-    assert [a["name"] for a in m["arms"]] == ["baseline", "fix"]
-    assert m["arms"][0]["definition_sha256"] != m["arms"][1]["definition_sha256"]
-    (ps,) = m["probe_sets"]
-    assert ps["name"] == "p" and ps["count"] == 2 and len(ps["sha256"]) == 64
-    assert m["spec_sha256"] == load_spec(toml).sha256()
-    assert m["margins"] == {
+    assert m.schema_version == 1 and m.experiment == "unit" and m.baseline == "baseline"
+    assert [a.name for a in m.arms] == ["baseline", "fix"]
+    assert m.arms[0].definition_sha256 != m.arms[1].definition_sha256
+    (ps,) = m.probe_sets
+    assert ps.name == "p" and ps.count == 2 and len(ps.sha256) == 64
+    assert m.spec_sha256 == load_spec(toml).sha256()
+    # what run-ab adds: how boots were ordered and seeded
+    ran = build_manifest(load_spec(toml), toml, orchestration={"per_boot_seed": True})
+    assert ran.orchestration is not None and ran.orchestration["per_boot_seed"] is True
+    assert "shuffled" in ran.orchestration["order"] and m.orchestration is None
+    assert m.margins == {
         "acceptance_pos0": 0.005,
         "mean_accepted_length": 0.02,
         "output_tokens_per_s": 0.02,
     }
-    json.dumps(m)  # JSON-able as is
+    json.dumps(m.to_json())  # JSON-able as is
 
 
 def test_cli_records_a_failed_boot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,10 +19,16 @@ import pytest
 from bench.errors import BootFailed
 from bench.experiment import ProbeSet, load_probe_set
 from bench.run import Attempt
-from bench.run._lanes import lane_of
-from bench.run._measure import Measured, check_boot_total, measure
-from bench.run._metrics import SpecCounts, counts_from_response, parse_metrics_text
-from bench.run._probes import Sampling
+from bench.run.boot import (
+    Measured,
+    Sampling,
+    SpecCounts,
+    check_boot_total,
+    counts_from_response,
+    lane_of,
+    measure,
+    parse_metrics_text,
+)
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
 TIMED = json.loads((FIX / "completion_timing.json").read_text())

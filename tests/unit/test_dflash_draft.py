@@ -1,4 +1,4 @@
-"""The DFlash training forward (bench/demo/_dflash.py) keeps vLLM's inference semantics:
+"""The DFlash training forward (bench/demo/dflash.py) keeps vLLM's inference semantics:
 a block's slots see the context strictly before the block's anchor and every slot of their
 own block (non-causal), nothing of other blocks; the state dict is vLLM's checkpoint layout
 (the names the random-weight builder writes, which vLLM boots in test_methods_real). That
@@ -14,10 +14,19 @@ from typing import Any
 import pytest
 import torch
 
-from bench.demo._dflash import DFlashDraft, block_inputs, rope
-from bench.demo._drafters import build_dflash, build_eagle3, save_dflash, save_eagle3
-from bench.demo._eagle3 import Eagle3Head
-from bench.demo._models import SHIPPED_DRAFT_ROTARY, DemoModels, committed_models
+from bench.demo import (
+    SHIPPED_DRAFT_ROTARY,
+    DemoModels,
+    DFlashDraft,
+    Eagle3Head,
+    block_inputs,
+    build_dflash,
+    build_eagle3,
+    committed_models,
+    rope,
+    save_dflash,
+    save_eagle3,
+)
 
 K = 4
 
@@ -128,7 +137,7 @@ def test_the_committed_drafter_ships_seed_002s_config() -> None:
     ]
 
 
-# --- the EAGLE-3 head (bench/demo/_eagle3.py): vLLM's first pass, then its own steps
+# --- the EAGLE-3 head (bench/demo/eagle3.py): vLLM's first pass, then its own steps
 
 
 def _head() -> tuple[Eagle3Head, torch.nn.Embedding]:
@@ -187,22 +196,21 @@ def test_the_recipe_learns_both_drafters_in_a_few_steps(monkeypatch: pytest.Monk
     from tokenizers import Tokenizer
     from transformers import Qwen3ForCausalLM
 
-    from bench.demo import _distill
-    from bench.demo._models import corpus_files
+    from bench.demo import corpus_files, distill, greedy_data, validate
 
     for name, value in (("SEQS_PER_LEN", 16), ("VAL_SEQS", 4), ("GEN", 40), ("BATCH", 8),
                         ("WARMUP", 5), ("PROMPT_LENS", (8, 48))):  # fmt: skip
-        monkeypatch.setattr(_distill, name, value)
+        monkeypatch.setattr(f"bench.demo.distillation.{name}", value)
     tok = Tokenizer.from_file(str(models.tokenizer / "tokenizer.json"))
     texts = [p.read_text(encoding="utf-8", errors="replace") for p in corpus_files()[:40]]
     corpus = torch.tensor([i for e in tok.encode_batch(texts) for i in e.ids])
     target = Qwen3ForCausalLM.from_pretrained(models.target, dtype=torch.float32).eval()
-    data = _distill.greedy_data(target, corpus)
+    data = greedy_data(target, corpus)
     mask = tok.token_to_id("<|im_start|>")
     dflash = DFlashDraft(target.config, layers=1, aux_layers=[1, 3], mask_id=mask)
     eagle = Eagle3Head(target.config, aux_layers=[0, 1, 2])
     for model in (dflash, eagle):
-        before = _distill.validate(model.eval(), target, data)
-        record = _distill.distill(model, target, data, label="test", steps=30)
+        before = validate(model.eval(), target, data)
+        record = distill(model, target, data, label="test", steps=30)
         assert before[0] < 0.1 and record["val_accept"][0] > 0.25, (before, record["val_accept"])
         assert record["losses"][-1] < record["losses"][0] / 2

@@ -11,8 +11,8 @@ import pytest
 from bench import stats
 from bench.errors import BootFailed
 from bench.report import draft_length_table
-from bench.run._metrics import drafted_per_position
-from bench.stats.simulate import simulate_run, simulated_manifest
+from bench.run.boot import drafted_per_position
+from bench.simulate import simulate_run, simulated_manifest
 
 
 def test_drafted_per_position_counts_steps_that_reached_each_position() -> None:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from bench.stats._drift import drift
+from bench.stats.describe import drift
 
 MARGINS = {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02, "output_tokens_per_s": 0.02}
 CLAIMS = {"improved", "regressed", "small_improvement", "small_regression"}
@@ -68,7 +68,7 @@ def test_a_known_drift_is_found_with_its_sign_and_single_pass_runs_have_none() -
 
 
 def test_report_draws_the_drift_figure() -> None:
-    from bench.report._plots_drift import plot_drift
+    from bench.report.figures import plot_drift
     from bench.stats import Analysis
 
     rng = np.random.default_rng(5)

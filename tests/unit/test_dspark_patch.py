@@ -17,12 +17,7 @@ from typing import Any
 import pytest
 
 from bench.errors import BootFailed
-from bench.experiment._patching import (
-    RUNTIME_DIR,
-    build_patch_dir,
-    check_patch_report,
-    read_report,
-)
+from bench.experiment.launch import RUNTIME_DIR, build_patch_dir, check_patch_report, read_report
 
 ROOT = Path(__file__).resolve().parents[2]
 PATCH = ROOT / "arms" / "dspark-v4" / "dspark_rope_fix.py"

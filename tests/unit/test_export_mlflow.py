@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import run
-from bench.stats.simulate import simulate_results
+from bench.simulate import simulate_results
 from bench.store import load_results
 
 mlflow = pytest.importorskip("mlflow", reason="the tracking extra: pip install -e '.[tracking]'")

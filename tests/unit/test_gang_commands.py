@@ -21,9 +21,9 @@ from bench.experiment import (
     member_command,
     resolve_arm,
 )
-from bench.experiment._container import ContainerRef, mount_paths
-from bench.run._cluster import NodeSlots, boot_capacity
-from bench.run._ordering import plan_order
+from bench.experiment.launch import ContainerRef, mount_paths
+from bench.run.driver import plan_order
+from bench.run.placement import NodeSlots, boot_capacity
 
 BASE = """
 [experiment]
@@ -254,7 +254,7 @@ def test_boot_capacity_counts_gangs_of_distinct_nodes() -> None:
 
 
 def test_dispatcher_places_a_gang_on_distinct_nodes_rotating_the_head() -> None:
-    from bench.run._dispatch import Dispatcher
+    from bench.run.driver import Dispatcher
 
     nodes = [NodeSlots("n1", "a", 1), NodeSlots("n2", "b", 1), NodeSlots("n3", "c", 1)]
     d = Dispatcher(nodes, 1, {}, lambda a: None, gang=2)  # type: ignore[arg-type,return-value]
@@ -303,7 +303,7 @@ def test_a_node_that_left_takes_no_more_boots_and_a_failure_does_not_count_towar
 
     import ray
 
-    from bench.run._dispatch import Dispatcher, InFlight
+    from bench.run.driver import Dispatcher, InFlight
 
     nodes = [NodeSlots("n1", "a", 1), NodeSlots("n2", "b", 1)]
     d = Dispatcher(nodes, 2, {}, lambda a: None)  # type: ignore[arg-type,return-value]

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from bench.cli import run
+from bench.simulate import simulate_results
 from bench.stats import boots_for_gate, gate_check
-from bench.stats._gate import gate_bounds, gate_verdicts
-from bench.stats.simulate import simulate_results
+from bench.stats.gate import gate_bounds, gate_verdicts
 
 ALPHA, MARGIN, REPS = 0.05, 0.02, 20_000
 MC = 3 * (ALPHA * (1 - ALPHA) / REPS) ** 0.5  # three Monte Carlo SEs

@@ -125,7 +125,9 @@ def _check(name: str, actual: str) -> None:
         assert diff is None, f"{name}: {diff}"
         return
     exp_lines, act_lines = expected.splitlines(), actual.splitlines()
-    assert len(exp_lines) == len(act_lines), f"{name}: {len(act_lines)} lines, golden has {len(exp_lines)}"
+    assert len(exp_lines) == len(act_lines), (
+        f"{name}: {len(act_lines)} lines, golden has {len(exp_lines)}"
+    )
     for i, (e, a) in enumerate(zip(exp_lines, act_lines, strict=True)):
         assert _numbers_close(e, a), f"{name} line {i + 1}:\n  golden: {e}\n  now:    {a}"
 

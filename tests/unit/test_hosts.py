@@ -1,4 +1,4 @@
-"""Hosts that differ (bench/stats/_hosts.py), calibrated by simulation on the product's own
+"""Hosts that differ (bench/stats/compare/hosts.py), calibrated by simulation on the product's own
 code: an A/A run whose arms sit on hosts in unequal proportions (the baseline 5 of 6 boots on
 node0, the other arm 5 of 6 on node1) with node1's boots 0.3 logit higher. Unadjusted, the
 host effect reads as an arm effect; within hosts, false claims stay at alpha."""
@@ -10,16 +10,10 @@ import pytest
 from stats_calib_helpers import mcse, metric_totals
 
 from bench.records import DEFAULT_MARGINS, METRICS
+from bench.simulate import SimParams, simulate_boot_totals, simulate_frames, simulated_manifest
 from bench.stats import analyze
-from bench.stats._core import CLAIMS
-from bench.stats._family import estimate, family
-from bench.stats._hosts import adjusted_difference, balanced, host_effect_p, pseudo_pair
-from bench.stats.simulate import (
-    SimParams,
-    simulate_boot_totals,
-    simulate_frames,
-    simulated_manifest,
-)
+from bench.stats.compare import adjusted_difference, balanced, host_effect_p, pseudo_pair
+from bench.stats.methods import CLAIMS, estimate, family
 
 ALPHA = 0.05
 R = 2000

@@ -1,89 +1,226 @@
-"""The package layout is the architecture (README "Layout"): each subpackage imports only
-the ones below it, nothing imports upward, and modules stay small enough to read."""
+"""The package layout is the architecture (docs/development.md "Layout"): top-level units
+import only the ones below them; inside a package its sub-packages form layers whose arrows
+point down (no cycles); a sub-package is reached through its `__init__` (its public face),
+never through its modules; folders stay small enough to hold in one's head, module names say
+what they own, and tests import what a sub-package exports."""
 
 from __future__ import annotations
 
 import ast
+import json
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+ROOT = Path(__file__).resolve().parents[2]
+BENCH = ROOT / "bench"
 
-# Who may import whom (top-level names under bench/). `errors` is everyone's.
+# Who may import whom (top-level names under bench/). `errors` and `records` (the results
+# contract) are everyone's vocabulary; `__version__` is the package's.
 ALLOWED = {
     "errors": set(),
     "records": set(),
-    "store": {"errors", "records"},
-    "experiment": {"errors"},
-    "stats": {"errors", "store"},
-    "report": {"errors", "store", "stats"},
-    "run": {"errors", "store", "experiment", "stats"},
-    "demo": {"errors", "store", "experiment", "run", "report"},
-    "commands": {"errors", "store", "experiment", "run", "stats", "report", "demo"},
-    "cli": {"errors", "commands"},
+    "store": set(),
+    "experiment": set(),
+    "stats": {"store"},
+    "simulate": {"store"},
+    "report": {"store", "stats"},
+    "run": {"store", "experiment", "stats"},
+    "demo": {"store", "experiment", "run", "report"},
+    "commands": {"store", "experiment", "run", "stats", "report", "demo"},
+    "cli": {"commands"},
+}
+EVERYONE = {"errors", "records", "__version__"}
+
+# Inside each package, its units (sub-packages and top-level modules) from the bottom up:
+# a unit imports only units listed before it.
+LAYERS = {
+    "records": ["boots_and_probes", "manifest", "reference"],
+    "store": ["validity", "load", "write", "references"],
+    "experiment": ["spec", "probes", "launch", "lint", "preflight", "manifest", "preview"],
+    "stats": [
+        "schema",
+        "methods",
+        "inputs",
+        "describe",
+        "compare",
+        "select",
+        "checks",
+        "gate",
+        "plan",
+        "analysis",
+    ],
+    "simulate": ["generative", "simulated_boots", "runs", "directory"],
+    "report": ["figures", "tables", "sections", "render", "console"],
+    "run": ["attempt", "node", "process", "boot", "placement", "driver"],
+    "demo": [
+        "tiny_models",
+        "dflash",
+        "eagle3",
+        "train",
+        "distillation",
+        "drafters",
+        "build",
+        "__main__",
+    ],
+    "commands": [
+        "options",
+        "validate",
+        "lint",
+        "demo_models",
+        "boot",
+        "analyze",
+        "run_ab",
+        "selftest",
+        "report",
+        "probes",
+        "gate",
+        "export",
+    ],
 }
 MAX_LINES = 330  # "~300": a guide with a little slack, not a license
-# Being split by the architecture work; this set only shrinks.
-KNOWN_LONG: set[str] = set()
-
-
-def _unit(path: Path) -> str:
-    rel = path.relative_to(BENCH)
-    return rel.parts[0].removesuffix(".py") if rel.parts[0] != "__init__.py" else ""
-
-
-def _bench_imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    found: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            parts = node.module.split(".")
-            if parts[0] == "bench" and len(parts) > 1:
-                found.add(parts[1])
-            elif parts == ["bench"]:
-                found.update(a.name for a in node.names)
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                parts = a.name.split(".")
-                if parts[0] == "bench" and len(parts) > 1:
-                    found.add(parts[1])
-    return found
+MAX_MODULES = 12  # "about ten" per folder
+# Modules named for the subcommand they register (asv's habit) may share a name with the
+# package that holds the logic; no other two modules share one.
+SAME_NAME_OK = {"commands"}
 
 
 def _modules() -> list[Path]:
     return sorted(p for p in BENCH.rglob("*.py") if "runtime" not in p.relative_to(BENCH).parts)
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(BENCH)))
+def _dotted(path: Path) -> str:
+    parts = list(path.with_suffix("").relative_to(ROOT).parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_package(dotted: str) -> bool:
+    return (ROOT / dotted.replace(".", "/") / "__init__.py").is_file()
+
+
+def _imports(tree: ast.AST) -> list[tuple[str, list[str]]]:
+    """(module, names) of every absolute import of bench, at any depth (lazy ones too)."""
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "bench" or node.module.startswith("bench."):
+                out.append((node.module, [a.name for a in node.names]))
+        elif isinstance(node, ast.Import):
+            out += [(a.name, []) for a in node.names if a.name.startswith("bench")]
+    return out
+
+
+def _targets(module: str, names: list[str]) -> list[str]:
+    """`from bench import stats` imports the module bench.stats; `from bench import x` a name."""
+    if module == "bench":
+        return [f"bench.{n}" for n in names]
+    return [module]
+
+
+def _where(path: Path) -> tuple[str, str | None]:
+    """(top-level unit, unit inside it or None) of a module under bench/."""
+    rel = path.relative_to(BENCH).with_suffix("").parts
+    top = rel[0]
+    if len(rel) == 1:
+        return top, None
+    return top, rel[1] if rel[1] != "__init__" else None
+
+
+IDS = [str(p.relative_to(BENCH)) for p in _modules()]
+
+
+@pytest.mark.parametrize("path", _modules(), ids=IDS)
 def test_imports_point_down_only(path: Path) -> None:
-    unit = _unit(path)
-    if not unit:
+    top, unit = _where(path)
+    if top == "__init__":
         return  # bench/__init__.py: the version only
-    assert unit in ALLOWED, f"{unit}: a new top-level unit; add it to README Layout and here"
-    # `errors` and `records` (the results rows) are everyone's vocabulary.
-    upward = _bench_imports(path) - ALLOWED[unit] - {unit, "__version__", "errors", "records"}
-    assert not upward, f"{path.relative_to(BENCH)} imports {sorted(upward)} (not below {unit})"
+    assert top in ALLOWED, f"{top}: a new top-level unit; add it to docs/development.md and here"
+    layers = LAYERS.get(top, [])
+    if unit is not None and layers:
+        assert unit in layers, f"{top}/{unit}: a new unit; place it in LAYERS (and the docs)"
+    problems = []
+    for module, names in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        for target in _targets(module, names):
+            parts = target.split(".")
+            other = parts[1] if len(parts) > 1 else None
+            if other is None or other in EVERYONE:
+                continue
+            if other != top:
+                if other not in ALLOWED[top]:
+                    problems.append(f"{target} (not below {top})")
+                elif not _is_package(target) and len(parts) > 2:
+                    problems.append(f"{target} (a module of {other}: import its package)")
+                continue
+            if len(parts) == 2 and unit is not None:
+                problems.append(f"{target} (its own package's face, from inside: a cycle)")
+                continue
+            if unit is None or len(parts) < 3:
+                continue
+            theirs = parts[2]
+            if theirs != unit and layers.index(theirs) > layers.index(unit):
+                problems.append(f"{target} ({theirs} is above {unit})")
+            elif theirs != unit and len(parts) > 3:
+                problems.append(f"{target} (inside {theirs}: import bench.{top}.{theirs})")
+    assert not problems, f"{path.relative_to(BENCH)} imports {problems}"
 
 
-@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(BENCH)))
+@pytest.mark.parametrize("path", _modules(), ids=IDS)
 def test_module_is_small_enough_to_read(path: Path) -> None:
     n = len(path.read_text(encoding="utf-8").splitlines())
-    if str(path.relative_to(BENCH)) in KNOWN_LONG:
-        pytest.skip("known long module, being split")
     assert n <= MAX_LINES, f"{path.relative_to(BENCH)} has {n} lines; split it by concern"
 
 
-def test_cross_package_imports_use_the_public_surface() -> None:
-    """Other subpackages import `bench.stats`, not `bench.stats._core` (tests may look inside)."""
+def test_every_folder_holds_about_ten_modules() -> None:
+    big = {}
+    for folder in {p.parent for p in _modules()}:
+        n = len([p for p in folder.glob("*.py") if p.name not in ("__init__.py", "__main__.py")])
+        if n > MAX_MODULES:
+            big[str(folder.relative_to(ROOT))] = n
+    assert not big, f"folders over {MAX_MODULES} modules (make a sub-package): {big}"
+
+
+def test_module_names_say_what_they_own_and_are_unique() -> None:
+    names = [p for p in _modules() if p.name not in ("__init__.py", "__main__.py")]
+    private = [str(p.relative_to(BENCH)) for p in names if p.name.startswith("_")]
+    assert not private, f"a package's __init__ is its face; no private module names: {private}"
+    counted = Counter(p.stem for p in names if p.parent.name not in SAME_NAME_OK)
+    twice = sorted(n for n, c in counted.items() if c > 1)
+    assert not twice, f"two modules share a name: {twice}"
+    shape = {"core", "parts", "cells", "extras", "rows", "base", "text", "common", "utils", "misc"}
+    vague = [str(p.relative_to(BENCH)) for p in names if p.stem in shape]
+    assert not vague, f"modules named by shape, not content: {vague}"
+
+
+def test_every_package_says_what_it_owns() -> None:
+    for init in BENCH.rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc) > 60 and "TODO" not in doc, f"{init.relative_to(ROOT)}: docstring"
+
+
+def _outside_files() -> list[tuple[Path, str]]:
+    """Python that uses bench from outside it: tests, benchmarks, docs scripts, notebooks,
+    the cluster recipes, and the code that tests run in subprocesses (strings)."""
+    out = []
+    for folder in ("tests", "benchmarks", "docs", "cluster"):
+        out += [(p, p.read_text(encoding="utf-8")) for p in (ROOT / folder).rglob("*.py")]
+    for nb in (ROOT / "notebooks").glob("*.ipynb"):
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+        out.append((nb, code))
+    return out
+
+
+def test_tests_import_what_a_package_exports() -> None:
+    """Tests, benchmarks and notebooks import a package's public face (its __init__) or a
+    top-level module (bench.errors, bench.cli), never a module inside a package: a test that
+    reaches in pins the layout in place."""
     offenders = []
-    for path in _modules():
-        unit = _unit(path)
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                parts = node.module.split(".")
-                inside = len(parts) > 2 and parts[0] == "bench" and parts[2].startswith("_")
-                if inside and parts[1] != unit:
-                    offenders.append(f"{path.relative_to(BENCH)}: {node.module}")
+    pattern = re.compile(r"^\s*from (bench(?:\.\w+)*) import", re.M)
+    for path, text in _outside_files():
+        for module in pattern.findall(text):  # in code and in scripts run as strings
+            top_module = module.count(".") == 1 and not _is_package(module)
+            if not (_is_package(module) or top_module):
+                offenders.append(f"{path.relative_to(ROOT)}: {module}")
     assert not offenders, offenders

@@ -9,11 +9,17 @@ from typing import Any
 
 import pytest
 
-from bench.experiment._lint import LintReport
-from bench.experiment._lint_checks import PairContext, check_pair, rope_of
-from bench.experiment._lint_layers import offset_layer_keys
-from bench.experiment._lint_text import Finding, id_ranges, toml_value
-from bench.experiment._overlay import merge_patch, mirror_rope_fields
+from bench.experiment.launch import merge_patch, mirror_rope_fields
+from bench.experiment.lint import (
+    Finding,
+    LintReport,
+    PairContext,
+    check_pair,
+    id_ranges,
+    offset_layer_keys,
+    rope_of,
+    toml_value,
+)
 
 QWEN: dict[str, Any] = {
     "model_type": "qwen3",
@@ -268,7 +274,7 @@ def test_aux_ids_repeated_in_a_declared_list() -> None:
 
 
 def test_block_rejection_is_noted_as_v2_only() -> None:
-    from bench.experiment._lint_aux import block_rejection_note
+    from bench.experiment.lint import block_rejection_note
 
     (f,) = block_rejection_note("a", {"rejection_sample_method": "block"})
     assert f.severity == "note" and "V2 model runner" in f.problem

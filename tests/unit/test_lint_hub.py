@@ -13,7 +13,7 @@ import pytest
 
 from bench.cli import run
 from bench.experiment import lint_file
-from bench.experiment._lint_hub import cached_config, hub_cache_dir
+from bench.experiment.lint import cached_config, hub_cache_dir
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "lint"
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -14,14 +14,13 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BootFailed
-from bench.run._metrics import (
+from bench.experiment import supports_per_request_metrics, vllm_package_dir
+from bench.run.boot import (
     SpecCounts,
     check_counts,
     counts_from_response,
     parse_metrics_text,
     positions_in_metrics,
-    supports_per_request_metrics,
-    vllm_package_dir,
 )
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.run._node import MAX_LOG_BYTES, fresh_node_log, read_log_tail
+from bench.run import MAX_LOG_BYTES, fresh_node_log, read_log_tail
 
 
 def test_a_node_log_starts_empty_and_is_per_results_dir(tmp_path: Path) -> None:

@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from bench.experiment import ResourcesSection
-from bench.run._cluster import node_capacity, ray_request
-from bench.run._ordering import engine_seed, missing_boots, pick_next, plan_order
+from bench.run.driver import engine_seed, missing_boots, pick_next, plan_order
+from bench.run.placement import node_capacity, ray_request
 
 ARMS = ["baseline", "aux-fix", "rope-fix"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from bench.stats._data import ArmData
-from bench.stats._peers import peer_lengths
+from bench.stats.describe import peer_lengths
+from bench.stats.inputs import ArmData
 
 
 def _arm(drafts: list[list[int]], accepted: list[list[int]], tokens: list[list[int]]) -> ArmData:

@@ -18,12 +18,21 @@ from matplotlib.text import Text
 
 from bench import report as tables
 from bench import stats
+from bench.records import Manifest
 from bench.report import analyze_results, build_figures, per_boot_frame
-from bench.report._plots import plot_boot_strip, plot_forest, plot_positions
-from bench.report._plots_runs import plot_output_identity, plot_timing, plot_variance
+from bench.report.figures import (
+    plot_boot_strip,
+    plot_forest,
+    plot_output_identity,
+    plot_positions,
+    plot_timing,
+    plot_variance,
+)
+from bench.simulate import simulate_frames, simulate_results, simulated_manifest
 from bench.stats import Analysis
-from bench.stats.simulate import simulate_frames, simulate_results, simulated_manifest
 from bench.store import Results, load_results
+
+MINIMAL = simulated_manifest({"base": 0.0}).to_json()  # a manifest whose spec is replaced
 
 
 @pytest.fixture(scope="module")
@@ -286,7 +295,9 @@ def test_identity_summary_warns_for_greedy_and_not_for_sampled_probes() -> None:
     assert greedy.startswith("**Generated text differs from base** (fix: 20 of 20 (s))")
     sampled = tables.identity_summary(ident, "base", 0.8)
     assert "temperature 0.8" in sampled and "expected" in sampled and "**" not in sampled
-    assert tables.probe_temperature({"spec": {"probes": {"temperature": 0.8}}}) == 0.8
-    assert tables.probe_temperature({"spec": {}}) is None
+    sampled_run = Manifest.model_validate({**MINIMAL, "spec": {"probes": {"temperature": 0.8}}})
+    assert tables.probe_temperature(sampled_run) == 0.8
+    assert tables.probe_temperature(Manifest.model_validate({**MINIMAL, "spec": {}})) is None
+    assert tables.probe_temperature(Manifest.model_validate(MINIMAL)) is None
     title = plot_output_identity(ident, 0.8)._suptitle
     assert title is not None and "differences are expected" in title.get_text()

@@ -10,7 +10,7 @@ import pytest
 
 from bench.cli import run
 from bench.experiment import load_probe_set
-from bench.experiment._collections import humaneval_tasks, spread
+from bench.experiment.probes import humaneval_tasks, spread
 
 
 def test_spread_takes_an_even_subset_of_distinct_indices() -> None:

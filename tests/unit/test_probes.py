@@ -12,7 +12,7 @@ import pytest
 from bench.cli import run
 from bench.errors import BootFailed, SpecabError
 from bench.experiment import Probe, load_probe_set
-from bench.run._probes import Sampling, request_body, run_probe
+from bench.run.boot import Sampling, request_body, run_probe
 
 ARMS = Path(__file__).resolve().parents[2] / "arms"
 

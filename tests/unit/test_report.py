@@ -12,9 +12,8 @@ import pytest
 
 from bench.cli import run
 from bench.errors import SpecabError
-from bench.report import _render as report_mod
 from bench.report import render_report
-from bench.stats.simulate import simulate_results
+from bench.simulate import simulate_results
 
 FILES = {
     "report.md",
@@ -117,7 +116,7 @@ def test_a_failure_while_rendering_leaves_no_half_written_report(
     def broken(*_a: object, **_k: object) -> None:
         raise RuntimeError("injected plot failure")
 
-    monkeypatch.setattr(report_mod, "plot_output_identity", broken)  # the last figure
+    monkeypatch.setattr("bench.report.render.plot_output_identity", broken)  # the last figure
     out = tmp_path / "out"
     with pytest.raises(RuntimeError, match="injected"):
         render_report(sim_results_dir, out, n_resamples=0)
@@ -142,7 +141,7 @@ def test_unreplicated_arm_says_so_instead_of_a_verdict(tmp_path: Path) -> None:
 
 
 def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
-    from bench.stats.simulate import simulated_manifest
+    from bench.simulate import simulated_manifest
     from bench.store import ResultsWriter
 
     root = tmp_path / "started"

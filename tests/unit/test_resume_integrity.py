@@ -14,11 +14,16 @@ from integrity_helpers import ok_boot, start_dir
 from test_bad_inputs import GOOD, base_dir, write_experiment
 
 from bench.errors import SpecabError
-from bench.experiment import load_probe_sets, load_spec, probe_sets_sha256, resume_changes
-from bench.experiment._preflight_resume import describe, diff, flatten
-from bench.records import BootRecord
-from bench.run import build_manifest
-from bench.run._repeat import RepeatGuard, failure_signature
+from bench.experiment import (
+    build_manifest,
+    load_probe_sets,
+    load_spec,
+    probe_sets_sha256,
+    resume_changes,
+)
+from bench.experiment.manifest import describe, diff, flatten
+from bench.records import BootRecord, Manifest
+from bench.run.driver import RepeatGuard, failure_signature
 from bench.store import ResultsWriter, load_manifest, load_results
 
 
@@ -55,10 +60,10 @@ def test_more_boots_are_accepted_and_recorded_in_the_manifest(
     }
     ResultsWriter.create(res, new, resume=True, compare=lambda o: resume_changes(o, new, where=res))
     now = load_manifest(res)
-    assert now["spec"]["experiment"]["boots_per_arm"] == 5
-    assert now["spec_sha256"] == new["spec_sha256"] != old["spec_sha256"]
-    assert now["created_at"] == old["created_at"]  # still the directory's start
-    assert now["resumes"][0]["changed"]["experiment.boots_per_arm"] == [2, 5]
+    assert now.spec is not None and now.spec.experiment.model_extra["boots_per_arm"] == 5
+    assert now.spec_sha256 == new.spec_sha256 != old.spec_sha256
+    assert now.created_at == old.created_at  # still the directory's start
+    assert now.resumes[0]["changed"]["experiment.boots_per_arm"] == [2, 5]
     # a second resume with the same file changes nothing more
     assert resume_changes(now, new, where=res) == {}
 
@@ -69,17 +74,17 @@ def test_a_field_a_later_specab_adds_with_its_default_is_not_a_change(
     """The directory was started by a specab without `allow_noop_patches` and `ignore_eos`:
     its spec hash differs, its meaning does not."""
     spec, res, old = started
-    older = json.loads(json.dumps(old))
+    older = old.to_json()
     del older["spec"]["server"]["allow_noop_patches"]
     del older["spec"]["probes"]["ignore_eos"]
     new = build_manifest(load_spec(spec), spec)
-    assert load_spec(spec).model_validate(older["spec"]).sha256() == new["spec_sha256"]
-    assert resume_changes(older, new, where=res) == {}
+    assert load_spec(spec).model_validate(older["spec"]).sha256() == new.spec_sha256
+    assert resume_changes(Manifest.model_validate(older), new, where=res) == {}
     # but a field this specab does not know is refused, naming the version that wrote it
     older["spec"]["server"]["from_the_future"] = 1
     older["specab_version"] = "9.0"
     with pytest.raises(SpecabError, match=r"specab 9\.0.*from_the_future"):
-        resume_changes(older, new, where=res)
+        resume_changes(Manifest.model_validate(older), new, where=res)
 
 
 def test_a_changed_arm_is_refused_naming_it_and_what_changed(
@@ -120,8 +125,7 @@ def test_an_arm_without_an_ok_boot_may_change(tmp_path: Path) -> None:
 
 def test_probe_sets_and_seeding_must_not_change(started: tuple[Path, Path, Any]) -> None:
     spec, res, old = started
-    new = build_manifest(load_spec(spec), spec)
-    new["orchestration"] = {"common_random_numbers": True}
+    new = build_manifest(load_spec(spec), spec, orchestration={"common_random_numbers": True})
     with pytest.raises(SpecabError, match="without --common-random-numbers"):
         resume_changes(old, new, where=res)
     (spec.parent / "probes.jsonl").write_text('{"id": "a", "prompt": "def g():"}\n')

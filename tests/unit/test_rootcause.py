@@ -1,10 +1,10 @@
-"""The root cause of a failed server, read from its log (bench/run/_rootcause.py)."""
+"""The root cause of a failed server, read from its log (bench/run/process/root_cause.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.run._rootcause import cause_context, exception_line, root_cause, summarize_tail
+from bench.run.process import cause_context, exception_line, root_cause, summarize_tail
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "vllm-0.32-cpu"
 

@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.stats._select import boots_needed, mcb, replay_looks, spend
+from bench.stats.select import boots_to_select, mcb, replay_looks, spend
 
 ALPHA = 0.05
 R = 2000
@@ -54,7 +54,7 @@ def test_a_wrong_choice_is_claimed_at_most_alpha(k: int, b: int) -> None:
 )
 def test_correct_selection_at_the_planned_boots(k: int, sd: float, margin: float) -> None:
     theta, sds, best = _least_favourable(k, sd, margin)
-    b = boots_needed(float(sds.max()), -math.log1p(-margin), k, ALPHA)
+    b = boots_to_select(float(sds.max()), -math.log1p(-margin), k, ALPHA)
     assert 3 <= b <= 10, b  # the calibration covers B = 3-10
     rep = _run(theta, sds, (b,), seed=b + k, margin=margin)
     pcs = float((rep.chosen == best).mean())

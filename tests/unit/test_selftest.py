@@ -18,8 +18,7 @@ import pytest
 from bench import stats
 from bench.errors import SpecabError
 from bench.experiment import load_spec, synthetic_truth
-from bench.stats._simmodel import SimParams
-from bench.stats.simulate import simulate_run, simulated_manifest
+from bench.simulate import SimParams, simulate_run, simulated_manifest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "arms" / "selftest" / "selftest.toml"

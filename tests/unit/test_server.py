@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BootFailed
-from bench.run._server import ServerProcess, descendants, free_port, group_members, summarize_tail
+from bench.run.process import ServerProcess, descendants, free_port, group_members, summarize_tail
 
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "lifecycle_server.py"
 

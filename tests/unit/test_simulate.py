@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from bench.records import BOOT_SCHEMA, PROBE_SCHEMA
-from bench.stats.simulate import (
+from bench.simulate import (
     SimParams,
     draw_prompt_set,
     mu_for,
@@ -26,13 +26,14 @@ def test_results_directory_round_trips_through_the_store(tmp_path: Path) -> None
         tmp_path / "r", {"a": 0.0, "b": 0.1}, boots=3, prompts=20, failed_boots={"a": 1, "b": 0}
     )
     r = load_results(root)
-    assert r.manifest["baseline"] == "a" and [a["name"] for a in r.manifest["arms"]] == ["a", "b"]
-    assert r.manifest["margins"] == {
+    assert r.manifest.baseline == "a" and r.manifest.arm_names() == ["a", "b"]
+    assert r.manifest.definition("b") == {"simulated_delta": 0.1}
+    assert r.manifest.margins == {
         "acceptance_pos0": 0.005,
         "mean_accepted_length": 0.02,
         "output_tokens_per_s": 0.02,
     }
-    assert r.manifest["spec"]["experiment"]["alpha"] == 0.05
+    assert r.manifest.experiment_section().alpha == 0.05
     assert len(r.boots) == 7 and (r.boots["status"] == "failed").sum() == 1
     assert len(r.probes) == 6 * 20
     # the stored tables convert to the store schemas without loss
@@ -100,10 +101,10 @@ def test_departures_from_the_base_model_are_what_they_say() -> None:
     # Boot effects: Student t3 keeps the SD but has heavier tails than the normal.
     from scipy import stats as st
 
-    from bench.stats._simmodel import _boot_effects
+    from bench.simulate import boot_effects
 
-    t3 = _boot_effects(rng, SimParams(boot_df=3.0), (1, 1, 200_000)).ravel()
-    normal = _boot_effects(rng, SimParams(), (1, 1, 200_000)).ravel()
+    t3 = boot_effects(rng, SimParams(boot_df=3.0), (1, 1, 200_000)).ravel()
+    normal = boot_effects(rng, SimParams(), (1, 1, 200_000)).ravel()
     assert t3.std() == pytest.approx(0.03, rel=0.1) and normal.std() == pytest.approx(
         0.03, rel=0.02
     )

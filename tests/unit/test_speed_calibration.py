@@ -1,6 +1,6 @@
 """Calibration of the speed comparison (output tokens/s, Welch on log boot values) by
 simulation with a known truth: per-arm speed factors, boot-level lognormal latency noise
-(`bench.stats._simmodel`). The product's own `log_estimate` + `family` run on thousands of
+(`bench.simulate.generative`). The product's own `log_estimate` + `family` run on thousands of
 simulated experiments at once. Limits: alpha + 2 MCSE (A/A false positives) and
 1 - alpha - 2 MCSE (coverage of the true ratio)."""
 
@@ -11,10 +11,9 @@ import pytest
 from stats_calib_helpers import mcse
 
 from bench.records import SPEED_METRIC
-from bench.stats._core import CLAIMS
-from bench.stats._family import Family, family, log_estimate
-from bench.stats._speed import margin_for
-from bench.stats.simulate import SimParams, simulate_speed_totals
+from bench.simulate import SimParams, simulate_speed_totals
+from bench.stats.inputs import margin_for
+from bench.stats.methods import CLAIMS, Family, family, log_estimate
 
 ALPHA = 0.05
 REPS = 2000

@@ -21,7 +21,7 @@ from bench.report import (
     render_report,
     speed_table,
 )
-from bench.stats.simulate import simulate_results
+from bench.simulate import simulate_results
 from bench.store import load_results
 
 

@@ -14,11 +14,10 @@ from scipy import stats as st
 from bench import stats
 from bench.cli import run
 from bench.errors import SpecabError
-from bench.records import SPEED_METRIC
-from bench.stats._core import VERDICTS
-from bench.stats._family import Est, family, log_estimate
-from bench.stats._speed import margin_for
-from bench.stats.simulate import simulate_frames, simulate_results, simulated_manifest
+from bench.records import SPEED_METRIC, Manifest
+from bench.simulate import simulate_frames, simulate_results, simulated_manifest
+from bench.stats.inputs import margin_for
+from bench.stats.methods import VERDICTS, Est, family, log_estimate
 from bench.store import load_results
 
 ARMS = {"plain": 0.0, "base": 0.0, "fix": 0.3}
@@ -155,11 +154,11 @@ def test_no_speculation_baseline_compares_speed_only(nospec: Path) -> None:
     r = load_results(nospec)
     # the other entry points skip the arm's (absent) acceptance instead of crashing
     split = stats.split_arm(r.probes, r.boots, r.manifest, "plain")
-    assert set(split["claimed_rate"]) == {SPEED_METRIC} and split["any_claimed_rate"] == 0.0
+    assert set(split.claimed_rate) == {SPEED_METRIC} and split.any_claimed_rate == 0.0
     prior = stats.prior_from_results(r.probes, r.boots, r.manifest)
     assert 7.9 < prior.df["acceptance_pos0"] <= 8  # two speculative arms of 5 boots
     plan = stats.plan_from_results(r.probes, r.boots, r.manifest, effect=0.01)
-    assert set(plan["boots_measured"]) == {"base", "fix"}
+    assert set(plan.boots_measured) == {"base", "fix"}
 
 
 def test_an_arm_mixing_speculative_and_plain_boots_is_refused() -> None:
@@ -225,8 +224,9 @@ def test_margin_speed_option_and_bad_settings(
         assert "--margin-speed" in err and "\n" not in err.strip()
     assert run(["analyze", str(nospec), "--by", "prompt"]) == 2
     assert "--by" in capsys.readouterr().err
-    manifest = json.loads((nospec / "manifest.json").read_text())
-    manifest["spec"]["experiment"]["primary_metrics"] = ["tokens_per_joule"]
+    body = json.loads((nospec / "manifest.json").read_text())
+    body["spec"]["experiment"]["primary_metrics"] = ["tokens_per_joule"]
+    manifest = Manifest.model_validate(body)
     r = load_results(nospec)
     with pytest.raises(SpecabError) as exc:
         stats.analyze(r.probes, r.boots, manifest, source="dir")
@@ -289,7 +289,7 @@ def test_accepted_length_distribution_from_histograms_or_positions(nospec: Path)
 
 
 def test_simulated_speed_has_the_stated_truth() -> None:
-    from bench.stats.simulate import SimParams, simulate_speed_totals
+    from bench.simulate import SimParams, simulate_speed_totals
 
     rng = np.random.default_rng(9)
     tok, lat = simulate_speed_totals(rng, [1.0, 1.25], 400, 100, SimParams(), replicates=4)

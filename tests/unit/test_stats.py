@@ -14,22 +14,24 @@ from scipy import stats as st
 from bench import stats
 from bench.errors import SpecabError
 from bench.records import SPEED_METRIC, boot_file_stem
-from bench.stats._core import (
-    VERDICTS,
-    boots_needed,
-    holm,
-    mde,
-    verdict_codes,
-)
-from bench.stats._family import estimate, family
-from bench.stats._resample import permutation_test
-from bench.stats._sequential import obf_boundaries
-from bench.stats.simulate import (
+from bench.simulate import (
     SimRun,
     simulate_frames,
     simulate_results,
     simulate_run,
     simulated_manifest,
+    write_run,
+)
+from bench.stats.methods import (
+    VERDICTS,
+    boots_needed,
+    estimate,
+    family,
+    holm,
+    mde,
+    obf_boundaries,
+    permutation_test,
+    verdict_codes,
 )
 from bench.store import load_results
 
@@ -229,8 +231,8 @@ def _identical_boots(tmp_path: Path, shift: int, boots: int = 3) -> Path:
     from bench.store import ResultsWriter
 
     root = tmp_path / f"det{shift}-{boots}"
-    SimRun(probes, run.boots).write(
-        ResultsWriter.create(root, simulated_manifest({"a": 0, "b": 0}))
+    write_run(
+        SimRun(probes, run.boots), ResultsWriter.create(root, simulated_manifest({"a": 0, "b": 0}))
     )
     return root
 
@@ -289,7 +291,7 @@ def test_bad_options_are_user_errors_with_neutral_names(
 
 def test_bad_manifest_settings_name_the_manifest_field(three_arms: Path) -> None:
     r = load_results(three_arms)
-    manifest = {**r.manifest, "baseline": "gone"}
+    manifest = r.manifest.model_copy(update={"baseline": "gone"})
     with pytest.raises(SpecabError) as exc:
         stats.analyze(r.probes, r.boots, manifest, n_resamples=0, source=str(three_arms))
     assert exc.value.field == "experiment.baseline"
@@ -401,11 +403,11 @@ def test_split_arm_finds_drift_and_not_identical_boots(tmp_path: Path) -> None:
     probes = pd.concat([run.probes[run.probes["arm"] == "a"], moved], ignore_index=True)
     boots = simulate_frames({"a": 0.0}, boots=6, prompts=40)[1]
     drift = stats.split_arm(probes, boots, simulated_manifest({"a": 0.0}), "a")
-    assert drift["splits"] == comb(6, 3) // 2 and drift["exhaustive"]
-    assert drift["any_claimed_rate"] >= 0.1
+    assert drift.splits == comb(6, 3) // 2 and drift.exhaustive
+    assert drift.any_claimed_rate >= 0.1
     r = load_results(_identical_boots(tmp_path, 0, boots=4))
     same = stats.split_arm(r.probes, r.boots, r.manifest, "a")
-    assert same["any_claimed_rate"] == 0.0
+    assert same.any_claimed_rate == 0.0
     with pytest.raises(SpecabError, match="at least 4"):
         small = simulate_results(tmp_path / "small", {"a": 0.0}, boots=3)
         rs = load_results(small)
@@ -452,5 +454,6 @@ def test_plan_on_deterministic_boots_says_so(tmp_path: Path) -> None:
 
     r = load_results(_identical_boots(tmp_path, 0))
     p = plan_from_results(r.probes, r.boots, r.manifest, effect=0.01)
-    assert p["between_boot_sd"] == 0 and p["boots_per_arm"] == 2
-    assert p["components"]["sigma2_boot"] == 0 and "deterministic" in p["note"]
+    assert p.between_boot_sd == 0 and p.boots_per_arm == 2
+    assert p.components is not None and p.components.sigma2_boot == 0
+    assert p.note is not None and "deterministic" in p.note

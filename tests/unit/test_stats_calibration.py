@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from stats_calib_helpers import compare_one, mcse, primary_family, sequential_run, simulate
 
-from bench.stats._core import CLAIMS, EQUIVALENT
-from bench.stats.simulate import PromptSet, SimParams, draw_prompt_set
+from bench.simulate import PromptSet, SimParams, draw_prompt_set
+from bench.stats.methods import CLAIMS, EQUIVALENT
 
 ALPHA = 0.05
 MARGINS = {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02}
@@ -150,8 +150,8 @@ def test_sequential_design_error_rate_and_average_boots() -> None:
 def test_simultaneous_position_intervals_cover(positions: int, boots: int) -> None:
     """Per-arm intervals over draft positions hold jointly (Bonferroni-t where the boots
     cannot estimate the K x K correlation, max-|t| where they can)."""
-    from bench.stats._position import simultaneous_band
-    from bench.stats.simulate import mu_for, simulate_boot_totals
+    from bench.simulate import mu_for, simulate_boot_totals
+    from bench.stats.describe import simultaneous_band
 
     rng = np.random.default_rng(400 + positions + boots)
     params = SimParams(mu=mu_for(positions))
@@ -173,7 +173,7 @@ def test_simultaneous_position_intervals_cover(positions: int, boots: int) -> No
 
 
 def test_permutation_test_false_positive_rate() -> None:
-    from bench.stats._resample import permutation_test
+    from bench.stats.methods import permutation_test
 
     reps = 500
     rng = np.random.default_rng(31)
@@ -192,7 +192,7 @@ def test_permutation_test_false_positive_rate() -> None:
 
 @pytest.mark.parametrize("boots", [10, 20])
 def test_studentized_cluster_bootstrap_coverage(boots: int) -> None:
-    from bench.stats._resample import cluster_bootstrap
+    from bench.stats.methods import cluster_bootstrap
 
     rng = np.random.default_rng(41)
     ps = draw_prompt_set(rng, 2, 100, SimParams())
@@ -215,9 +215,14 @@ def test_pigeonhole_interval_covers_the_new_prompts_difference() -> None:
     """With an arm x prompt interaction the effect depends on the prompts: the primary
     interval (this probe set) does not cover the difference over the prompt population,
     the pigeonhole interval ("would it hold on new prompts?") does."""
-    from bench.stats._family import estimate, family
-    from bench.stats._resample import pigeonhole_interval, pigeonhole_ratios, pigeonhole_weights
-    from bench.stats.simulate import simulate_counts
+    from bench.simulate import simulate_counts
+    from bench.stats.methods import (
+        estimate,
+        family,
+        pigeonhole_interval,
+        pigeonhole_ratios,
+        pigeonhole_weights,
+    )
 
     rng = np.random.default_rng(8)
     params = SimParams(sigma_interaction=0.3)
@@ -251,7 +256,7 @@ def test_power_table_matches_the_planning_formula() -> None:
     `boots_needed` and `specab plan` use (noncentral t with v = 2B - 2)."""
     from scipy import stats as st
 
-    from bench.stats._core import boots_needed, mde
+    from bench.stats.methods import boots_needed, mde
 
     rng = np.random.default_rng(51)
     ps = draw_prompt_set(rng, 2, 100, SimParams())

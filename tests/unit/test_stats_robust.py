@@ -17,15 +17,14 @@ from scipy import stats as st
 from bench import stats
 from bench.errors import SpecabError
 from bench.records import boot_file_stem
-from bench.stats._core import CLAIMS, INCONCLUSIVE
-from bench.stats._family import Est, estimate, family
-from bench.stats.simulate import (
+from bench.simulate import (
     SimParams,
     simulate_boot_totals,
     simulate_frames,
     simulate_results,
     simulated_manifest,
 )
+from bench.stats.methods import CLAIMS, INCONCLUSIVE, Est, estimate, family
 from bench.store import load_results
 
 

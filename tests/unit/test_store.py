@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,7 +14,7 @@ import pytest
 
 from bench import store
 from bench.errors import SpecabError
-from bench.records import SCHEMA_VERSION, BootRecord, ProbeRecord, boot_file_stem
+from bench.records import SCHEMA_VERSION, BootRecord, Manifest, ProbeRecord, boot_file_stem
 
 
 def _boot_row(arm: str, boot: int, attempt: int = 1, status: str = "ok") -> BootRecord:
@@ -72,7 +74,23 @@ def _probe_rows(arm: str, boot: int, attempt: int = 1) -> list[ProbeRecord]:
     ]
 
 
-MANIFEST = {"experiment": "exp", "spec_sha256": "s1", "arms": [{"name": "a"}, {"name": "b"}]}
+def _manifest(**changes: object) -> Manifest:
+    body = {
+        "schema_version": SCHEMA_VERSION,
+        "experiment": "exp",
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "specab_version": "test",
+        "spec_sha256": "s1",
+        "arms": [
+            {"name": a, "definition": {"args": {"k": a}}, "definition_sha256": f"d-{a}"}
+            for a in ("a", "b")
+        ],
+        "probe_sets": [{"name": "code", "sha256": "p", "count": 2}],
+    }
+    return Manifest.model_validate({**body, **changes})
+
+
+MANIFEST = _manifest()
 
 
 def test_round_trip_keeps_contract_types(tmp_path: Path) -> None:
@@ -80,7 +98,7 @@ def test_round_trip_keeps_contract_types(tmp_path: Path) -> None:
     w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
     w.write_boot(_boot_row("b", 0), _probe_rows("b", 0))
     res = store.load_results(tmp_path / "exp")
-    assert res.manifest["schema_version"] == SCHEMA_VERSION
+    assert res.manifest.schema_version == SCHEMA_VERSION
     assert res.arms() == ["a", "b"]
     assert len(res.boots) == 2 and len(res.probes) == 4
     table = pq.read_table(next((tmp_path / "exp" / "probes").glob("*.parquet")))
@@ -119,7 +137,7 @@ def test_existing_directory_needs_resume_and_same_spec(tmp_path: Path) -> None:
         store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
     store.ResultsWriter.create(tmp_path / "exp", MANIFEST, resume=True)
     with pytest.raises(SpecabError, match="spec_sha256"):
-        store.ResultsWriter.create(tmp_path / "exp", {**MANIFEST, "spec_sha256": "s2"}, resume=True)
+        store.ResultsWriter.create(tmp_path / "exp", _manifest(spec_sha256="s2"), resume=True)
 
 
 def test_unknown_schema_version_is_refused_with_fix(tmp_path: Path) -> None:
@@ -134,6 +152,45 @@ def test_unknown_schema_version_is_refused_with_fix(tmp_path: Path) -> None:
     msg = str(exc.value)
     assert "manifest.json" in msg and "schema_version" in msg and "Fix:" in msg
     assert "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    ("edit", "field", "says"),
+    [
+        (lambda m: [a.pop("definition") for a in m["arms"]], "arms[0].definition", "required"),
+        (lambda m: m.update(arms={"a": {}, "b": {}}), "arms", "valid list"),
+        (lambda m: m.pop("experiment"), "experiment", "required"),
+        (lambda m: m["probe_sets"][0].update(count="many"), "probe_sets[0].count", "integer"),
+        (lambda m: m.update(spec={"experiment": {"alpha": "high"}}), "spec.experiment.alpha", ""),
+    ],
+    ids=["no arm definition", "arms as a map", "no experiment", "bad count", "bad alpha"],
+)
+def test_a_damaged_manifest_is_refused_in_one_line_naming_the_field(
+    tmp_path: Path, edit: Callable[[dict[str, Any]], object], field: str, says: str
+) -> None:
+    """A hand-edited manifest.json: every reader gets one line naming the file and the
+    field, never a traceback from deep inside the statistics."""
+    w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
+    w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
+    path = tmp_path / "exp" / "manifest.json"
+    body = json.loads(path.read_text())
+    edit(body)
+    path.write_text(json.dumps(body))
+    with pytest.raises(SpecabError) as exc:
+        store.load_results(tmp_path / "exp")
+    msg = exc.value.one_line()
+    assert f"manifest.json: {field}: " in msg and says in msg and "Fix:" in msg, msg
+
+
+def test_keys_the_manifest_does_not_know_are_kept_through_a_resume(tmp_path: Path) -> None:
+    """The contract is additive: another tool's (or a newer specab's) keys survive a load and
+    the rewrite a resume makes."""
+    root = tmp_path / "exp"
+    store.ResultsWriter.create(root, _manifest(written_by={"tool": "other"}))
+    assert store.load_manifest(root).model_extra == {"written_by": {"tool": "other"}}
+    store.ResultsWriter.create(root, MANIFEST, resume=True, compare=lambda old: {"x": (1, 2)})
+    body = json.loads((root / "manifest.json").read_text())
+    assert body["written_by"] == {"tool": "other"} and body["resumes"][0]["changed"]["x"] == [1, 2]
 
 
 def test_parquet_schema_version_is_checked(tmp_path: Path) -> None:

@@ -12,9 +12,19 @@ import pytest
 
 from bench import store
 from bench.errors import SpecabError
-from bench.records import BootRecord, ProbeRecord, boot_file_stem
+from bench.records import BootRecord, Manifest, ProbeRecord, boot_file_stem
 
-MANIFEST = {"experiment": "e", "spec_sha256": "s", "arms": [{"name": "spec"}, {"name": "off"}]}
+MANIFEST = Manifest.model_validate(
+    {
+        "schema_version": 1,
+        "experiment": "e",
+        "created_at": "2026-01-01T00:00:00+00:00",
+        "specab_version": "test",
+        "spec_sha256": "s",
+        "arms": [{"name": a, "definition": {}, "definition_sha256": a} for a in ("spec", "off")],
+        "probe_sets": [{"name": "code", "sha256": "p", "count": 2}],
+    }
+)
 
 
 def boot(arm: str, k: int, counts: tuple[int, int, int, list[int]], **extra: Any) -> BootRecord:

@@ -1,4 +1,4 @@
-"""Sweeps ([sweep] grid -> arms, bench/experiment/_sweep.py) and the selection they feed:
+"""Sweeps ([sweep] grid -> arms, bench/experiment/spec/sweep.py) and the selection they feed:
 generated names, crossing hand-written arms, no-speculation levels, one-line errors naming the
 cell, manifest cells, hashing like hand-written arms, analyze --json's `selection`."""
 
@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 from bench.errors import SpecabError
-from bench.experiment import load_spec, resolve_arm, sweep_cells
-from bench.run import build_manifest
+from bench.experiment import build_manifest, load_spec, resolve_arm, sweep_cells
+from bench.records import Manifest
+from bench.simulate import simulate_frames, simulated_manifest
 from bench.stats import analyze, selection_dropped
-from bench.stats.simulate import simulate_frames, simulated_manifest
 
 HEAD = """
 [experiment]
@@ -112,9 +112,9 @@ def test_manifest_cells_carry_group_cost_and_settings(tmp_path: Path) -> None:
     assert by["nospec-c1"]["cost"][0] == 0 and by["nospec-c1"]["levels"] == {"concurrency": 1}
 
 
-def _sweep_manifest(speed: dict[str, float], looks: list[int] | None = None) -> dict:
+def _sweep_manifest(speed: dict[str, float], looks: list[int] | None = None) -> Manifest:
     arms = dict.fromkeys(speed, 0.0)
-    m = simulated_manifest(arms, boots=looks[-1] if looks else 6, looks=looks)
+    m = simulated_manifest(arms, boots=looks[-1] if looks else 6, looks=looks).to_json()
     cells = []
     for i, a in enumerate(speed):
         k = 0 if a.startswith("nospec") else int(a[1])
@@ -135,7 +135,7 @@ def _sweep_manifest(speed: dict[str, float], looks: list[int] | None = None) -> 
             if k
             else {"speculative": False, "speculative_config": {}}
         )
-    return m
+    return Manifest.model_validate(m)
 
 
 SPEED = {"k1-c1": 1.0, "k2-c1": 1.6, "k4-c1": 1.3, "nospec-c1": 0.7,
@@ -183,7 +183,9 @@ def test_constraints_exclude_configurations() -> None:
         dict.fromkeys(speed, 0.0), boots=5, prompts=20, speed=speed, seed=1
     )
     m = _sweep_manifest(speed)
-    m["sweep"]["min_mean_accepted_length"] = 9.0  # no configuration reaches it
+    assert m.sweep is not None
+    sweep = m.sweep.model_copy(update={"min_mean_accepted_length": 9.0})  # none reaches it
+    m = m.model_copy(update={"sweep": sweep})
     sel = analyze(probes, boots, m, n_resamples=100).selection
     assert sel is not None and sel.groups[0].status == "empty"
     assert all(not c.feasible for c in sel.groups[0].configs)

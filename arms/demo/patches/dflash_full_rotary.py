@@ -1,6 +1,6 @@
 """Code fix for the demo's DFlash drafter: build DFlash attention rope with full-head rotary.
 
-The drafter was trained full-head (bench/demo/_dflash.py rotates all 64 dims) but its
+The drafter was trained full-head (bench/demo/dflash.py rotates all 64 dims) but its
 config.json declares `partial_rotary_factor: 0.25` (seed report 002's checkpoint). vLLM's
 DFlash attention (`qwen3_dflash.DFlashQwen3Attention`) builds its rope from the draft
 config's `rope_parameters`, so it rotates 16 of 64 dims, for the query block and for the

@@ -1,0 +1,81 @@
+"""What one boot of an arm runs: the arm merged over `[server]` (`arms`), the launch plan and
+each member's command (`launch_plan`), checkpoint-config overlays (`overlays`), code patches
+and the proof they applied (`patches`, with `bench/experiment/runtime/`), containers
+(`containers`), the server's environment and what an interpreter's vLLM can do
+(`environment`), how a boot measures its probes (`measurement`), and a selftest's synthetic
+truth (`synthetic`). Nothing here starts a process; `bench.run` does."""
+
+from bench.experiment.launch.arms import ResolvedArm, resolve_arm, speculative_and_concurrency
+from bench.experiment.launch.containers import (
+    ContainerRef,
+    container_name,
+    container_supports_per_request,
+    mount_paths,
+)
+from bench.experiment.launch.environment import (
+    REDACTED,
+    base_env,
+    interpreter_vllm_version,
+    redact_env,
+    supports_per_request_metrics,
+    supports_per_request_timing,
+    vllm_package_dir,
+)
+from bench.experiment.launch.launch_plan import (
+    SERVER_MODULE,
+    LaunchPlan,
+    MemberCommand,
+    check_patches_applied,
+    launch_plan,
+    member_command,
+    render_args,
+)
+from bench.experiment.launch.measurement import Measurement, measurement
+from bench.experiment.launch.overlays import (
+    effective_config,
+    materialize_overlay,
+    merge_patch,
+    mirror_rope_fields,
+)
+from bench.experiment.launch.patches import (
+    RUNTIME_DIR,
+    build_patch_dir,
+    check_patch_report,
+    read_report,
+)
+from bench.experiment.launch.synthetic import synthetic_truth
+
+__all__ = [
+    "REDACTED",
+    "RUNTIME_DIR",
+    "SERVER_MODULE",
+    "ContainerRef",
+    "LaunchPlan",
+    "Measurement",
+    "MemberCommand",
+    "ResolvedArm",
+    "base_env",
+    "build_patch_dir",
+    "check_patch_report",
+    "check_patches_applied",
+    "container_name",
+    "container_supports_per_request",
+    "effective_config",
+    "interpreter_vllm_version",
+    "launch_plan",
+    "materialize_overlay",
+    "measurement",
+    "member_command",
+    "merge_patch",
+    "mirror_rope_fields",
+    "mount_paths",
+    "read_report",
+    "redact_env",
+    "render_args",
+    "resolve_arm",
+    "speculative_and_concurrency",
+    "supports_per_request_metrics",
+    "supports_per_request_timing",
+    "synthetic_truth",
+    "vllm_package_dir",
+]

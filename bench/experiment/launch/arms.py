@@ -1,0 +1,296 @@
+"""Arms: merge each `[[arms]]` entry over `[server]` (what one boot runs: `_launch`).
+
+Merging rules (documented in the README "Arms" section):
+- `args` by flag name ('_' and '-' are the same flag): `true` -> bare `--flag`,
+  `false` / absent value -> the flag is omitted (an arm can remove a server flag),
+  anything else -> `--flag value`. The arm wins.
+- `speculative_config` and `env` by key; the arm wins. An arm's `speculative_config = false`
+  turns speculative decoding off (a no-speculation speed arm; no --speculative-config).
+- `concurrency`: the arm's, else `[probes].concurrency`.
+- `patches`: the server's patches, then the arm's.
+- `target_config` / `draft_config`: JSON merge patches (RFC 7386) on the model's config.json,
+  materialized per boot as overlay directories (see `bench.experiment.launch.overlays`).
+- `python`: the arm's interpreter, else the server's, else the one running specab (in a
+  container: a path inside the image, default `python3`).
+- `container`: the arm's, else the server's (none: the server runs on the host).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.errors import SpecabError
+from bench.experiment.launch.containers import DEFAULT_PYTHON, container_vllm_version
+from bench.experiment.launch.environment import interpreter_vllm_version, redact_env
+from bench.experiment.launch.overlays import effective_config
+from bench.experiment.spec import ArgValue, ContainerSpec, Experiment, resolve_path
+
+# Flags the boot sets itself; an arm that sets them would silently be overridden.
+_RESERVED_FLAGS = {
+    "host": "the boot picks a free loopback port and host itself",
+    "port": "the boot picks a free loopback port and host itself",
+    "model": "set [server].model instead",
+    "speculative-config": "use the speculative_config table instead",
+}
+
+
+# Flags a gang boot sets per member; an arm setting them would break the gang.
+_GANG_FLAGS = ("nnodes", "node-rank", "master-addr", "master-port", "headless")
+
+
+def _flag(name: str) -> str:
+    return name.strip().lstrip("-").replace("_", "-")
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ResolvedArm:
+    """Everything that defines an arm, after merging over [server]."""
+
+    name: str
+    model: str
+    args: dict[str, ArgValue]
+    speculative_config: dict[str, Any]
+    env: dict[str, str]
+    patches: tuple[Path, ...]
+    target_config: dict[str, Any] | None
+    draft_config: dict[str, Any] | None
+    python: str
+    spec_file: str = ""
+    allow_noop_patches: bool = False
+    speculative: bool = True  # False: speculative_config = false (a speed-only arm)
+    concurrency: int = 1  # probes in flight at once in a boot of this arm
+    container: ContainerSpec | None = None  # the server runs in this image
+    nodes: int = 1  # nodes one boot spans ([resources] nodes; >1: a gang boot)
+
+    @property
+    def draft_model(self) -> str | None:
+        m = self.speculative_config.get("model")
+        return str(m) if m is not None else None
+
+    @property
+    def num_speculative_tokens(self) -> int:
+        """As written in speculative_config; 0 when left to the method's default (e.g. MTP's
+        n_predict), which the boot then reads from the server's /metrics."""
+        k = self.speculative_config.get("num_speculative_tokens")
+        return int(k) if isinstance(k, int | float | str) and str(k).isdigit() else 0
+
+    def definition(self) -> dict[str, Any]:
+        """JSON-able definition for the manifest: effective configs, patch sha256s, env
+        with secrets redacted. Hashing it tells whether two arms (or runs) are the same."""
+        return {
+            "name": self.name,
+            "model": self.model,
+            "python": self.python,
+            "vllm_version": self.vllm_version(),
+            "args": dict(sorted(self.args.items())),
+            "speculative_config": self.speculative_config,
+            "env": dict(sorted(redact_env(self.env).items())),
+            "patches": [
+                {
+                    "name": p.stem,
+                    "path": self._rel(p),
+                    "sha256": _file_sha256(p) if p.is_file() else None,
+                }
+                for p in self.patches
+            ],
+            "target_config": self.target_config,
+            "draft_config": self.draft_config,
+            "effective_target_config": _maybe_effective(self.model, self.target_config),
+            "effective_draft_config": _maybe_effective(self.draft_model, self.draft_config),
+            **({"allow_noop_patches": True} if self.allow_noop_patches else {}),
+            # Only when set: definitions (and hashes) of existing arms stay as they were.
+            **({"speculative": False} if not self.speculative else {}),
+            **({"concurrency": self.concurrency} if self.concurrency != 1 else {}),
+            # Only when set: definitions (and hashes) of host, single-node arms are unchanged.
+            **({"container": self.container.model_dump()} if self.container else {}),
+            **({"nodes": self.nodes} if self.nodes > 1 else {}),
+        }
+
+    def vllm_version(self) -> str | None:
+        """The vLLM version this arm's server would run (read inside the image when the arm
+        runs in a container)."""
+        if self.container is not None:
+            return container_vllm_version(self.container, self.python)
+        return interpreter_vllm_version(self.python)
+
+    def _rel(self, p: Path) -> str:
+        """Relative to the experiment file when below it: hashes stay checkout-independent."""
+        base = Path(self.spec_file).resolve().parent if self.spec_file else None
+        return os.path.relpath(p, base) if base and p.is_relative_to(base) else str(p)
+
+    def definition_sha256(self) -> str:
+        """Hash of everything but the name: two arms that run the same thing hash alike
+        (an A/A control), two that differ anywhere do not."""
+        body = {k: v for k, v in self.definition().items() if k != "name"}
+        blob = json.dumps(body, sort_keys=True, default=str).encode()
+        return hashlib.sha256(blob).hexdigest()
+
+
+def _maybe_effective(model: str | None, patch: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The overlaid config.json when the model dir is readable here, else None."""
+    if patch is None or model is None or not (Path(model) / "config.json").is_file():
+        return None
+    return effective_config(Path(model), patch)
+
+
+def _model_path(spec_file: Path, value: str) -> str:
+    """A model written as a relative path resolves against the experiment file when it exists;
+    anything else (an absolute path, a hub name) is kept as written."""
+    p = resolve_path(spec_file, value)
+    return str(p) if p.exists() else value
+
+
+def _interpreter(spec_file: Path, value: str | None, *, container: bool = False) -> str:
+    if container:  # a path inside the image, as written
+        return value or DEFAULT_PYTHON
+    if not value:
+        return sys.executable
+    if os.sep in value or value.startswith("."):
+        # Not .resolve(): a venv's python is a symlink and must stay inside its venv.
+        return os.path.abspath(resolve_path(spec_file, value))
+    return value
+
+
+def _merged_args(spec: Experiment, spec_file: Path, name: str) -> dict[str, ArgValue]:
+    """[server].args, then the arm's, by flag name; flags the boot owns are refused."""
+    args: dict[str, ArgValue] = {}
+    sources = (("server.args", spec.server.args), (f"arms({name}).args", spec.arm(name).args))
+    for where, arg_src in sources:
+        for key, value in arg_src.items():
+            flag = _flag(key)
+            if flag in _RESERVED_FLAGS:
+                raise SpecabError(
+                    f"flag {flag!r} cannot be set here",
+                    file=spec_file,
+                    field=f"{where}.{key}",
+                    fix=f"remove it; {_RESERVED_FLAGS[flag]}",
+                )
+            args[flag] = value
+    return args
+
+
+def _patch_files(spec: Experiment, spec_file: Path, name: str) -> tuple[Path, ...]:
+    """The server's patches, then the arm's: existing .py files with distinct stems."""
+    patches: list[Path] = []
+    sources = (
+        ("server.patches", spec.server.patches),
+        (f"arms({name}).patches", spec.arm(name).patches),
+    )
+    for where, src in sources:
+        for i, value in enumerate(src):
+            p = resolve_path(spec_file, value)
+            if p.suffix != ".py":
+                problem, fix = "a patch must be a Python file (.py)", "point at a .py patch module"
+            elif not p.is_file():
+                problem = f"patch file {p} not found"
+                fix = "correct the path (relative to the experiment file)"
+            else:
+                patches.append(p)
+                continue
+            raise SpecabError(problem, file=spec_file, field=f"{where}[{i}]", fix=fix)
+    stems = [p.stem for p in patches]
+    dup = sorted({s for s in stems if stems.count(s) > 1})
+    if dup:
+        raise SpecabError(
+            f"two patches share the name {dup[0]!r} (patches are named by file stem)",
+            file=spec_file,
+            field=f"arms({name}).patches",
+            fix="rename one of the patch files or list it once",
+        )
+    return tuple(patches)
+
+
+def speculative_and_concurrency(spec: Experiment, name: str) -> tuple[bool, int]:
+    """Whether arm `name` speculates, and its probes in flight at once (the merge rules of
+    `resolve_arm`, without touching any file: for records of attempts that never resolved)."""
+    arm = spec.arm(name)
+    return arm.speculative_config is not False, arm.concurrency or spec.probes.concurrency
+
+
+def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedArm:
+    """Merge arm `name` over [server] (rules in the module docstring)."""
+    spec_file = Path(spec_file)
+    arm = spec.arm(name)
+    srv = spec.server
+    own = arm.speculative_config
+    speculative, concurrency = speculative_and_concurrency(spec, name)
+    spec_cfg = {**srv.speculative_config, **own} if own is not False else {}
+    if isinstance(spec_cfg.get("model"), str):
+        spec_cfg["model"] = _model_path(spec_file, spec_cfg["model"])
+    if arm.draft_config is not None and not isinstance(spec_cfg.get("model"), str):
+        raise SpecabError(
+            "draft_config needs a draft model"
+            + ("" if speculative else " (this arm has speculative_config = false)"),
+            file=spec_file,
+            field=f"arms({name}).draft_config",
+            fix='set speculative_config.model = "path/to/draft" in [server] or the arm'
+            if speculative
+            else "remove draft_config from the no-speculation arm",
+        )
+    container = arm.container or srv.container
+    resolved = ResolvedArm(
+        name=name,
+        model=_model_path(spec_file, srv.model),
+        args=_merged_args(spec, spec_file, name),
+        speculative_config=spec_cfg,
+        env={**srv.env, **arm.env},
+        patches=_patch_files(spec, spec_file, name),
+        target_config=arm.target_config,
+        draft_config=arm.draft_config,
+        python=_interpreter(spec_file, arm.python or srv.python, container=container is not None),
+        spec_file=str(spec_file),
+        allow_noop_patches=(
+            srv.allow_noop_patches if arm.allow_noop_patches is None else arm.allow_noop_patches
+        ),
+        speculative=speculative,
+        concurrency=concurrency,
+        container=container,
+        nodes=spec.resources.nodes,
+    )
+    _check_gang(resolved)
+    return resolved
+
+
+def _check_gang(arm: ResolvedArm) -> None:
+    """A gang boot's world size must split evenly over its nodes; its flags are specab's."""
+    if arm.nodes < 2:
+        return
+    where = f"arms({arm.name}).args"
+    for flag in _GANG_FLAGS:
+        if flag in arm.args:
+            raise SpecabError(
+                f"flag {flag!r} is set by specab for gang boots",
+                file=arm.spec_file or None,
+                field=where,
+                fix="remove it; [resources] nodes chooses the gang",
+            )
+    backend = arm.args.get("distributed-executor-backend")
+    if backend not in (None, False, "mp"):
+        raise SpecabError(
+            f"a gang boot runs vLLM's mp backend across nodes, not {backend!r}",
+            file=arm.spec_file or None,
+            field=f"{where}.distributed-executor-backend",
+            fix="remove the flag (specab passes --distributed-executor-backend mp)",
+        )
+    world = 1
+    for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
+        value = arm.args.get(flag)
+        world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
+    if world % arm.nodes:
+        raise SpecabError(
+            f"[resources] nodes = {arm.nodes} must divide the server's world size "
+            f"(tensor x pipeline parallel = {world})",
+            file=arm.spec_file or None,
+            field=f"{where}.tensor-parallel-size",
+            fix=f"set tensor-parallel-size = {arm.nodes} (one rank per node) or a multiple",
+        )

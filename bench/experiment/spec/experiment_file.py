@@ -1,0 +1,285 @@
+"""The experiment file (TOML) as pydantic v2 models, and its loader.
+
+Paths inside the file are relative to the file's own directory; `load_spec` resolves them.
+Every validation problem becomes one `SpecabError` line naming file, field path and fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tomllib
+from itertools import pairwise
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bench.errors import SpecabError
+from bench.experiment.spec.error_lines import FIXES, UNION_TAGS, render_loc
+from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
+from bench.experiment.spec.probes_section import ProbesSection
+from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
+from bench.experiment.spec.sweep import SweepSection, expand_sweep
+
+ArgValue = str | int | float | bool | None
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
+class _Model(BaseModel):
+    # strict: a TOML string is never silently coerced to a number ("3" is an error)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class ExperimentSection(_Model):
+    name: Annotated[str, Field(pattern=NAME_RE)] = Field(
+        description="Experiment name; results go to results/<name>/."
+    )
+    boots_per_arm: int = Field(3, ge=1, description="Server boots per arm (the replication unit).")
+    seed: int = Field(0, description="Seed for block shuffling and per-boot engine seeds.")
+    baseline: str | None = Field(
+        None, description="Arm every other arm is compared with; default: the first arm."
+    )
+    alpha: float = Field(0.05, gt=0, lt=0.5, description="Two-sided significance level.")
+    margins: Margins = Field(default_factory=Margins, description="Pre-registered margins.")
+    primary_metrics: PrimaryMetrics = Field(
+        default_factory=lambda: list(PRIMARY_DEFAULT),
+        description="Metrics in the primary Holm family (verdicts, --fail-on, sequential "
+        "looks); every other metric is secondary (its own Holm family across arms). "
+        'Add "output_tokens_per_s" to make speed primary.',
+    )
+    max_attempts: int = Field(3, ge=1, description="Attempts per boot before it counts as lost.")
+    max_failures_per_arm: int = Field(
+        4, ge=0, description="Failed attempts an arm may accumulate before the run stops."
+    )
+    looks: list[int] | None = Field(
+        None,
+        description="Planned sequential looks (boots per arm, increasing, each >= 2), e.g. "
+        "[3, 6, 10]: run-ab stops early when a look decides every comparison. boots_per_arm "
+        "then defaults to, and must equal, the last look.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _boots_default_to_last_look(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "boots_per_arm" not in data:
+            looks = data.get("looks")
+            if isinstance(looks, list) and looks and isinstance(looks[-1], int):
+                return {**data, "boots_per_arm": looks[-1]}
+        return data
+
+    @model_validator(mode="after")
+    def _looks_fit_boots(self) -> ExperimentSection:
+        lk = self.looks
+        if lk is None:
+            return self
+        if not lk or lk[0] < 2 or any(b <= a for a, b in pairwise(lk)):
+            raise ValueError(
+                f"looks {lk} must be strictly increasing boot counts >= 2; write e.g. "
+                "looks = [3, 6, 10]"
+            )
+        if lk[-1] != self.boots_per_arm:
+            raise ValueError(
+                f"boots_per_arm = {self.boots_per_arm} must equal the last look ({lk[-1]}); "
+                f"set boots_per_arm = {lk[-1]} or omit it"
+            )
+        return self
+
+
+class ServerSection(_Model):
+    model: str = Field(description="Target model directory (or name for a GPU node with a cache).")
+    args: dict[str, ArgValue] = Field(
+        default_factory=dict,
+        description="CLI flags by name without '--': true = bare flag, false/None = omitted.",
+    )
+    speculative_config: dict[str, Any] = Field(
+        default_factory=dict, description="vLLM --speculative-config object (merged by key)."
+    )
+    env: dict[str, str] = Field(default_factory=dict, description="Extra server environment.")
+    patches: list[str] = Field(
+        default_factory=list, description="Patch modules (.py) run in every server process."
+    )
+    allow_noop_patches: bool = Field(
+        False,
+        description="Boot even when a patch reports it changed nothing in this build "
+        "(report_applied(..., changed=False)); by default such a boot fails, naming the patch.",
+    )
+    python: str | None = Field(
+        None,
+        description="Interpreter that runs the server; default: the one running specab (in a "
+        "container: the image's python3).",
+    )
+    host: str = Field("127.0.0.1", description="Bind address; keep loopback unless required.")
+    ready_timeout_s: float = Field(600.0, gt=0, description="Deadline for /health after start.")
+    stop_grace_s: float = Field(10.0, ge=0, description="SIGTERM grace before SIGKILL.")
+    per_boot_seed: bool = Field(
+        True, description="Give every boot its own engine --seed (GPU boots are not bit-stable)."
+    )
+    container: ContainerSpec | None = Field(
+        None, description="Run the server in this container image (arms may set their own)."
+    )
+    pre_boot: list[str] = Field(
+        default_factory=list,
+        description="Shell commands run on each node of the boot (host side) before its server "
+        "starts, e.g. dropping the page cache; one that fails fails the attempt with its output.",
+    )
+    min_free_memory_gb: float | None = Field(
+        None,
+        gt=0,
+        description="Wait (up to memory_wait_s) until the node's MemAvailable reaches this "
+        "many GiB before starting; the attempt fails otherwise (unified-memory nodes).",
+    )
+    memory_wait_s: float = Field(
+        300.0, gt=0, description="Deadline for min_free_memory_gb (and for each pre_boot command)."
+    )
+
+
+class ArmSpec(_Model):
+    name: Annotated[str, Field(pattern=NAME_RE)] = Field(description="Arm name.")
+    description: str = Field("", description="Free text shown in reports.")
+    args: dict[str, ArgValue] = Field(default_factory=dict, description="Flags merged by name.")
+    env: dict[str, str] = Field(default_factory=dict, description="Env merged by key.")
+    speculative_config: dict[str, Any] | Literal[False] = Field(
+        default_factory=dict,
+        description="Merged into [server].speculative_config by key; false turns speculative "
+        "decoding off (a no-speculation speed arm: no acceptance, speed only).",
+    )
+    concurrency: int | None = Field(
+        None, ge=1, description="Probes in flight at once for this arm; default [probes]."
+    )
+    patches: list[str] = Field(default_factory=list, description="Extra patch modules.")
+    allow_noop_patches: bool | None = Field(
+        None,
+        description="Boot even when a patch reports it changed nothing in this build; "
+        "default: [server].allow_noop_patches.",
+    )
+    target_config: dict[str, Any] | None = Field(
+        None, description="JSON merge patch (RFC 7386) on the target's config.json."
+    )
+    draft_config: dict[str, Any] | None = Field(
+        None, description="JSON merge patch (RFC 7386) on the draft's config.json."
+    )
+    python: str | None = Field(None, description="Interpreter (venv) for this arm's server.")
+    container: ContainerSpec | None = Field(
+        None, description="Container image for this arm's server (replaces [server].container)."
+    )
+
+    @field_validator("speculative_config", mode="before")
+    @classmethod
+    def _table_or_false(cls, v: Any) -> Any:
+        if isinstance(v, dict) or v is False:
+            return v
+        raise ValueError(
+            f"speculative_config = {json.dumps(v, default=str)} is neither a table nor "
+            "false; write a table, e.g. { num_speculative_tokens = 3 }, or false for an arm "
+            "without speculation"
+        )
+
+
+class Experiment(_Model):
+    experiment: ExperimentSection = Field(description="Name, replication and verdict settings.")
+    server: ServerSection = Field(description="The server every arm starts from.")
+    probes: ProbesSection = Field(description="Probe sets and sampling.")
+    resources: ResourcesSection = Field(
+        default_factory=ResourcesSection, description="Per-boot Ray resources."
+    )
+    arms: list[ArmSpec] = Field(min_length=1, description="The arms; each differs from [server].")
+    sweep: SweepSection | None = Field(
+        None,
+        description="A grid over arm fields that generates the arms (crossing any hand-written "
+        "ones) and the selection of the best configuration (docs/statistics.md, Selection).",
+    )
+
+    @field_validator("arms")
+    @classmethod
+    def _unique_arms(cls, arms: list[ArmSpec]) -> list[ArmSpec]:
+        names = [a.name for a in arms]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"duplicate arm name(s) {dup}; give every arm its own name")
+        return arms
+
+    @model_validator(mode="after")
+    def _baseline_exists(self) -> Experiment:
+        base = self.experiment.baseline
+        if base is not None and base not in {a.name for a in self.arms}:
+            names = ", ".join(a.name for a in self.arms)
+            raise ValueError(f"baseline {base!r} is not an arm; choose one of: {names}")
+        return self
+
+    @property
+    def baseline(self) -> str:
+        return self.experiment.baseline or self.arms[0].name
+
+    def arm(self, name: str) -> ArmSpec:
+        for a in self.arms:
+            if a.name == name:
+                return a
+        names = ", ".join(a.name for a in self.arms)
+        raise SpecabError(f"no arm named {name!r}", field="--arm", fix=f"use one of: {names}")
+
+    def sha256(self) -> str:
+        return hashlib.sha256(
+            json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
+        ).hexdigest()
+
+
+def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
+    """Validate a parsed TOML document; raise SpecabError for the first problem."""
+    data = expand_sweep(data, file)
+    try:
+        return Experiment.model_validate(data)
+    except ValidationError as exc:
+        # Unknown fields first: a misspelt table explains the "missing" one it replaced.
+        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+        err = errors[0]
+        raw_loc = tuple(err["loc"])
+        union = bool(raw_loc) and str(raw_loc[-1]) in UNION_TAGS
+        if union:
+            raw_loc = raw_loc[:-1]
+            errors = [e for e in errors if tuple(e["loc"])[:-1] != raw_loc] + [err]
+        loc = render_loc(raw_loc, data) or (
+            "experiment.baseline"
+            if err["msg"].startswith("Value error, baseline")
+            else "(top level)"
+        )
+        msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
+        fix = FIXES.get(err["type"], "correct the value")
+        if union:
+            msg = "a flag value must be a string, number or boolean"
+            fix = 'write e.g. 1024, "auto" or true (false removes the flag)'
+        if err["type"] == "value_error":
+            msg, _, fix = msg.partition("; ") if "; " in msg else (msg, "", fix)
+        extra = f" ({len(errors) - 1} more problem(s) after this one)" if len(errors) > 1 else ""
+        raise SpecabError(msg + extra, file=file, field=loc, fix=fix) from None
+
+
+def load_spec(path: str | Path) -> Experiment:
+    """Read, parse and validate an experiment file; paths stay as written (`resolve_path`)."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecabError("experiment file not found", file=p, fix="pass the path of a .toml file")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SpecabError(
+            f"not valid TOML ({exc})", file=p, fix="correct the TOML syntax"
+        ) from None
+    except UnicodeDecodeError:
+        raise SpecabError("not UTF-8 text", file=p, fix="save the file as UTF-8") from None
+    return parse_spec(data, p)
+
+
+def resolve_path(spec_file: str | Path, value: str) -> Path:
+    """Resolve a path written in an experiment file relative to that file's directory."""
+    v = Path(value).expanduser()
+    return v if v.is_absolute() else (Path(spec_file).resolve().parent / v)
+
+
+def json_schema() -> dict[str, Any]:
+    """JSON schema of the experiment file, for editors (taplo, VS Code Even Better TOML)."""
+    schema = Experiment.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "specab experiment file"
+    return schema

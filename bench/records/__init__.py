@@ -1,0 +1,64 @@
+"""The results contract (DESIGN.md, schema_version 1) as typed records: one row per boot
+attempt and per measured probe with the Parquet schemas they are stored in (`boots_and_probes`), the
+manifest (`manifest`) and a gate's stored reference (`reference`). Everyone's vocabulary:
+every package reads and builds these, none of them computes anything."""
+
+from bench.records.boots_and_probes import (
+    ALL_METRICS,
+    BOOT_SCHEMA,
+    DEFAULT_MARGINS,
+    METRICS,
+    PROBE_OPTIONAL,
+    PROBE_SCHEMA,
+    SCHEMA_VERSION,
+    SPEED_METRIC,
+    AcceptanceSource,
+    BootRecord,
+    FailedPhase,
+    ProbeRecord,
+    boot_file_stem,
+)
+from bench.records.manifest import (
+    Manifest,
+    ManifestArm,
+    ManifestProbeSet,
+    ManifestSpec,
+    ManifestSweep,
+    SpecExperiment,
+    SweepCell,
+)
+from bench.records.reference import (
+    REFERENCE_VERSION,
+    Machine,
+    Reference,
+    ReferenceArm,
+    ReferenceBoot,
+)
+
+__all__ = [
+    "ALL_METRICS",
+    "BOOT_SCHEMA",
+    "DEFAULT_MARGINS",
+    "METRICS",
+    "PROBE_OPTIONAL",
+    "PROBE_SCHEMA",
+    "REFERENCE_VERSION",
+    "SCHEMA_VERSION",
+    "SPEED_METRIC",
+    "AcceptanceSource",
+    "BootRecord",
+    "FailedPhase",
+    "Machine",
+    "Manifest",
+    "ManifestArm",
+    "ManifestProbeSet",
+    "ManifestSpec",
+    "ManifestSweep",
+    "ProbeRecord",
+    "Reference",
+    "ReferenceArm",
+    "ReferenceBoot",
+    "SpecExperiment",
+    "SweepCell",
+    "boot_file_stem",
+]  # fmt: skip

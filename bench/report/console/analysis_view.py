@@ -1,0 +1,244 @@
+"""What `specab analyze` and `specab plan` print for people (rich tables); the numbers come
+from `bench.stats`, the verdict table from `bench.report`."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from bench.records import SPEED_METRIC
+from bench.report.figures import METRIC_SHORT as METRIC_LABEL
+from bench.report.tables import draft_length_table, render_selection, verdict_interval
+from bench.stats import Analysis, Comparison, MetricEstimate, Plan, SplitCheck
+
+
+def _ci(est: float | None, lo: float | None, hi: float | None, digits: int = 4) -> str:
+    if est is None:
+        return "-"
+    if lo is None or hi is None:
+        return f"{est:.{digits}f} [n/a]"
+    return f"{est:.{digits}f} [{lo:.{digits}f}, {hi:.{digits}f}]"
+
+
+def _m(m: MetricEstimate, digits: int = 4) -> str:
+    return _ci(m.estimate, m.ci_low, m.ci_high, digits)
+
+
+def _diff(c: Comparison) -> str:
+    """difference [raw CI]: metric units, or percent for a relative (speed) comparison."""
+    if c.scale == "relative":
+        return f"{_pct(c.difference)} [{_pct(c.ci_low)}, {_pct(c.ci_high)}]"
+    return _ci(c.difference, c.ci_low, c.ci_high)
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:+.1f} %"
+
+
+def _num(x: float | None, spec: str = ".3g") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def render_analysis(result: Analysis, out: Console) -> None:
+    """The human view of an analysis: arms, comparisons with why, notes."""
+    m = result.margins
+    out.print(
+        f"[bold]{result.experiment}[/bold]  baseline: {result.baseline}  alpha: "
+        f"{result.alpha}  margins: pos0 ±{m['acceptance_pos0']}, mean length "
+        f"±{m['mean_accepted_length']}, tokens/s ±{100 * m[SPEED_METRIC]:g} %  primary: "
+        f"{', '.join(METRIC_LABEL.get(x, x) for x in result.primary_metrics)}"
+    )
+    arms = Table(title="Arms (ratio of sums over ok boots; t interval over boots)")
+    cols = ("arm", "boots", "failed", "B_eff", "pos0", "sd", "mean length", "sd", "tokens/s", "sd")
+    for col in cols:
+        right = col in ("boots", "failed", "B_eff")  # fold, never cut, on a narrow terminal
+        arms.add_column(col, justify="right" if right else "left", overflow="fold")
+    for a in result.arms:
+        p0, ml = a.metrics["acceptance_pos0"], a.metrics["mean_accepted_length"]
+        sp = a.metrics[SPEED_METRIC]
+        accept = (
+            [_m(p0), _num(p0.between_boot_sd, ".4f"), _m(ml), _num(ml.between_boot_sd, ".4f")]
+            if a.speculative
+            else ["no speculation", "", "", ""]
+        )
+        arms.add_row(
+            a.arm,
+            str(a.boots),
+            str(a.failed_boots),
+            _num(a.effective_boots, ".1f"),
+            *accept,
+            _m(sp, 1),
+            _num(sp.between_boot_sd, ".1f"),
+        )
+    out.print(arms)
+    comps = Table(title="Each arm vs baseline (Welch on boot values; Holm within each family)")
+    for col in ("arm", "metric", "family", "difference [raw CI]", "verdict interval", "p"):
+        comps.add_column(escape(col), overflow="fold")  # "[raw CI]" is not rich markup
+    comps.add_column("p Holm", overflow="fold")
+    comps.add_column("verdict", overflow="fold")
+    for c in result.comparisons:
+        comps.add_row(
+            f"{c.arm} vs {c.baseline}",
+            METRIC_LABEL.get(c.metric, c.metric),
+            c.family,
+            _diff(c),
+            verdict_interval(c),
+            _num(c.p_value),
+            _num(c.p_adjusted),
+            c.verdict,
+        )
+    out.print(comps)
+    for c in result.comparisons:
+        out.print(f"- {c.arm} {METRIC_LABEL.get(c.metric, c.metric)}: {c.verdict}: {c.why}")
+        extra = []
+        if c.permutation_p is not None:
+            extra.append(
+                f"permutation p {c.permutation_p:.3g} (min attainable {c.permutation_min_p:.3g})"
+            )
+        lo, hi = c.new_prompts_ci or (None, None)
+        if lo is not None and hi is not None:
+            extra.append(f"on new prompts [{lo:+.4f}, {hi:+.4f}]")
+        if extra:
+            out.print("    " + "; ".join(extra))
+    drafting = draft_length_table(result)
+    if len(drafting):
+        table = Table(title="Draft lengths vary: acceptance per position, two definitions")
+        for col in drafting.columns:
+            table.add_column(escape(str(col)), overflow="fold")
+        for row in drafting.itertuples(index=False):
+            table.add_row(*(str(x) for x in row))
+        out.print(table)
+    for s in result.speedups:
+        out.print(
+            f"speedup {s.arm} over {s.reference} (no speculation, concurrency {s.concurrency}): "
+            f"{_ci(s.speedup, s.ci_low, s.ci_high, 3)}x (raw {1 - result.alpha:.0%} interval)"
+        )
+    _render_peer_lengths(result, out)
+    for d in result.drift:
+        fmt = (lambda v: f"{100 * v:+.1f} %") if d.scale == "relative" else (lambda v: f"{v:+.4f}")
+        ci = f"[{fmt(d.ci_low)}, {fmt(d.ci_high)}]" if d.ci_low is not None else "(1 boot)"
+        out.print(
+            f"drift {d.arm} {METRIC_LABEL.get(d.metric, d.metric)} pass {d.first_pass} -> "
+            f"{d.last_pass}: {fmt(d.change)} {ci} over {d.boots} boot(s): {d.verdict}",
+            markup=False,
+        )
+    if result.breakdown is not None:
+        _render_breakdown(result, out)
+    if result.hosts is not None:
+        _render_hosts(result, out)
+    if result.selection is not None:
+        render_selection(result.selection, out)
+    if result.sequential:
+        out.print(
+            f"sequential: [bold]{result.sequential.action}[/bold]: {result.sequential.reason}"
+        )
+    for note in result.notes:
+        out.print(f"note: {note}", markup=False)
+
+
+def _render_hosts(result: Analysis, out: Console) -> None:
+    h = result.hosts
+    if h is None:
+        return
+    table = Table(title="Ok boots per host (arms x hosts)")
+    for col in ("arm", *h.hosts, "compared"):
+        table.add_column(col, overflow="fold")
+    for arm, counts in h.boots.items():
+        how = (
+            "within hosts"
+            if arm in h.adjusted
+            else "confounded: no claim"
+            if arm in h.confounded
+            else "baseline"
+            if arm == result.baseline
+            else "plain (balanced)"
+        )
+        table.add_row(arm, *(str(counts.get(x, 0)) for x in h.hosts), how)
+    out.print(table)
+    effect = ", ".join(
+        f"{METRIC_LABEL.get(m, m)} p={p:.3g}" for m, p in h.host_effect_p.items() if p is not None
+    )
+    if effect:
+        out.print(f"host effect (boot value = arm + host, F-test): {effect}", markup=False)
+
+
+def _render_peer_lengths(result: Analysis, out: Console) -> None:
+    """Mean accepted length as the tools users compare against define it (same requests)."""
+    rows = [(a.arm, a.peer_lengths) for a in result.arms if a.peer_lengths is not None]
+    if not rows:
+        return
+    t = Table(title="Mean accepted length as other tools define it (same requests; see docs)")
+    for col in ("arm", "specab = vLLM /metrics", "mean over requests", "token-weighted", "n"):
+        t.add_column(col, overflow="fold")
+    for arm, p in rows:
+        t.add_row(
+            arm,
+            _num(p.vllm_metrics, ".4f"),
+            _num(p.request_mean, ".4f"),
+            _num(p.token_weighted, ".4f"),
+            str(p.requests),
+        )
+    out.print(t)
+
+
+def _render_breakdown(result: Analysis, out: Console) -> None:
+    b = result.breakdown
+    assert b is not None
+    table = Table(title=f"By {b.by} (secondary; Holm within each group only)")
+    for col in ("group", "probes", "arm", "metric", "estimate [CI]", "vs baseline", "verdict"):
+        table.add_column(escape(col), overflow="fold")
+    for g in b.groups:
+        for a in g.arms:
+            for metric, m in a.metrics.items():
+                if m.estimate is None:
+                    continue
+                c = next((c for c in g.comparisons if c.arm == a.arm and c.metric == metric), None)
+                table.add_row(
+                    g.group,
+                    str(g.probes),
+                    a.arm,
+                    METRIC_LABEL.get(metric, metric),
+                    _m(m, 1 if metric == SPEED_METRIC else 4),
+                    _diff(c) if c is not None else "baseline" if a.arm == result.baseline else "",
+                    c.verdict if c is not None else "",
+                )
+    out.print(table)
+    out.print(f"note: {b.note}", markup=False)
+
+
+def render_split(split: SplitCheck, out: Console) -> None:
+    rates = ", ".join(f"{METRIC_LABEL.get(m, m)} {r:.1%}" for m, r in split.claimed_rate.items())
+    out.print(
+        f"split-arm {split.arm} ({split.boots} boots, {split.splits} splits"
+        f"{'' if split.exhaustive else ', sampled'}): a primary difference was claimed in "
+        f"{split.any_claimed_rate:.1%} of splits ({rates}); alpha {split.alpha}"
+    )
+    out.print(f"note: {split.note}", markup=False)
+
+
+def render_plan(p: Plan, out: Console) -> None:
+    out.print(
+        f"[bold]{METRIC_LABEL[p.metric]}[/bold]: effect {p.effect} at {p.power:.0%} "
+        f"power, alpha {p.alpha}; pooled between-boot SD {_num(p.between_boot_sd, '.4g')} "
+        f"(measured boots per arm: {p.boots_measured})"
+    )
+    n = p.boots_per_arm
+    out.print(
+        f"boots per arm: {n if n is not None else 'n/a'} "
+        f"(at {p.prompts_per_boot_now} prompts per boot)"
+    )
+    if p.prompts_per_boot is not None:
+        out.print(
+            f"prompts per boot (Kalibera & Jones, boot {p.boot_cost_s:.1f} s, prompt "
+            f"{p.prompt_cost_s:.3f} s): {p.prompts_per_boot}; then boots per arm: "
+            f"{_num(p.boots_per_arm_at_optimum, 'd')}"
+        )
+        now, opt = p.seconds_per_arm_now, p.seconds_per_arm_at_optimum
+        if now is not None and opt is not None:
+            out.print(
+                f"machine time per arm: {now / 60:.1f} min now vs {opt / 60:.1f} min at the "
+                "optimum allocation"
+            )
+    if p.note:
+        out.print(f"note: {p.note}", markup=False)

@@ -1,0 +1,122 @@
+"""What `specab run-ab` prints when it ends: per-node counts, the verdict table, each arm's
+tokens/s with its interval and speed verdict beside the acceptance verdicts, the report.
+
+The analysis runs once and feeds both the printed verdict table and the report. When the
+analysis refuses the data (e.g. a boot without drafts), per-arm pooled numbers are printed
+instead, labelled as *not a verdict*: pooled ratios carry no between-boot uncertainty.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from bench.errors import SpecabError
+from bench.report.render import analyze_results, write_report
+from bench.report.tables import arm_summary, render_selection, verdict_table
+from bench.stats import Analysis, pooled_ratios
+from bench.store import load_results
+
+
+def table_console(*, stderr: bool = False) -> Console:
+    """A console for verdict tables: rich falls back to 80 columns when output is not a
+    terminal (a CI log, `| tee`), which cuts metric names and intervals; use 132 there."""
+    width = None if Console(stderr=stderr).is_terminal else 132
+    return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
+
+
+def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
+    table = Table(title=title, title_justify="left")
+    for col in df.columns:
+        # "[raw 95% CI]" is not rich markup; fold, never cut, on a narrow terminal
+        table.add_column(escape(str(col)), overflow="fold")
+    for _, r in df.iterrows():
+        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else escape(str(v)) for v in r.tolist()])
+    console.print(table)
+
+
+def _print_verdicts(console: Console, analysis: Analysis) -> None:
+    table = verdict_table(analysis)
+    if table.empty:
+        console.print("no comparison: only one arm has results", markup=False)
+        return
+    drop = ("why", "method", "margin", "p (raw / Holm)")
+    cols = [c for c in table.columns if c not in drop]
+    _print_df(console, table[cols], "verdict (boot-level statistics)")
+    for arm, metric, why in zip(table["arm"], table["metric"], table["why"], strict=True):
+        if why:
+            console.print(f"  {arm} {metric}: {why}", markup=False, highlight=False)
+    _print_df(console, arm_summary(analysis), "per arm: acceptance verdicts and speed")
+
+
+def _balance_line(analysis: Analysis) -> str | None:
+    """Whether the dispatcher kept every arm's share of boots per host equal (over every ok
+    boot of the directory); where it could not, what the analysis does about it."""
+    hosts = analysis.hosts
+    if hosts is None:
+        return None
+    if hosts.balanced:
+        return "balanced: every arm has the same share of its ok boots on each host"
+    shares = "; ".join(
+        f"{arm} " + ", ".join(f"{h} {n}" for h, n in sorted(per.items()))
+        for arm, per in hosts.boots.items()
+    )
+    line = (
+        "NOT balanced across hosts (a node left, failed boots were retried elsewhere, or "
+        f"nodes differ in slots): {shares}."
+    )
+    if hosts.adjusted:
+        line += f" {', '.join(hosts.adjusted)}: compared within hosts."
+    if hosts.confounded:
+        line += f" {', '.join(hosts.confounded)}: on hosts disjoint from the baseline's, no claim."
+    return line + " `specab analyze DIR` shows the arms x hosts table and the host-effect test."
+
+
+def print_end(
+    root: Path, console: Console, *, per_node: dict[str, dict[str, int]], report: bool
+) -> Path | None:
+    """Print the end-of-run tables; render the report if asked. Returns the report path."""
+    results = load_results(root)
+    analysis: Analysis | None = None
+    failure: SpecabError | None = None
+    if not results.ok_boots().empty:
+        try:
+            analysis = analyze_results(results)
+        except SpecabError as exc:
+            failure = exc
+    if len(per_node) > 1:
+        arms = results.arms()
+        df = pd.DataFrame(
+            [
+                {"node": n, **{a: int(c.get(a, 0)) for a in arms}}
+                for n, c in sorted(per_node.items())
+            ]
+        )
+        _print_df(console, df, "ok boots per node (this run)")
+    line = _balance_line(analysis) if analysis is not None else None
+    if line:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    if results.ok_boots().empty:
+        console.print("no ok boots yet: nothing to analyze")
+        return None
+    if analysis is None:
+        assert failure is not None
+        console.print(f"no verdict: {failure.one_line()}", markup=False)
+        _print_df(
+            console,
+            pooled_ratios(results.ok_boots(), results.arms()),
+            "per-arm pooled numbers — NOT A VERDICT (no between-boot uncertainty)",
+        )
+        return None
+    _print_verdicts(console, analysis)
+    if analysis.selection is not None:
+        render_selection(analysis.selection, console)
+    if not report:
+        return None
+    page = write_report(results, analysis)
+    console.print(f"report {page}", markup=False, highlight=False)
+    return page

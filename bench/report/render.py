@@ -1,0 +1,221 @@
+"""`specab report DIR`: DIR/report/ with report.md, a self-contained report.html and the PNGs.
+
+Rendered only from what `store.load_results` reads and `stats.analyze` computes, so any
+results directory can be re-rendered later. Everything is rendered in memory first and then
+written file by file atomically: a failure leaves no half-written report.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from bench.report.figures import (
+    CAPTIONS,
+    plot_accepted_length,
+    plot_boot_strip,
+    plot_categories,
+    plot_drift,
+    plot_forest,
+    plot_output_identity,
+    plot_positions,
+    plot_selection,
+    plot_speed,
+    plot_timing,
+    plot_variance,
+)
+from bench.report.sections import Section, sections
+from bench.report.tables import output_identity, probe_temperature, variance_table, verdict_table
+from bench.stats import Analysis, analyze
+from bench.store import Results, atomic_write_bytes, load_results
+
+
+@dataclass(frozen=True)
+class ReportFigure:
+    """One rendered figure: file stem, heading, one-line caption and PNG bytes."""
+
+    stem: str
+    title: str
+    caption: str
+    png: bytes
+
+
+def figure_png(fig: Figure) -> bytes:
+    """PNG bytes of a figure via the Agg canvas (no pyplot, no file)."""
+    buf = io.BytesIO()
+    FigureCanvasAgg(fig).print_png(buf)
+    return buf.getvalue()
+
+
+def analyze_results(results: Results, **analyze_options: Any) -> Analysis:
+    """The analysis of loaded results (options as `bench.stats.analyze`)."""
+    opts = {k: v for k, v in analyze_options.items() if v is not None}
+    if "by" not in opts and has_categories(results):
+        opts["by"] = "category"
+    return analyze(
+        results.probes, results.boots, results.manifest, source=str(results.root), **opts
+    )
+
+
+def has_categories(results: Results) -> bool:
+    """Whether any probe carries a category (the report then breaks results down by it)."""
+    col = results.probes.get("category")
+    return col is not None and bool(col.notna().any())
+
+
+def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
+    """The report's figures keyed by file stem, in reading order (notebook uses this too)."""
+    arms = results.arms()
+    base = analysis.baseline
+    return {
+        "fig1_boots": plot_boot_strip(analysis),
+        "fig2_forest": plot_forest(analysis),
+        "fig3_positions": plot_positions(analysis),
+        "fig4_variance": plot_variance(variance_table(analysis), analysis),
+        "fig5_timing": plot_timing(results.boots, arms),
+        "fig6_identity": plot_output_identity(
+            output_identity(results.probes, base, arms), probe_temperature(results.manifest)
+        ),
+        "fig7_speed": plot_speed(analysis),
+        "fig8_accepted_length": plot_accepted_length(analysis),
+        **({"fig9_categories": plot_categories(analysis)} if analysis.breakdown else {}),
+        **({"fig10_drift": plot_drift(analysis)} if analysis.drift else {}),
+        **({"fig11_selection": plot_selection(analysis)} if analysis.selection else {}),
+    }
+
+
+def render_figures(figures: Mapping[str, Figure]) -> list[ReportFigure]:
+    out = []
+    for stem, fig in figures.items():
+        title, caption = CAPTIONS.get(stem, (stem, ""))
+        out.append(ReportFigure(stem, title, caption, figure_png(fig)))
+    return out
+
+
+def render_report(
+    results_dir: str | Path, out_dir: str | Path | None = None, **analyze_options: Any
+) -> Path:
+    """Load, analyze and write the report (see `write_report`); returns report.html's path.
+
+    `analyze_options` go to `bench.stats.analyze` (baseline, alpha, margin_pos0, margin_length,
+    margin_speed, by; by defaults to category when the probes carry categories).
+    """
+    results = load_results(results_dir)
+    return write_report(results, analyze_results(results, **analyze_options), out_dir)
+
+
+def write_report(results: Results, analysis: Analysis, out_dir: str | Path | None = None) -> Path:
+    """Write report.md, report.html, analysis.json and the PNGs of an analysis already made;
+    return the report.html path. Everything is rendered before the first file is written."""
+    out = Path(out_dir) if out_dir is not None else results.root / "report"
+    figures = render_figures(build_figures(results, analysis))
+    parts = sections(results, analysis)
+    md = _markdown(results, analysis, parts, figures)
+    page = _html(results, analysis, parts, figures)
+    for f in figures:
+        atomic_write_bytes(out / f"{f.stem}.png", f.png)
+    atomic_write_bytes(
+        out / "analysis.json",
+        (json.dumps(analysis.to_json(), indent=2, allow_nan=False) + "\n").encode(),
+    )
+    atomic_write_bytes(out / "report.md", md.encode())
+    atomic_write_bytes(out / "report.html", page.encode())
+    return out / "report.html"
+
+
+def _md_table(df: pd.DataFrame) -> str:
+    def cell(v: Any) -> str:
+        return " ".join(str(v).split()).replace("|", "\\|")
+
+    head = "| " + " | ".join(cell(c) for c in df.columns) + " |"
+    rule = "|" + "|".join("---" for _ in df.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, rule, *body])
+
+
+def verdict_markdown(analysis: Analysis) -> str:
+    """The verdict table as GitHub-flavoured markdown, for CI job summaries."""
+    table = verdict_table(analysis).drop(columns=["method"])
+    parts = [
+        f"### specab {analysis.experiment}: each arm vs {analysis.baseline} (α = {analysis.alpha})",
+        "",
+        _md_table(table) if len(table) else "No comparison: only one arm has results.",
+        "",
+    ]
+    parts += [f"- note: {n}" for n in analysis.notes]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def _markdown(
+    results: Results,
+    analysis: Analysis,
+    sections: list[Section],
+    figures: list[ReportFigure],
+) -> str:
+    parts = [f"# specab report: {results.experiment}", ""]
+    for heading, text, table in sections:
+        parts += [f"## {heading}", "", text, ""]
+        if table is not None and len(table):
+            parts += [_md_table(table), ""]
+    parts += ["## Figures", ""]
+    for f in figures:
+        parts += [f"### {f.title}", "", f.caption, "", f"![{f.title}]({f.stem}.png)", ""]
+    return "\n".join(parts)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
+th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
+th{background:#f3f3f3} img{max-width:100%;border:1px solid #eee}
+.caption{color:#444;max-width:60em}
+"""
+
+
+def _inline_md(text: str) -> str:
+    """Escape, then turn **bold** into <strong>; the only markup the sections use."""
+    out, bold = [], False
+    for i, piece in enumerate(html.escape(text).split("**")):
+        if i:
+            out.append("</strong>" if bold else "<strong>")
+            bold = not bold
+        out.append(piece)
+    return "".join(out)
+
+
+def _html(
+    results: Results,
+    analysis: Analysis,
+    sections: list[Section],
+    figures: list[ReportFigure],
+) -> str:
+    title = html.escape(f"specab report: {results.experiment}")
+    parts = [
+        "<!doctype html>",
+        f'<html lang="en"><head><meta charset="utf-8"><title>{title}</title>',
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+    ]
+    for heading, text, table in sections:
+        parts.append(f"<h2>{html.escape(heading)}</h2><p>{_inline_md(text)}</p>")
+        if table is not None and len(table):
+            parts.append(table.to_html(index=False, escape=True, border=0, na_rep="—"))
+    parts.append("<h2>Figures</h2>")
+    for f in figures:
+        data = base64.b64encode(f.png).decode()
+        parts.append(
+            f"<h3>{html.escape(f.title)}</h3><p class='caption'>{html.escape(f.caption)}</p>"
+            f'<img alt="{html.escape(f.title)}" src="data:image/png;base64,{data}">'
+        )
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,154 @@
+"""The text sections of the report (heading, paragraph, optional table), in reading order:
+verdicts, arms, speed, accepted length, per category, provenance, identity, notes, failures."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.records import METRICS, SPEED_METRIC
+from bench.report.tables import (
+    accepted_length_table,
+    category_table,
+    draft_length_table,
+    estimate_text,
+    failed_attempts,
+    identity_summary,
+    output_identity,
+    probe_temperature,
+    provenance,
+    selection_section,
+    speed_table,
+    speedup_table,
+    verdict_table,
+)
+from bench.stats import Analysis
+from bench.store import Results
+
+Section = tuple[str, str, pd.DataFrame | None]  # heading, paragraph, optional table
+
+
+def _verdicts(analysis: Analysis) -> Section:
+    verdicts = verdict_table(analysis)
+    primary = ", ".join(analysis.primary_metrics)
+    return (
+        "Verdicts",
+        f"Baseline **{analysis.baseline}**, α = {analysis.alpha}. Primary metrics: {primary} "
+        "(one Holm family); every other metric is secondary (its own Holm family across "
+        "arms). Each verdict rests on the interval beside it (Holm-compatible within its "
+        "family; TOST for equivalent); the raw interval is shown too. Speed is compared as a "
+        "ratio (Welch on log boot values) and shown in percent."
+        + ("" if len(verdicts) else " No comparison: only one arm has results."),
+        verdicts,
+    )
+
+
+def _arms(analysis: Analysis) -> Section:
+    rows = pd.DataFrame(
+        [
+            {
+                "arm": a.arm,
+                "boots": a.boots,
+                "failed": a.failed_boots,
+                "effective boots": "—" if a.effective_boots is None else f"{a.effective_boots:.1f}",
+                **{
+                    m: estimate_text(a.metrics.get(m)) if a.speculative else "no speculation"
+                    for m in METRICS
+                },
+                "tokens/s": estimate_text(a.metrics.get(SPEED_METRIC), 1),
+            }
+            for a in analysis.arms
+        ]
+    )
+    return ("Arms", "Estimates with their intervals, from ok boots only.", rows)
+
+
+def _speed(analysis: Analysis) -> list[Section]:
+    margin = analysis.margins.get(SPEED_METRIC, 0.02)
+    primary = SPEED_METRIC in analysis.primary_metrics
+    out: list[Section] = [
+        (
+            "Speed",
+            "Output tokens/s per boot = Σ completion tokens / Σ latency over the compared "
+            "probes; an arm's value is the geometric mean over its boots, and each arm is "
+            f"compared with {analysis.baseline} as a ratio with a Welch interval on the log "
+            f"boot values, against a ± {100 * margin:g} % margin. Speed is "
+            + ("**primary** in this experiment." if primary else "secondary (its own Holm family).")
+            + " On shared CPUs it is noisy: read the between-boot SD.",
+            speed_table(analysis),
+        )
+    ]
+    if analysis.speedups:
+        out.append(
+            (
+                "Speedup over no speculation",
+                "Each speculative arm's tokens/s over the no-speculation arm that ran at the "
+                "same concurrency (ratio with its raw interval, Welch on log boot values).",
+                speedup_table(analysis),
+            )
+        )
+    return out
+
+
+def sections(results: Results, analysis: Analysis) -> list[Section]:
+    arms = results.arms()
+    base = analysis.baseline
+    prov = provenance(results, base)
+    identity = output_identity(results.probes, base, arms)
+    failed = failed_attempts(results.boots)
+    notes = analysis.notes
+    ident_text = identity_summary(identity, base, probe_temperature(results.manifest))
+    where = (
+        f"vLLM {', '.join(prov['vllm_versions']) or '—'}; hosts "
+        f"{', '.join(prov['hosts']) or '—'}; GPUs {', '.join(prov['gpus']) or '—'}; "
+        f"probe sets {', '.join(prov['probe_sets']) or '—'}; "
+        f"spec sha256 {prov['spec_sha256'] or '—'}; specab {prov['specab_version'] or '—'}; "
+        f"created {prov['created_at'] or '—'}."
+    )
+    lengths = accepted_length_table(analysis)
+    drafting = draft_length_table(analysis)
+    by = analysis.breakdown
+    return [
+        *([selection_section(analysis.selection)] if analysis.selection else []),
+        _verdicts(analysis),
+        _arms(analysis),
+        *_speed(analysis),
+        *(
+            [
+                (
+                    "Accepted length per verify step",
+                    "Share of verify steps that accepted 0..K draft tokens ('from': the "
+                    "per-request histograms, or the cumulative per-position counts).",
+                    lengths,
+                )
+            ]
+            if len(lengths)
+            else []
+        ),
+        *(
+            [
+                (
+                    "Draft lengths",
+                    "Some arms draft fewer than K tokens in some steps (ngram, dynamic "
+                    "speculation): vLLM's acceptance per position counts a position never "
+                    "drafted as rejected; the second column counts only the steps that "
+                    "drafted it (simultaneous interval over positions).",
+                    drafting,
+                )
+            ]
+            if len(drafting)
+            else []
+        ),
+        *(
+            [(f"By {by.by}", by.note[:1].upper() + by.note[1:] + ".", category_table(analysis))]
+            if by
+            else []
+        ),
+        ("Provenance", where, prov["arms"]),
+        ("Output identity", ident_text, identity),
+        *([("Notes", " ".join(f"{n.rstrip('.')}." for n in notes), None)] if notes else []),
+        (
+            "Failed attempts",
+            f"{len(failed)} failed boot attempt(s); they are kept as records and excluded.",
+            failed if len(failed) else None,
+        ),
+    ]

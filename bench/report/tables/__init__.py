@@ -1,0 +1,33 @@
+"""The report's tables and paragraphs, as data frames and text from the typed analysis and
+the loaded results: verdicts, variance, failed attempts and output identity
+(`verdict_tables`), speed and accepted lengths (`speed_tables`), draft lengths
+(`drafting_table`), a sweep's choice (`selection_tables`) and what was run where
+(`provenance`)."""
+
+from bench.report.tables.drafting_table import draft_length_table
+from bench.report.tables.provenance import provenance
+from bench.report.tables.selection_tables import render_selection, selection_section
+from bench.report.tables.speed_tables import (
+    accepted_length_table,
+    arm_summary,
+    category_table,
+    estimate_text,
+    speed_table,
+    speedup_table,
+)
+from bench.report.tables.verdict_tables import (
+    failed_attempts,
+    identity_summary,
+    output_identity,
+    probe_temperature,
+    variance_table,
+    verdict_interval,
+    verdict_table,
+)
+
+__all__ = [
+    "accepted_length_table", "arm_summary", "category_table", "draft_length_table",
+    "estimate_text", "failed_attempts", "identity_summary", "output_identity",
+    "probe_temperature", "provenance", "render_selection", "selection_section", "speed_table",
+    "speedup_table", "variance_table", "verdict_interval", "verdict_table",
+]  # fmt: skip

@@ -1,0 +1,151 @@
+"""Tables of speed, speedup, accepted-length distribution, per-category results and the
+per-arm summary `run-ab` prints, from the typed analysis only (no statistics here)."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from bench.records import METRICS, SPEED_METRIC
+from bench.report.tables.verdict_tables import difference, pct, verdict_interval
+from bench.stats import Analysis, Comparison, MetricEstimate
+
+SHORT = {"acceptance_pos0": "pos0", "mean_accepted_length": "mean length", SPEED_METRIC: "tokens/s"}
+
+
+def estimate_text(m: MetricEstimate | None, digits: int = 4) -> str:
+    """'est [lo, hi]', '—' when absent."""
+    if m is None or m.estimate is None:
+        return "—"
+    if m.ci_low is None or m.ci_high is None:
+        return f"{m.estimate:.{digits}f} [n/a]"
+    return f"{m.estimate:.{digits}f} [{m.ci_low:.{digits}f}, {m.ci_high:.{digits}f}]"
+
+
+def _comparison(analysis: Analysis, arm: str, metric: str) -> Comparison | None:
+    return next((c for c in analysis.comparisons if c.arm == arm and c.metric == metric), None)
+
+
+def _ratio(c: Comparison | None, baseline: bool) -> str:
+    if c is None:
+        return "baseline" if baseline else "—"
+    if c.ratio is None:
+        return "—"
+    lo, hi = c.ratio_ci_low, c.ratio_ci_high
+    ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else " [n/a]"
+    return f"{c.ratio:.3f}{ci}"
+
+
+def speed_table(analysis: Analysis) -> pd.DataFrame:
+    """Per arm: tokens/s with its interval, the between-boot SD (tokens/s and relative), the
+    ratio to the baseline with its raw interval, the interval the verdict rests on and the
+    verdict."""
+    level = f"{1 - analysis.alpha:.0%}"
+    rows = []
+    for a in analysis.arms:
+        m = a.metrics.get(SPEED_METRIC)
+        c = _comparison(analysis, a.arm, SPEED_METRIC)
+        rows.append(
+            {
+                "arm": a.arm,
+                "speculative": "yes" if a.speculative else "no",
+                "boots": a.boots,
+                f"tokens/s [{level} CI]": estimate_text(m, 1),
+                "between-boot SD": "—"
+                if m is None or m.between_boot_sd is None
+                else f"{m.between_boot_sd:.2f} ({pct(m.relative_sd, False)})",
+                f"ratio to {analysis.baseline} [raw {level} CI]": _ratio(
+                    c, a.arm == analysis.baseline
+                ),
+                "verdict interval": verdict_interval(c) if c is not None else "—",
+                "verdict": c.verdict if c is not None else "—",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _times(x: float | None, lo: float | None, hi: float | None) -> str:
+    if x is None:
+        return "—"
+    ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else " [n/a]"
+    return f"{x:.3f}x{ci}"
+
+
+def speedup_table(analysis: Analysis) -> pd.DataFrame:
+    """Each speculative arm's speedup over a no-speculation arm at its concurrency."""
+    level = f"{1 - analysis.alpha:.0%}"
+    rows = [
+        {
+            "arm": s.arm,
+            "over (no speculation)": s.reference,
+            "concurrency": s.concurrency,
+            f"speedup [raw {level} CI]": _times(s.speedup, s.ci_low, s.ci_high),
+        }
+        for s in analysis.speedups
+    ]
+    return pd.DataFrame(rows)
+
+
+def accepted_length_table(analysis: Analysis) -> pd.DataFrame:
+    """Per speculative arm: share of verify steps that accepted 0..K draft tokens."""
+    rows = []
+    for a in analysis.arms:
+        if not a.accepted_length:
+            continue
+        row: dict[str, object] = {"arm": a.arm, "from": a.accepted_length_source}
+        for s in a.accepted_length:
+            row[str(s.accepted)] = "—" if s.share is None else f"{s.share:.3f}"
+        rows.append(row)
+    return pd.DataFrame(rows).fillna("")
+
+
+def category_table(analysis: Analysis) -> pd.DataFrame:
+    """Per group (category or probe set), arm and metric: the estimate with its interval
+    and, for non-baseline arms, the difference from the baseline and its verdict."""
+    b = analysis.breakdown
+    if b is None:
+        return pd.DataFrame()
+    rows = []
+    for g in b.groups:
+        for a in g.arms:
+            for metric in (*METRICS, SPEED_METRIC):
+                m = a.metrics.get(metric)
+                if m is None or m.estimate is None:
+                    continue
+                c = next((x for x in g.comparisons if x.arm == a.arm and x.metric == metric), None)
+                rows.append(
+                    {
+                        b.by: g.group,
+                        "probes": g.probes,
+                        "arm": a.arm,
+                        "metric": SHORT[metric],
+                        "estimate [CI]": estimate_text(m, 1 if metric == SPEED_METRIC else 4),
+                        "vs baseline [raw CI]": difference(c) if c is not None else "—",
+                        "verdict": c.verdict if c is not None else "—",
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def arm_summary(analysis: Analysis) -> pd.DataFrame:
+    """One line per arm for the end of a run: acceptance verdicts and tokens/s with its
+    interval and the speed verdict beside them."""
+    level = f"{1 - analysis.alpha:.0%}"
+    ups = {s.arm: s for s in analysis.speedups}
+    rows = []
+    for a in analysis.arms:
+        base = a.arm == analysis.baseline
+        row = {"arm": a.arm}
+        for metric in METRICS:
+            c = _comparison(analysis, a.arm, metric)
+            row[SHORT[metric]] = (
+                "baseline" if base else c.verdict if c else "—"
+            ) if a.speculative else "no speculation"  # fmt: skip
+        c = _comparison(analysis, a.arm, SPEED_METRIC)
+        row[f"tokens/s [{level} CI]"] = estimate_text(a.metrics.get(SPEED_METRIC), 1)
+        row["tokens/s vs baseline"] = "baseline" if base else difference(c) if c else "—"
+        row["speed verdict"] = "—" if c is None else c.verdict
+        if ups:
+            s = ups.get(a.arm)
+            row["speedup"] = "—" if s is None else _times(s.speedup, s.ci_low, s.ci_high)
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -1,0 +1,189 @@
+"""Tables for the report and the notebook, from stored results and the typed analysis.
+
+Output identity, failed attempts, variance components and the verdict table. Pure functions
+of data frames and the analysis; no I/O, no statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from bench.records import METRICS, Manifest
+from bench.stats import Analysis, Comparison, level_name
+
+IDENTITY_COLUMNS = [
+    "arm",
+    "baseline",
+    "probe_set",
+    "probes",
+    "differ_from_baseline",
+    "unstable_within_arm",
+]
+
+
+def _modal_hash(hashes: pd.Series) -> str:
+    return str(hashes.value_counts().index[0])
+
+
+def output_identity(probes: pd.DataFrame, baseline: str, arms: list[str]) -> pd.DataFrame:
+    """Per non-baseline arm and probe set: how many probes generated different text.
+
+    A probe differs when the arm's most common `output_sha256` across its boots is not the
+    baseline's. `unstable_within_arm` counts probes whose boots of this arm disagree among
+    themselves (greedy decoding should be deterministic; if it is not, say so).
+    """
+    rows: list[dict[str, Any]] = []
+    if probes.empty or baseline not in set(probes["arm"]):
+        return pd.DataFrame(columns=IDENTITY_COLUMNS)
+    key = ["probe_set", "probe_id"]
+    modal = probes.groupby(["arm", *key])["output_sha256"].agg(_modal_hash)
+    distinct = probes.groupby(["arm", *key])["output_sha256"].nunique()
+    base = modal.loc[baseline]
+    for arm in arms:
+        if arm == baseline or arm not in modal.index.get_level_values(0):
+            continue
+        mine = modal.loc[arm]
+        both = mine.index.intersection(base.index)
+        differ = (mine.loc[both] != base.loc[both]).groupby(level="probe_set").sum()
+        unstable = (distinct.xs(arm, level="arm").loc[both] > 1).groupby(level="probe_set").sum()
+        counts = pd.Series(1, index=both).groupby(level="probe_set").sum()
+        for probe_set in counts.index:
+            rows.append(
+                {
+                    "arm": arm,
+                    "baseline": baseline,
+                    "probe_set": str(probe_set),
+                    "probes": int(counts[probe_set]),
+                    "differ_from_baseline": int(differ.get(probe_set, 0)),
+                    "unstable_within_arm": int(unstable.get(probe_set, 0)),
+                }
+            )
+    return pd.DataFrame(rows, columns=IDENTITY_COLUMNS)
+
+
+def probe_temperature(manifest: Manifest) -> float | None:
+    """The probes' sampling temperature from the manifest's resolved spec (None: unknown)."""
+    return manifest.spec.probes.temperature if manifest.spec is not None else None
+
+
+def identity_summary(identity: pd.DataFrame, baseline: str, temperature: float | None) -> str:
+    """One paragraph on output identity. Only greedy probes should repeat their text; at
+    temperature > 0 differences are expected and the check says so instead of warning."""
+    if identity.empty:
+        return "Only one arm: nothing to compare."
+    differing = identity[identity["differ_from_baseline"] > 0]
+    unstable = identity[identity["unstable_within_arm"] > 0]
+    counts = ", ".join(
+        f"{r.arm}: {r.differ_from_baseline} of {r.probes} ({r.probe_set})"
+        for r in differing.itertuples()
+    )
+    if temperature:
+        return (
+            f"Probes were sampled at temperature {temperature:g}, so different text across "
+            f"boots and arms is expected ({counts or 'none differ'}); the identity check is "
+            "meaningful for greedy (temperature 0) probes only."
+        )
+    if len(differing):
+        text = (
+            f"**Generated text differs from {baseline}** ({counts}): those arms did different "
+            "work, so their acceptance is not directly comparable."
+        )
+    else:
+        text = f"Every probe generated the same text in every arm as in {baseline}."
+    if len(unstable):
+        who = ", ".join(
+            f"{r.unstable_within_arm} probe(s) of {r.arm}" for r in unstable.itertuples()
+        )
+        text += f" Boots of the same arm disagree on {who}: decoding is not deterministic there."
+    return text
+
+
+def failed_attempts(boots: pd.DataFrame) -> pd.DataFrame:
+    """Failed boot attempts in launch order, with their recorded error and log."""
+    cols = ["order", "arm", "boot", "attempt", "host", "error", "log_path"]
+    if boots.empty:
+        return pd.DataFrame(columns=cols)
+    f = boots[boots["status"] != "ok"].sort_values("order")
+    return f[cols].fillna("").reset_index(drop=True)
+
+
+def variance_table(analysis: Analysis) -> pd.DataFrame:
+    """Long table arm, metric, boot, prompt, residual (variances) and between_boot_sd, from
+    `variance_components.per_arm` (STATISTICS.md's crossed ANOVA on per-cell ratios).
+    Entries without every component are left out."""
+    rows = []
+    for arm, per_metric in analysis.variance_components.per_arm.items():
+        for metric in METRICS:
+            m = per_metric.get(metric)
+            if m is None or None in (m.sigma2_boot, m.sigma2_prompt, m.sigma2_res):
+                continue
+            rows.append(
+                {
+                    "arm": arm,
+                    "metric": metric,
+                    "boot": m.sigma2_boot,
+                    "prompt": m.sigma2_prompt,
+                    "residual": m.sigma2_res,
+                    "between_boot_sd": _nan(m.between_boot_sd),
+                }
+            )
+    return pd.DataFrame(
+        rows, columns=["arm", "metric", "boot", "prompt", "residual", "between_boot_sd"]
+    )
+
+
+def _nan(v: float | None) -> float:
+    return float("nan") if v is None else float(v)
+
+
+def _fmt(v: float | None, digits: int = 4) -> str:
+    return "—" if v is None else f"{v:+.{digits}f}"
+
+
+def pct(v: float | None, signed: bool = True) -> str:
+    """A relative value (ratio - 1) as a percentage."""
+    return "—" if v is None else f"{100 * v:+.1f} %" if signed else f"{100 * v:.1f} %"
+
+
+def difference(c: Comparison) -> str:
+    """'difference [raw CI]' in metric units, or in percent for a relative (speed) one."""
+    f = pct if c.scale == "relative" else _fmt
+    return f"{f(c.difference)} [{f(c.ci_low)}, {f(c.ci_high)}]"
+
+
+def verdict_interval(c: Comparison) -> str:
+    """'[lo, hi] 97.5 % Holm interval': the interval the verdict rests on, named."""
+    if c.verdict_ci is None:
+        return "—"
+    lo, hi = c.verdict_ci
+    f = pct if c.scale == "relative" else _fmt
+    return f"[{f(lo)}, {f(hi)}] {level_name(c.verdict_ci_level, c.verdict_ci_kind)}"
+
+
+def verdict_table(analysis: Analysis) -> pd.DataFrame:
+    """One row per comparison (primary family first): difference [raw CI], the interval the
+    verdict rests on, p (raw / Holm within its family), margin, method, verdict, why."""
+    raw = f"difference [raw {1 - analysis.alpha:.0%} CI]"
+    rows = [
+        {
+            "arm": c.arm,
+            "metric": c.metric,
+            "family": c.family,
+            raw: difference(c),
+            "verdict interval": verdict_interval(c),
+            "p (raw / Holm)": f"{_p(c.p_value)} / {_p(c.p_adjusted)}",
+            "margin": f"±{pct(c.margin, False)}" if c.scale == "relative" else f"±{c.margin:g}",
+            "method": c.method,
+            "verdict": c.verdict,
+            "why": " ".join(c.why.split()),
+        }
+        for c in analysis.comparisons
+    ]
+    cols = ["arm", "metric", "family", raw, "verdict interval", "p (raw / Holm)", "margin"]
+    return pd.DataFrame(rows, columns=[*cols, "method", "verdict", "why"])
+
+
+def _p(v: float | None) -> str:
+    return "—" if v is None else f"{v:.3g}"

@@ -1,0 +1,38 @@
+"""Boot attempts as the results directory numbers them (one rule for `specab boot` and run-ab),
+and the options and summary of one run-ab.
+
+An attempt's number counts from 1 per (arm, boot), past the highest already on disk; its
+launch order continues past the highest order on disk. `Ledger.claim` applies both and fixes
+the driver's columns of the attempt (`Attempt`) before it launches, so the boot builds its
+record once and nobody rewrites it afterwards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bench.records import boot_file_stem
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """The driver's columns of one boot attempt, fixed before it launches."""
+
+    arm: str
+    boot: int  # 0-based within the arm
+    number: int  # the `attempt` column, from 1
+    order: int  # global launch order
+    block: int  # interleaving block
+    host: str  # node label (unique within the run)
+    log_path: str  # the server log, relative to the results dir
+    member_hosts: tuple[str, ...] = ()  # a gang boot: every member's node label, head first
+
+    @property
+    def boot_id(self) -> str:
+        return boot_file_stem(self.arm, self.boot, self.number)
+
+    def hosts(self, nodes: int) -> tuple[str, ...]:
+        """Every member's node of a `nodes`-node boot, head first: the driver's placement,
+        else (`specab boot`, all members on one machine) this host for all; () if nodes = 1."""
+        if nodes == 1:
+            return ()
+        return self.member_hosts if len(self.member_hosts) == nodes else (self.host,) * nodes

@@ -1,0 +1,35 @@
+"""One boot end to end, on the node that runs it (`one_boot.run_boot`): node preparation
+(`node_prep`: pre_boot, memory wait), the server (`bench.run.process`), warmup and the probe
+loop (`probe_loop`, in lanes at concurrency > 1: `lanes`), one request per probe
+(`requests`), and the speculative-decoding counters from /metrics and from responses,
+cross-checked (`counters`). Runtime failures become a failed `BootRecord`, never an
+exception."""
+
+from bench.run.boot.counters import (
+    SpecCounts,
+    check_counts,
+    counts_from_response,
+    drafted_per_position,
+    parse_metrics_text,
+    positions_in_metrics,
+)
+from bench.run.boot.lanes import lane_of
+from bench.run.boot.node_prep import prepare_node
+from bench.run.boot.one_boot import (
+    BootOutcome,
+    BootRequest,
+    NodeSetup,
+    failed_record,
+    guarded_boot,
+    one_line,
+    run_boot,
+)
+from bench.run.boot.probe_loop import Measured, check_boot_total, measure
+from bench.run.boot.requests import Sampling, request_body, run_probe
+
+__all__ = [
+    "BootOutcome", "BootRequest", "Measured", "NodeSetup", "Sampling", "SpecCounts",
+    "check_boot_total", "check_counts", "counts_from_response", "drafted_per_position",
+    "failed_record", "guarded_boot", "lane_of", "measure", "one_line", "parse_metrics_text",
+    "positions_in_metrics", "prepare_node", "request_body", "run_boot", "run_probe",
+]  # fmt: skip

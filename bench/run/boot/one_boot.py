@@ -1,0 +1,313 @@
+"""One boot end to end: launch plan -> server -> warmup -> probes -> counters -> one record.
+
+`run_boot` never raises for runtime failures (crash, timeout, invalid counters, OSError,
+HTTP errors): it returns a `failed` record whose `error` is one line. It raises SpecabError
+for user mistakes, and lets anything else (a bug) propagate with its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+
+from bench.errors import BootFailed
+from bench.experiment import (
+    Experiment,
+    LaunchPlan,
+    Measurement,
+    ProbeSet,
+    ResolvedArm,
+    check_patches_applied,
+    launch_plan,
+    load_probe_sets,
+    measurement,
+    probe_sets_sha256,
+    resolve_arm,
+    speculative_and_concurrency,
+)
+from bench.records import BootRecord, FailedPhase, ProbeRecord
+from bench.run.attempt import Attempt
+from bench.run.boot.counters import SpecCounts, scrape_k
+from bench.run.boot.node_prep import prepare_node
+from bench.run.boot.probe_loop import Measured, check_boot_total, measure
+from bench.run.boot.requests import Sampling
+from bench.run.process import (
+    CAUSE_LINES,
+    GangServer,
+    LocalMembers,
+    MemberLauncher,
+    ServerProcess,
+    ServerSetup,
+    Watch,
+    log_tail,
+    make_server,
+    root_cause,
+)
+
+
+@dataclass(frozen=True)
+class BootRequest:
+    """What to boot: one attempt of one arm of an experiment, and its engine seed."""
+
+    spec: Experiment
+    spec_file: str
+    attempt: Attempt  # identity and the driver's columns, fixed before the launch
+    engine_seed: int | None  # the server's --seed (None: the server's default)
+
+
+@dataclass(frozen=True)
+class NodeSetup:
+    """Where the boot runs: chosen on the node that runs it."""
+
+    workdir: Path  # node-local scratch: overlays, patch dirs, the server's cwd
+    log_file: Path  # the server's log
+    server_env: Mapping[str, str] = field(default_factory=dict)  # over this process's env
+    compile_cache: str | None = None  # cold | warm: vLLM's compile cache under server_env
+    gpu: str = field(default_factory=lambda: os.environ.get("CUDA_VISIBLE_DEVICES", ""))
+
+
+@dataclass(frozen=True)
+class BootOutcome:
+    record: BootRecord
+    probes: list[ProbeRecord]  # measured probes of an ok boot (empty if failed)
+    # /metrics delta around each measured probe (same order as probes); with source
+    # per_request these were checked equal to the per-request counts.
+    probe_deltas: list[SpecCounts] = field(default_factory=list)
+
+
+@dataclass
+class _Timeline:
+    """What the boot learns on the way; the record is built from it once, at the end."""
+
+    started_at: datetime
+    ready_at: datetime | None = None
+    k: int = 0
+    vllm_version: str = ""
+    definition_sha256: str | None = None  # what this boot ran (resume/analyze integrity)
+    probe_sets_sha256: str | None = None
+    noop_patches: tuple[str, ...] = ()  # patches that changed nothing (allowed by the arm)
+    speculative: bool = True
+    concurrency: int = 1
+    phase: FailedPhase | None = "start"  # where the boot is; a failure's `failed_phase`
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """First line of a multi-line reason (the log tail stays in the log file)."""
+    first = text.strip().splitlines()[0] if text.strip() else "unknown error"
+    return " ".join(first.split())[:limit]
+
+
+def choose_measurement(req: BootRequest, arm: ResolvedArm, plan: LaunchPlan) -> Measurement:
+    """Acceptance source, server timings, concurrency and the flags they need, for the
+    server's own interpreter and PYTHONPATH (bench.experiment.measurement)."""
+    return measurement(req.spec, req.spec_file, arm, pythonpath=plan.env.get("PYTHONPATH", ""))
+
+
+def _vllm_version(client: httpx.Client) -> str:
+    try:
+        body = client.get("/version").json()
+    except (httpx.HTTPError, ValueError):
+        return ""
+    return str(body.get("version", "")) if isinstance(body, dict) else ""
+
+
+def _arm_and_probes(req: BootRequest) -> tuple[ResolvedArm, list[ProbeSet]]:
+    """The arm and probe sets; user mistakes raise SpecabError before anything starts."""
+    spec = req.spec
+    return resolve_arm(spec, req.spec_file, req.attempt.arm), load_probe_sets(spec, req.spec_file)
+
+
+def run_boot(
+    req: BootRequest,
+    node: NodeSetup,
+    *,
+    on_started: Callable[[int, int], None] | None = None,
+    watch: Watch | None = None,
+    members: MemberLauncher | None = None,
+) -> BootOutcome:
+    """Run one boot attempt; see the module docstring for the error contract.
+
+    `on_started(pid, pgid)` / `watch` (a `reaper.BootGuard`) let the caller kill the server
+    if it is cancelled. A gang boot ([resources] nodes > 1) starts its other members through
+    `members` (default: all on this machine, each its own process tree).
+    """
+    arm, sets = _arm_and_probes(req)
+    t = _Timeline(
+        started_at=_now(),
+        k=arm.num_speculative_tokens,
+        definition_sha256=arm.definition_sha256(),  # as read on this node, at launch
+        probe_sets_sha256=probe_sets_sha256(sets),
+        speculative=arm.speculative,
+        concurrency=arm.concurrency,
+    )
+    cwd = node.workdir / "cwd" / req.attempt.boot_id  # empty: `python -m` puts cwd on sys.path
+    measured: Measured | None = None
+    error: str | None = None
+    try:
+        cwd.mkdir(parents=True, exist_ok=True)
+        environ = {**os.environ, **node.server_env}
+        plan = launch_plan(
+            arm,
+            node.workdir,
+            engine_seed=req.engine_seed,
+            environ=environ,
+            extra_mounts=[node.log_file.parent],
+        )
+        how = choose_measurement(req, arm, plan)
+        srv = req.spec.server
+        prepare_node(srv.pre_boot, srv.min_free_memory_gb, node.log_file, wait_s=srv.memory_wait_s)
+        setup = ServerSetup.of(req.spec, req.attempt.boot_id, req.engine_seed, node.log_file, cwd)
+        server = make_server(
+            arm,
+            plan,
+            replace(setup, extra_args=tuple(how.flags)),
+            on_started=on_started,
+            watch=watch,
+            members=members or LocalMembers(node.workdir, node.log_file, environ),
+        )
+        t.started_at = _now()
+        with server:
+            measured = _measure_served(req, server, plan, sets, how, t)
+        t.phase = "counts"
+        check_boot_total(measured, t.k)
+    except BootFailed as exc:
+        error = one_line(_with_root_cause(exc.reason, t.phase, node.log_file))
+    except (OSError, httpx.HTTPError) as exc:  # runtime failures; a bug propagates
+        error = one_line(f"{type(exc).__name__}: {exc}")
+    finally:
+        shutil.rmtree(cwd, ignore_errors=True)
+    record = _record(req, node, t, measured, error)
+    if record.status == "ok" and measured is not None:
+        return BootOutcome(record, measured.records, measured.deltas)
+    return BootOutcome(record, [])
+
+
+def _measure_served(
+    req: BootRequest,
+    server: ServerProcess | GangServer,
+    plan: LaunchPlan,
+    sets: list[ProbeSet],
+    how: Measurement,
+    t: _Timeline,
+) -> Measured:
+    """/health, the patch check, then warmup and probes on the running server (a gang:
+    every member's patch check on its node, and the probes under the gang's monitor)."""
+    server.wait_ready()
+    t.ready_at, t.phase = _now(), "patch_check"
+    t.noop_patches = check_patches_applied(plan)
+    gang = server if isinstance(server, GangServer) else None
+    if gang is not None:
+        t.noop_patches = tuple(dict.fromkeys(t.noop_patches + gang.check_member_patches()))
+    t.phase = "first_request"
+    with (
+        gang.watching() if gang is not None else contextlib.nullcontext(),
+        httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client,
+    ):
+        t.vllm_version = _vllm_version(client)
+        if t.k < 1 and how.speculative:  # the method's default (e.g. MTP n_predict)
+            t.k = scrape_k(client)
+        return measure(
+            client,
+            sets,
+            model=plan.served_model_name,
+            sampling=Sampling.from_spec(req.spec.probes),
+            warmup=req.spec.probes.warmup,
+            source=how.source,
+            k=t.k,
+            experiment=req.spec.experiment.name,
+            attempt=req.attempt,
+            concurrency=how.concurrency,
+            speculative=how.speculative,
+            on_response=lambda: setattr(t, "phase", "probes"),
+            passes=req.spec.probes.passes,
+        )
+
+
+def _with_root_cause(reason: str, phase: FailedPhase | None, log_file: Path) -> str:
+    """A request that failed names the server's own exception from its log first: the HTTP
+    500 envelope ("EngineCore encountered an issue. See stack trace ...") says nothing."""
+    if phase not in ("first_request", "probes"):
+        return reason  # start-up failures carry it already; the rest are specab's checks
+    cause = root_cause(log_tail(log_file, CAUSE_LINES))
+    if cause is None or cause in reason:
+        return reason
+    where = "the first request" if phase == "first_request" else "a probe"
+    return f"server error at {where}: {cause} ({one_line(reason, 300)})"
+
+
+def guarded_boot(
+    req: BootRequest, node: NodeSetup, *, on_started: Callable[[int, int], None] | None = None
+) -> BootOutcome:
+    """`run_boot` outside Ray (`specab boot`) under the same watchdog as a Ray task's boot:
+    if this process dies, even by SIGKILL, the server's process groups die with it."""
+    from bench.run.process import BootGuard
+
+    pgids = node.workdir / "pgids" / f"{req.attempt.boot_id}.{os.getpid()}"
+    with BootGuard(pgids, grace_s=5.0) as guard:
+        return run_boot(req, node, on_started=on_started, watch=guard)
+
+
+def failed_record(
+    req: BootRequest, error: str, *, started_at: datetime, node: NodeSetup | None = None
+) -> BootRecord:
+    """The record of an attempt that produced none (worker or node died, cancelled)."""
+    speculative, concurrency = speculative_and_concurrency(req.spec, req.attempt.arm)
+    t = _Timeline(
+        started_at=started_at, speculative=speculative, concurrency=concurrency, phase=None
+    )
+    return _record(req, node, t, None, error)
+
+
+def _record(
+    req: BootRequest,
+    node: NodeSetup | None,
+    t: _Timeline,
+    measured: Measured | None,
+    error: str | None,
+) -> BootRecord:
+    """The one place a BootRecord is built (by the boot, or for an attempt without one)."""
+    a = req.attempt
+    ready = t.ready_at
+    return BootRecord(
+        experiment=req.spec.experiment.name,
+        arm=a.arm,
+        boot=a.boot,
+        attempt=a.number,
+        boot_id=a.boot_id,
+        status="ok" if error is None else "failed",
+        error=error,
+        order=a.order,
+        block=a.block,
+        host=a.host,
+        gpu=node.gpu if node else "",
+        started_at=t.started_at,
+        ready_at=ready,
+        finished_at=_now(),
+        boot_seconds=(ready - t.started_at).total_seconds() if ready else None,
+        probe_seconds=measured.probe_seconds if measured else None,
+        num_speculative_tokens=t.k,
+        vllm_version=t.vllm_version,
+        log_path=a.log_path,
+        **(measured.total.as_row() if measured else {}),
+        engine_seed=req.engine_seed,
+        compile_cache=node.compile_cache if node else None,
+        definition_sha256=t.definition_sha256,
+        probe_sets_sha256=t.probe_sets_sha256,
+        noop_patches=t.noop_patches,
+        speculative=t.speculative,
+        concurrency=t.concurrency,
+        members=req.spec.resources.nodes,
+        member_hosts=a.hosts(req.spec.resources.nodes),
+        failed_phase=t.phase if error is not None else None,
+    )

@@ -1,0 +1,94 @@
+"""Boot attempts as the results directory numbers them (one rule for `specab boot` and run-ab),
+and the options and summary of one run-ab.
+
+An attempt's number counts from 1 per (arm, boot), past the highest already on disk; its
+launch order continues past the highest order on disk. `Ledger.claim` applies both and fixes
+the driver's columns of the attempt (`Attempt`) before it launches, so the boot builds its
+record once and nobody rewrites it afterwards."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.records import boot_file_stem
+from bench.run.attempt import Attempt
+from bench.store import ResultsWriter, load_results
+
+
+@dataclass
+class Ledger:
+    """What a results directory holds: ok boots, attempt numbers and launch order."""
+
+    ok: dict[str, set[int]] = field(default_factory=dict)  # ok boot indices per arm
+    last: dict[tuple[str, int], int] = field(default_factory=dict)  # highest attempt number
+    next_order: int = 0
+
+    @classmethod
+    def read(cls, root: Path) -> Ledger:
+        """The attempts on disk under `root` (none when it holds no results yet)."""
+        if not (Path(root) / "manifest.json").is_file():
+            return cls()
+        b = load_results(root).boots
+        ledger = cls()
+        for arm, boot, number, status, order in zip(
+            b["arm"], b["boot"], b["attempt"], b["status"], b["order"], strict=True
+        ):
+            key = (str(arm), int(boot))
+            ledger.last[key] = max(ledger.last.get(key, 0), int(number))
+            ledger.next_order = max(ledger.next_order, int(order) + 1)
+            if status == "ok":
+                ledger.ok.setdefault(key[0], set()).add(key[1])
+        return ledger
+
+    def claim(
+        self,
+        writer: ResultsWriter,
+        arm: str,
+        boot: int,
+        *,
+        block: int,
+        host: str,
+        member_hosts: tuple[str, ...] = (),
+    ) -> Attempt:
+        """Number the next attempt of (arm, boot) and give it the next launch order."""
+        number = self.last.get((arm, boot), 0) + 1
+        self.last[(arm, boot)] = number
+        order, self.next_order = self.next_order, self.next_order + 1
+        log = writer.log_path(boot_file_stem(arm, boot, number))
+        rel = str(log.relative_to(writer.root))
+        return Attempt(arm, boot, number, order, block, host, rel, member_hosts)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: Path
+    resume: bool = False
+    address: str | None = None
+    slots: int | None = None  # cap on concurrent boots (default: what the cluster fits)
+    quiet: bool = False
+    common_random_numbers: bool = False
+    compile_cache: bool = True
+    num_cpus: int | None = None  # local Ray only
+    strict: bool = False  # stop before anything is written when lint finds a mismatch
+
+
+@dataclass
+class RunSummary:
+    """What one run-ab invocation did (this run only; earlier runs are on disk)."""
+
+    root: Path
+    ok: dict[str, int]
+    failed: dict[str, int]
+    lost: list[tuple[str, int]] = field(default_factory=list)
+    stopped: str | None = None
+    interrupted: bool = False
+    per_node: dict[str, dict[str, int]] = field(default_factory=dict)
+    wall_s: float = 0.0
+    busy_s: float = 0.0  # sum of boot + probe seconds of this run's attempts
+    loop_s: float = 0.0  # first dispatch to last result (wall_s minus Ray start-up etc.)
+    slots: int = 0
+
+    @property
+    def complete(self) -> bool:
+        return not (self.lost or self.stopped or self.interrupted)

@@ -1,0 +1,299 @@
+"""The dispatch loop of one run-ab: launch attempts where the Dispatcher finds room, write
+each finished one at once, retry failures, stop on limits, sequential looks or errors.
+
+A failure certain to repeat stops the run at once instead of burning every retry
+(`RepeatGuard`): an arm that has never booted ok (in this directory) fails twice in a row
+before anything was measured — before /health, at the patch check, or at the boot's first
+request — with the same error (its first line, numbers blanked: pids, ports and times
+differ): a model that is not there, an unknown flag, a patch that raises, an engine that
+refuses the arm's settings at its first sampling step. Nothing new is launched; boots
+already running finish and are written, and `--resume` continues once the cause is fixed
+(the other arms' boots keep their interleaving: the run does not go on without the broken
+arm).
+
+Results are written only here (the driver is the only writer); Ray tasks return records.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, deque
+from pathlib import Path
+from typing import Any
+
+from bench.experiment import Experiment
+from bench.records import BootRecord, ProbeRecord
+from bench.run.boot import BootRequest, failed_record
+from bench.run.driver.dispatch import Dispatcher, InFlight, Place
+from bench.run.driver.elimination import SelectionRun
+from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
+from bench.run.driver.looks import SequentialRun
+from bench.run.driver.order import PlannedBoot, boot_seed
+from bench.run.driver.progress import Progress, Running
+from bench.run.driver.repeat_guard import RepeatGuard
+from bench.run.placement import AttemptSpec, TaskResult
+from bench.run.process import CAUSE_LINES, cause_context, log_tail
+from bench.store import ResultsWriter, atomic_write_bytes
+
+CANCEL_GRACE_S = 30.0
+TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
+# Attempt errors that mean the node is gone (a dead node's raylet, a node Ray has removed).
+_NODE_DEAD = ("ray: NodeDiedError", "ray: TaskUnschedulableError", "ray: NodeLost")
+
+
+def _where(f: InFlight) -> str:
+    """The attempt's node, or every member's node of a gang boot."""
+    return ", ".join(n.label for n, _ in f.place.members) or f.place.node.label
+
+
+def _task_spec_file(spec_file: Path) -> str:
+    """Inside a Ray job with a working_dir (`ray job submit`), tasks on other nodes see
+    their own copy of it: pass the experiment file relative to it."""
+    import ray
+
+    env = ray.get_runtime_context().runtime_env or {}
+    if env.get("working_dir"):
+        try:
+            return str(spec_file.relative_to(Path.cwd().resolve()))
+        except ValueError:
+            pass
+    return str(spec_file)
+
+
+class RunLoop:
+    """The dispatch loop of one run: launch, collect, write, retry, stop."""
+
+    def __init__(
+        self,
+        spec: Experiment,
+        spec_file: Path,
+        opts: RunOptions,
+        *,
+        writer: ResultsWriter,
+        ledger: Ledger,
+        summary: RunSummary,
+        progress: Progress,
+        dispatch: Dispatcher,
+        seq: SequentialRun | SelectionRun | None,
+    ) -> None:
+        import ray
+
+        self.spec, self.opts = spec, opts
+        self.writer, self.ledger, self.summary = writer, ledger, summary
+        self.progress, self.dispatch, self.seq = progress, dispatch, seq
+        self.spec_file = _task_spec_file(spec_file)
+        self.driver_node = str(ray.get_runtime_context().get_node_id())
+        res = self.spec.resources
+        self.cpu_only = res.gpu == 0 and res.cpu >= 1
+        self.tries: Counter[tuple[str, int]] = Counter()  # attempts in this run
+        self.repeat = RepeatGuard(arm for arm, boots in ledger.ok.items() if boots)
+
+    def run(self, todo: deque[PlannedBoot]) -> None:
+        t_loop = time.monotonic()
+        try:
+            self._loop(todo)
+        except KeyboardInterrupt:
+            self.summary.interrupted = True
+            self.progress.note("interrupted: stopping every boot (the directory stays resumable)")
+            self._cancel_all()
+        except BaseException:  # a user mistake found inside a boot, or a bug: stop the others
+            self._cancel_all()
+            raise
+        finally:
+            self.summary.loop_s = time.monotonic() - t_loop
+
+    def _loop(self, todo: deque[PlannedBoot]) -> None:
+        while todo or self.dispatch.inflight:
+            while (place := self.dispatch.reserve(todo, self._held())) is not None:
+                self._launch(place)
+            for ref, f in self.dispatch.finished(timeout_s=1.0):
+                record = self._collect(ref, f)
+                if record.status != "ok" and self._after_failure(f.place.plan, record, todo):
+                    return
+            for f in self.dispatch.on_dead_nodes():
+                record = self._abandoned(f)
+                if self._after_failure(f.place.plan, record, todo):
+                    return
+            if todo and not self.dispatch.can_place():
+                self._no_nodes_left(todo)
+                return
+            if self.seq is not None and self.seq.check(self.summary.ok, self.progress.note):
+                todo.clear()  # sequential stop: launch nothing new, running boots finish
+            if isinstance(self.seq, SelectionRun):
+                self.seq.prune(todo)  # a sweep's eliminated arms and settled groups
+            self.progress.refresh()
+
+    def _no_nodes_left(self, todo: deque[PlannedBoot]) -> None:
+        gone = ", ".join(self.dispatch.lost_nodes)
+        self.summary.stopped = (
+            f"no live Ray node left to run the remaining {len(todo)} boot(s): {gone} left the "
+            "cluster. Bring nodes back (or start new ones), then rerun with --resume"
+        )
+        self.progress.note(f"stopping: {self.summary.stopped}")
+        todo.clear()
+
+    def _node_failed(self, f: InFlight, record: BootRecord) -> None:
+        """After a failed attempt: it no longer counts towards its arm's share of the node,
+        and a node Ray reports dead takes no more boots."""
+        self.dispatch.uncount(f)
+        error = record.error or ""
+        if not error.startswith("ray:"):
+            return
+        dead = error.startswith(_NODE_DEAD)  # Ray's own words, before its node table agrees
+        for label in self.dispatch.drop_lost(f, dead=dead):
+            self.progress.note(
+                f"node {label} left the cluster ({record.boot_id}: {record.error}); nothing "
+                "more is placed there and its boots are retried on the live nodes"
+            )
+
+    def _held(self) -> set[str]:
+        """Arms whose next attempt waits: a suspect arm with an attempt in flight, so that a
+        failure certain to repeat costs two attempts, not one per free slot."""
+        running = {f.spec.request.attempt.arm for f in self.dispatch.inflight.values()}
+        return {arm for arm in running if self.repeat.suspect(arm)}
+
+    def _launch(self, place: Place) -> None:
+        p, node = place.plan, place.node
+        hosts = tuple(n.label for n, _ in place.members)  # a gang boot: every member's node
+        attempt = self.ledger.claim(
+            self.writer, p.arm, p.boot, block=p.block, host=node.label, member_hosts=hosts
+        )
+        self.tries[(p.arm, p.boot)] += 1
+        crn = self.opts.common_random_numbers
+        seed = boot_seed(self.spec, p.arm, p.boot, common_random_numbers=crn)
+        spec = AttemptSpec(
+            request=BootRequest(self.spec, self.spec_file, attempt, seed),
+            driver_log=str(self.writer.log_path(attempt.boot_id)),
+            driver_node_id=self.driver_node,
+            compile_cache=self.opts.compile_cache,
+            cpu_slot=place.slot if self.cpu_only else None,
+            member_slots=tuple(s if self.cpu_only else None for _, s in place.members[1:]),
+        )
+        f = self.dispatch.launch(place, spec)
+        run = Running(p.arm, p.boot, attempt.number, node.label, f.t0)
+        self.progress.started(attempt.boot_id, run)
+
+    def _after_failure(self, p: PlannedBoot, record: BootRecord, todo: deque[PlannedBoot]) -> bool:
+        """Retry the boot or give it up; True when the run must stop at once."""
+        if self.summary.stopped:  # stopping already: running boots finish, nothing is retried
+            self.summary.failed[p.arm] += 1
+            return False
+        if self._too_many_failures(p.arm, record):
+            self.progress.note(f"stopping: {self.summary.stopped}")
+            self._cancel_all()
+            return True
+        if self.repeat.repeats(record):
+            self.summary.stopped = self._repeating(record)
+            self.progress.note(f"stopping: {self.summary.stopped.splitlines()[0]}")
+            todo.clear()  # launch nothing new; the boots running now finish and are written
+            return False
+        if self.tries[(p.arm, p.boot)] < self.spec.experiment.max_attempts:
+            todo.appendleft(p)  # retry next, keeping the block order intact
+        else:
+            self.summary.lost.append((p.arm, p.boot))
+        return False
+
+    def _too_many_failures(self, arm: str, record: BootRecord) -> bool:
+        summary = self.summary
+        summary.failed[arm] += 1
+        limit = self.spec.experiment.max_failures_per_arm
+        if summary.failed[arm] <= limit:
+            return False
+        error = (record.error or "").strip().splitlines()
+        summary.stopped = (
+            f"arm {arm!r} had {summary.failed[arm]} failed attempts in this run, more than "
+            f"experiment.max_failures_per_arm = {limit}; last error: "
+            f"{error[0][:300] if error else '?'} (log: {record.log_path}). "
+            "Fix the cause, then rerun with --resume"
+        )
+        return True
+
+    def _repeating(self, record: BootRecord) -> str:
+        """Why the run stops: the repeated error and the tail of the server's log."""
+        error = (record.error or "").strip().splitlines()[0][:300]
+        lines = [
+            f"arm {record.arm!r} failed twice in a row with the same error and has not "
+            f"booted ok once, so every retry would fail the same way: {error}"
+        ]
+        log = log_tail(self.writer.root / record.log_path, CAUSE_LINES) if record.log_path else []
+        tail = cause_context(log, TAIL_LINES)
+        if tail:
+            lines += [f"from {record.log_path}:", *(f"  {x}" for x in tail)]
+        lines.append(
+            f"Fix the cause (try one boot: specab boot FILE --arm {record.arm}), then rerun "
+            "with --resume"
+        )
+        return "\n".join(lines)
+
+    def _result(self, ref: Any, f: InFlight) -> tuple[BootRecord, list[ProbeRecord]]:
+        """The task's record and probes; a record of our own when the task produced none."""
+        import ray
+        from ray.exceptions import RayError, RayTaskError, TaskCancelledError
+
+        try:
+            res: TaskResult = ray.get(ref)
+        except RayError as exc:
+            if isinstance(exc, RayTaskError) and not isinstance(exc, TaskCancelledError):
+                raise  # the task's code raised: a bug, shown with its remote traceback
+            text = str(exc).strip()  # worker or node died, task cancelled
+            first = text.splitlines()[0] if text else ""
+            error = f"ray: {type(exc).__name__} on {_where(f)}: {first}"
+            return failed_record(f.spec.request, error, started_at=f.started_at), []
+        if res.user_error is not None:
+            raise res.user_error
+        assert res.record is not None, "a task returns a record or a user error"
+        log = self.writer.log_path(res.record.boot_id)
+        if res.log_bytes is not None:
+            atomic_write_bytes(log, res.log_bytes)
+        for name, data in res.member_logs.items():  # a gang boot's other members
+            atomic_write_bytes(log.with_name(name), data)
+        return res.record, res.probes
+
+    def _abandoned(self, f: InFlight) -> BootRecord:
+        """The record of an attempt given up because Ray lists its node dead."""
+        error = (
+            f"ray: NodeLost on {_where(f)}: the cluster marked the node dead (it stopped answering "
+            "Ray's health checks) while the attempt ran; the attempt was given up"
+        )
+        record = failed_record(f.spec.request, error, started_at=f.started_at)
+        self._write(record, [], f)
+        return record
+
+    def _collect(self, ref: Any, f: InFlight, *, only_ok: bool = False) -> BootRecord:
+        """Write a finished attempt and count it; return its record.
+
+        `only_ok` (while cancelling): write only boots that completed, not the cancellations.
+        """
+        record, probes = self._result(ref, f)
+        if only_ok and record.status != "ok":
+            return record
+        self._write(record, probes, f)
+        return record
+
+    def _write(self, record: BootRecord, probes: list[ProbeRecord], f: InFlight) -> None:
+        self.writer.write_boot(record, probes)
+        if record.status != "ok":
+            self._node_failed(f, record)
+        arm, summary = record.arm, self.summary
+        if record.status == "ok":
+            summary.ok[arm] += 1
+            self.repeat.ok(arm)
+            node_counts = summary.per_node.setdefault(f.place.node.label, {})
+            node_counts[arm] = node_counts.get(arm, 0) + 1
+        summary.busy_s += (record.boot_seconds or 0.0) + (record.probe_seconds or 0.0)
+        self.progress.finished(record, time.monotonic() - f.t0)
+
+    def _cancel_all(self) -> None:
+        """Graceful cancel, then force. Boots that complete during the grace period are
+        written; the rest are simply missing, which `--resume` reruns."""
+        self.dispatch.cancel(force=False)
+        deadline = time.monotonic() + CANCEL_GRACE_S
+        try:
+            while self.dispatch.inflight and time.monotonic() < deadline:
+                for ref, f in self.dispatch.finished(timeout_s=0.5):
+                    self._collect(ref, f, only_ok=True)
+        except KeyboardInterrupt:
+            pass  # a second Ctrl-C: go straight to force
+        finally:
+            self.dispatch.cancel(force=True)
+            self.dispatch.drop_all(timeout_s=10.0)

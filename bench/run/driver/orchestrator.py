@@ -1,0 +1,210 @@
+"""`specab run-ab`: B boots per arm through Ray — interleaved, fault tolerant, resumable.
+
+The driver owns the plan and the results directory; Ray tasks (one per boot attempt, see
+`bench.run.placement.task`) only boot and measure. Each finished attempt is written at once
+(atomically, one file per attempt), so killing the driver at any moment leaves a directory
+that `--resume` completes: it counts ok boots per arm and runs only what is missing.
+
+Failure policy: a failed attempt is recorded and retried (up to experiment.max_attempts per
+boot in this run); an arm with more than experiment.max_failures_per_arm failed attempts in
+this run stops the experiment. A user mistake found inside a boot (SpecabError) and a bug
+(any other exception raised by the task) stop the run at once; the bug with its traceback.
+Ctrl-C / SIGTERM cancels every boot (graceful first, then force; the per-boot watchdog kills
+server groups of force-killed workers).
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from types import FrameType
+
+from rich.console import Console
+
+from bench.errors import SpecabError
+from bench.experiment import build_manifest, load_spec, preflight, resume_changes
+from bench.records import Manifest
+from bench.run.driver.dispatch import Dispatcher
+from bench.run.driver.elimination import SelectionRun
+from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
+from bench.run.driver.looks import SequentialRun
+from bench.run.driver.loop import RunLoop
+from bench.run.driver.order import PlannedBoot, missing_boots, plan_order
+from bench.run.driver.progress import ProgressState, make_progress
+from bench.run.placement import (
+    AttemptSpec,
+    TaskResult,
+    boot_capacity,
+    bundle,
+    cluster_slots,
+    connect,
+    run_attempt,
+    task_options,
+)
+from bench.store import ResultsWriter
+
+Task = Callable[[AttemptSpec], TaskResult]
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (batch schedulers, `kill`) takes the same clean path as Ctrl-C."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+class Driver:
+    """One run-ab invocation. `run()` returns a RunSummary; user errors raise SpecabError.
+
+    `task` is what each Ray task runs (a seam for fault-injection tests)."""
+
+    def __init__(
+        self, spec_file: Path, opts: RunOptions, console: Console, *, task: Task = run_attempt
+    ) -> None:
+        self.spec_file = Path(spec_file).resolve()
+        self.opts = opts
+        self.console = console
+        self.spec = load_spec(self.spec_file)
+        self.arms = [a.name for a in self.spec.arms]
+        self.task = task
+
+    def _preflight(self) -> None:
+        """Every user mistake before anything is written; then lint's findings (known
+        draft/target config mismatches), which stop the run only with --strict."""
+        cluster = self.opts.address is not None
+        checked = preflight(self.spec_file, spec=self.spec, cluster=cluster)
+        for line in checked.warnings:
+            self.console.print(line, markup=False, soft_wrap=True)
+        report = checked.lint(self.spec_file)
+        self.console.print(f"lint: {report.summary()}", markup=False)
+        for line in report.lines():
+            self.console.print(f"  {line}", markup=False, soft_wrap=True)
+        if self.opts.strict and report.warnings:
+            first = report.warnings[0]
+            raise SpecabError(
+                f"lint: {report.summary()} (listed above); --strict stops on findings",
+                file=self.spec_file,
+                field=f"arms({first.arm}) {first.field}",
+                fix="apply the fixes listed above, or run without --strict",
+            )
+
+    def _manifest(self) -> Manifest:
+        """manifest.json; building it also validates arms and probe sets (cheap)."""
+        return build_manifest(
+            self.spec,
+            self.spec_file,
+            orchestration={
+                "common_random_numbers": self.opts.common_random_numbers,
+                "per_boot_seed": self.spec.server.per_boot_seed,
+            },
+        )
+
+    def run(self) -> RunSummary:
+        t_start = time.monotonic()
+        root = Path(self.opts.results_dir)
+        self._preflight()
+        manifest = self._manifest()
+        # An existing directory is checked (refused without --resume, or when this run would
+        # mix versions of an arm) before Ray starts; a new one is created only once the
+        # cluster can run a boot, so a user error found on the way leaves nothing written.
+        writer: ResultsWriter | None = None
+        exists = ResultsWriter.check_root(root)
+        ledger = Ledger.read(root) if exists and self.opts.resume else Ledger()
+        if exists:
+            proven = {arm for arm, boots in ledger.ok.items() if boots}
+            writer = ResultsWriter.create(
+                root,
+                manifest,
+                resume=self.opts.resume,
+                compare=lambda old: resume_changes(old, manifest, where=root, proven=proven),
+            )
+        exp = self.spec.experiment
+        plan = plan_order(self.arms, exp.boots_per_arm, exp.seed)
+        todo = deque(missing_boots(plan, ledger.ok))
+        summary = RunSummary(
+            root=root,
+            ok={a: len(ledger.ok.get(a, set()) & set(range(exp.boots_per_arm))) for a in self.arms},
+            failed={a: 0 for a in self.arms},
+        )
+        seq: SequentialRun | SelectionRun | None = None
+        if exp.looks and self.spec.sweep is not None:  # the looks eliminate configurations
+            seq = SelectionRun(root, tuple(exp.looks), self.arms)
+        elif exp.looks:
+            seq = SequentialRun.open(root, exp.looks, self.arms)
+        if seq is not None and exists and seq.check(summary.ok, self.console.print):
+            todo.clear()  # stopped at a look (now or in the run being resumed)
+        if isinstance(seq, SelectionRun):
+            seq.prune(todo)
+        if todo:
+            self._run_on_ray(manifest, writer, ledger, todo, summary, seq)
+        summary.wall_s = time.monotonic() - t_start
+        return summary
+
+    def _run_on_ray(
+        self,
+        manifest: Manifest,
+        writer: ResultsWriter | None,
+        ledger: Ledger,
+        todo: deque[PlannedBoot],
+        summary: RunSummary,
+        seq: SequentialRun | SelectionRun | None,
+    ) -> None:
+        import ray
+
+        started_ray = connect(self.opts.address, num_cpus=self.opts.num_cpus)
+        try:
+            nodes = cluster_slots(self.spec.resources, self.spec_file)
+            if writer is None:
+                writer = ResultsWriter.create(summary.root, manifest, resume=False)
+            res = self.spec.resources
+            cap = boot_capacity([n.slots for n in nodes], res.nodes)
+            if self.opts.slots:
+                cap = min(cap, self.opts.slots)
+            summary.slots = cap
+            state = ProgressState(
+                arms=self.arms,
+                target={a: self.spec.experiment.boots_per_arm for a in self.arms},
+                ok=dict(summary.ok),
+                slots=cap,
+            )
+            dispatch = Dispatcher(
+                nodes, cap, task_options(res), self.task, gang=res.nodes, bundle=bundle(res)
+            )
+            with (
+                _sigterm_as_interrupt(),
+                make_progress(state, self.console, quiet=self.opts.quiet) as progress,
+            ):
+                RunLoop(
+                    self.spec,
+                    self.spec_file,
+                    self.opts,
+                    writer=writer,
+                    ledger=ledger,
+                    summary=summary,
+                    progress=progress,
+                    dispatch=dispatch,
+                    seq=seq,
+                ).run(todo)
+        finally:
+            if started_ray:
+                ray.shutdown()
+
+
+def run_ab(spec_file: Path, opts: RunOptions, console: Console | None = None) -> RunSummary:
+    """Run (or resume) one experiment; see the module docstring."""
+    return Driver(spec_file, opts, console or Console(stderr=True)).run()

@@ -1,0 +1,260 @@
+"""Gang members on other nodes: one Ray actor per member, in its bundle of the boot's
+placement group, owning the member's process tree on its node.
+
+The actor does on its node what the boot task does on the head's: node preparation
+(pre_boot, memory wait), the launch plan on its own disk, the member process under its own
+`BootGuard` watchdog (the head task owns the actors, so when that task's worker dies Ray
+kills the actors, and each watchdog kills its member's groups and containers), the patch
+check of its model workers, the stop, and its log (shipped back when the node does not
+share the driver's results directory).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.errors import BootFailed, SpecabError
+from bench.experiment import LaunchPlan, check_patches_applied
+from bench.run.boot import prepare_node
+from bench.run.node import (
+    CACHE_ROOT,
+    compile_cache_path,
+    cpu_binding_for,
+    fresh_node_log,
+    member_log_name,
+    node_ip,
+    node_workdir,
+    read_log_tail,
+)
+from bench.run.process import BootGuard, MemberProcess, MemberStart, exit_problem, start_member
+
+RAY_TIMEOUT_S = 120.0  # a call to a live actor answers in well under this
+
+
+@dataclass(frozen=True)
+class MemberNode:
+    """Node-side settings of a remote member (picklable)."""
+
+    label: str  # the node's label in this run (errors, record)
+    cpu: float  # per-node CPUs (CPU binding width)
+    cpu_slot: int | None  # which slot of its node (CPU-only boots), else None
+    compile_cache: bool
+    pre_boot: tuple[str, ...] = ()
+    min_free_memory_gb: float | None = None
+    memory_wait_s: float = 300.0
+    driver_node_id: str = ""  # the member logs straight into driver_log_dir on that node
+    driver_log_dir: str = ""
+
+
+def _one_line(exc: Exception) -> str:
+    if isinstance(exc, BootFailed):
+        return " ".join(exc.reason.strip().splitlines()[0].split()) if exc.reason else "failed"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class MemberActor:
+    """The body of the Ray actor (see `_actor_class`)."""
+
+    def __init__(self) -> None:
+        self._proc: MemberProcess | None = None
+        self._plan: LaunchPlan | None = None
+        self._guard: BootGuard | None = None
+        self._log: Path | None = None
+        self._shipped = False
+        self._cache: Path | None = None
+
+    def start(self, ms: MemberStart, node: MemberNode) -> str | None:
+        """Prepare the node and start the member; the reason it could not, else None."""
+        import ray
+
+        workdir = node_workdir(ms.experiment)
+        here = str(ray.get_runtime_context().get_node_id())
+        in_place = bool(node.driver_log_dir) and here == node.driver_node_id
+        name = member_log_name(ms.boot_id, ms.rank)
+        self._log = (
+            Path(node.driver_log_dir) / name
+            if in_place
+            else fresh_node_log(workdir, node.driver_log_dir, name)
+        )
+        self._shipped = not in_place
+        cache = compile_cache_path(workdir, ms.arm.name, ms.boot_id, keep=node.compile_cache)
+        self._cache = None if node.compile_cache else cache  # a fresh one goes with the boot
+        env = {**os.environ, CACHE_ROOT: str(cache), **cpu_binding_for(node.cpu_slot, node.cpu)}
+        try:
+            cache.mkdir(parents=True, exist_ok=True)
+            guard_file = workdir / "pgids" / f"{ms.boot_id}.m{ms.rank}.{os.getpid()}"
+            self._guard = BootGuard(guard_file, grace_s=5.0).__enter__()
+            prepare_node(
+                node.pre_boot, node.min_free_memory_gb, self._log, wait_s=node.memory_wait_s
+            )
+            self._proc, self._plan = start_member(
+                ms,
+                workdir=workdir,
+                log=self._log,
+                environ=env,
+                node_ip=node_ip(),
+                watch=self._guard,
+            )
+        except (BootFailed, OSError, SpecabError) as exc:
+            return _one_line(exc)
+        return None
+
+    def poll(self) -> tuple[int | None, list[str]]:
+        rc = self._proc.poll() if self._proc is not None else None
+        return rc, (self._proc.tail() if rc is not None and self._proc is not None else [])
+
+    def after_ready(self) -> None:
+        if self._proc is not None:
+            self._proc.remember_descendants()
+
+    def check_patches(self) -> tuple[str | None, tuple[str, ...]]:
+        if self._plan is None:
+            return None, ()
+        try:
+            return None, check_patches_applied(self._plan)
+        except BootFailed as exc:
+            return _one_line(exc), ()
+
+    def stop(self) -> str | None:
+        """Stop the member (SIGTERM, grace, SIGKILL, container removed); survivors or None."""
+        if self._proc is None:
+            return None
+        try:
+            self._proc.stop()
+        except BootFailed as exc:
+            return _one_line(exc)
+        return None
+
+    def log_bytes(self) -> bytes | None:
+        """The member's log, when it was not written into the driver's results dir."""
+        return read_log_tail(self._log) if self._shipped and self._log is not None else None
+
+    def close(self) -> None:
+        """The boot is over: release the watchdog (nothing left to kill) and scratch."""
+        if self._guard is not None:
+            self._guard.__exit__(None, None, None)
+            self._guard = None
+        if self._cache is not None:
+            import shutil
+
+            shutil.rmtree(self._cache, ignore_errors=True)
+
+
+@functools.lru_cache(maxsize=1)
+def _actor_class() -> Any:
+    import ray
+
+    return ray.remote(max_restarts=0, max_task_retries=0)(MemberActor)
+
+
+class RemoteMember:
+    """A `MemberHandle` for member `ms.rank`, run by an actor in bundle `rank` of the boot's
+    placement group (the head task's own bundle is 0)."""
+
+    def __init__(self, ms: MemberStart, node: MemberNode, pg: Any, options: dict[str, Any]):
+        self.rank, self.label = ms.rank, node.label
+        self._ms, self._node, self._pg, self._options = ms, node, pg, options
+        self._actor: Any = None
+        self._start: Any = None
+        self._stopping: Any = None
+        self.log: bytes | None = None  # shipped after the stop
+
+    def _who(self) -> str:
+        return f"gang member {self.rank} (node {self.label})"
+
+    def begin(self) -> None:
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        strategy = PlacementGroupSchedulingStrategy(
+            placement_group=self._pg, placement_group_bundle_index=self.rank
+        )
+        cls = _actor_class().options(**self._options, scheduling_strategy=strategy)
+        self._actor = cls.remote()
+        self._start = self._actor.start.remote(self._ms, self._node)
+
+    def problem(self) -> str | None:
+        import ray
+        from ray.exceptions import RayError
+
+        if self._start is None:
+            return None
+        try:
+            done, _ = ray.wait([self._start], timeout=0)
+            if not done:
+                return None  # still preparing its node or starting
+            if (err := ray.get(self._start)) is not None:
+                return f"{self._who()} could not start: {err}"
+            rc, tail = ray.get(self._actor.poll.remote(), timeout=RAY_TIMEOUT_S)
+        except RayError as exc:  # the actor, its worker or its node died
+            return f"{self._who()} lost: {type(exc).__name__}: {str(exc).strip()[:200]}"
+        return None if rc is None else exit_problem(self._who(), rc, tail)
+
+    def after_ready(self) -> None:
+        import ray
+
+        ray.get(self._actor.after_ready.remote(), timeout=RAY_TIMEOUT_S)
+
+    def check_patches(self) -> tuple[str, ...]:
+        import ray
+
+        err, noops = ray.get(self._actor.check_patches.remote(), timeout=RAY_TIMEOUT_S)
+        if err is not None:
+            raise BootFailed(f"{self._who()}: {err}")
+        return tuple(noops)
+
+    def begin_stop(self) -> None:
+        if self._actor is not None and self._stopping is None:
+            self._stopping = self._actor.stop.remote()
+
+    def finish_stop(self) -> None:
+        """Wait for the actor's stop, fetch the log, release and end the actor."""
+        import ray
+        from ray.exceptions import RayError
+
+        if self._actor is None:
+            return
+        actor, self._actor = self._actor, None
+        err = None
+        try:
+            # queued behind a start still preparing its node: allow for that wait too
+            wait = self._ms.stop_grace_s + self._node.memory_wait_s + RAY_TIMEOUT_S
+            err = ray.get(self._stopping, timeout=wait)
+            self.log = ray.get(actor.log_bytes.remote(), timeout=RAY_TIMEOUT_S)
+            ray.get(actor.close.remote(), timeout=RAY_TIMEOUT_S)
+        except RayError:
+            pass  # the actor died: its watchdog killed what it had started
+        finally:
+            ray.kill(actor, no_restart=True)
+        if err is not None:
+            raise BootFailed(f"{self._who()}: {err}")
+
+
+class RayMembers:
+    """Starts the non-head members of a gang boot inside the placement group the head task
+    runs in (bundle r = member r), with the per-node resources of `options`."""
+
+    def __init__(self, nodes: list[MemberNode], options: dict[str, Any]) -> None:
+        from ray.util import get_current_placement_group
+
+        self._pg = get_current_placement_group()
+        if self._pg is None:
+            raise RuntimeError("a gang boot's task must run in its placement group")
+        self._nodes = nodes  # index r - 1 = member r
+        self._options = options
+        self.started: list[RemoteMember] = []
+
+    def head_ip(self) -> str:
+        return node_ip()
+
+    def member(self, ms: MemberStart) -> RemoteMember:
+        m = RemoteMember(ms, self._nodes[ms.rank - 1], self._pg, self._options)
+        self.started.append(m)
+        return m
+
+    def shipped_logs(self, boot_id: str) -> dict[str, bytes]:
+        """{file name: bytes} of member logs written away from the driver's results dir."""
+        return {member_log_name(boot_id, m.rank): m.log for m in self.started if m.log is not None}

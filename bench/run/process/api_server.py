@@ -1,0 +1,123 @@
+"""The vLLM API server of one boot (DESIGN.md "One boot"): a `MemberProcess` with a port.
+
+Free loopback port, `/health` polling that also notices early exit (and, for a gang boot,
+any other member's exit through `check`), a retry when another process won the free-port
+race; the process lifecycle (own session, log file, SIGTERM -> grace -> SIGKILL, /proc
+check, container stop by name) is `_process.MemberProcess`.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import httpx
+
+from bench.experiment import ContainerRef
+from bench.run.process.member_process import MemberProcess, Plan, Watch
+from bench.run.process.procfs import descendants, group_members, log_tail
+from bench.run.process.root_cause import summarize_tail
+
+__all__ = [
+    "Plan",
+    "ServerProcess",
+    "descendants",
+    "free_port",
+    "group_members",
+    "log_tail",
+    "summarize_tail",
+]
+
+_PORT_IN_USE = ("address already in use", "errno 98")
+_MAX_PORT_RETRIES = 3
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port the OS considers free right now (bind :0, read, close). Racy: callers retry."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class ServerProcess(MemberProcess):
+    """One vLLM API server. Use as a context manager so that no error path leaks it.
+
+    `extra_args` are appended after the plan's argv (per-boot flags such as --seed);
+    `cwd` defaults to a fresh empty temp dir (`python -m` puts cwd on sys.path).
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        log_path: Path,
+        *,
+        host: str = "127.0.0.1",
+        ready_timeout_s: float,
+        stop_grace_s: float = 10.0,
+        extra_args: Sequence[str] = (),
+        cwd: Path | None = None,
+        on_started: Callable[[int, int], None] | None = None,
+        poll_interval_s: float = 0.5,
+        watch: Watch | None = None,
+        container: ContainerRef | None = None,
+    ) -> None:
+        super().__init__(
+            plan,
+            log_path,
+            stop_grace_s=stop_grace_s,
+            cwd=cwd,
+            on_started=on_started,
+            watch=watch,
+            container=container,
+        )
+        self.host = host
+        self.ready_timeout_s = ready_timeout_s
+        self.extra_args = list(extra_args)
+        self._poll = poll_interval_s
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        """Launch on a fresh free port (argv + --host/--port + extra args)."""
+        self.port = free_port(self.host)
+        argv = [*self.plan.argv, "--host", self.host, "--port", str(self.port), *self.extra_args]
+        self.launch(argv)
+
+    def wait_ready(self, check: Callable[[], None] | None = None) -> None:
+        """Poll /health until 200; BootFailed with the log tail on early exit or deadline.
+        `check` runs every poll and may raise BootFailed itself (a gang member exited)."""
+        assert self._proc is not None, "start() first"
+        deadline = time.monotonic() + self.ready_timeout_s
+        retries = 0
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while True:
+                rc = self.poll()
+                if rc is not None:
+                    tail = self.tail()
+                    if retries < _MAX_PORT_RETRIES and any(
+                        m in line.lower() for line in tail for m in _PORT_IN_USE
+                    ):
+                        retries += 1  # lost the free-port race to another process
+                        self.reap()
+                        self.start()
+                        continue
+                    raise self.failed(f"server exited with code {rc} during startup", tail)
+                if check is not None:
+                    check()
+                try:
+                    if client.get(f"{self.base_url}/health").status_code == 200:
+                        self.remember_descendants()
+                        return
+                except httpx.TransportError:
+                    pass  # not listening yet, or accepted but still loading
+                if time.monotonic() > deadline:
+                    raise self.failed(
+                        f"server not healthy after {self.ready_timeout_s:.0f} s "
+                        "(raise server.ready_timeout_s if the model is just slow)"
+                    )
+                time.sleep(self._poll)

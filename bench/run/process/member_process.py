@@ -1,0 +1,311 @@
+"""One member process of a boot on this node: the lifecycle every server process shares.
+
+Own session (process group), output to a log file (never a pipe), an empty cwd; stop =
+SIGTERM to the group, grace, SIGKILL to the group and to every descendant seen while it ran
+(some leave the group), then a /proc scan proving nothing survived. A member that runs in a
+container is also stopped by its container's name (`<runtime> stop -t GRACE`, `rm -f`):
+killing the container CLI's process does not stop the container, its runtime owns it; the
+stop checks the container is gone. Stopping is split in two phases (`begin_stop`,
+`finish_stop`) so a gang boot can SIGTERM all its members before waiting for any.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Protocol, Self
+
+from bench.errors import BootFailed
+from bench.experiment import ContainerRef
+from bench.run.process.procfs import (
+    LOG_TAIL_LINES,
+    descendants,
+    group_members,
+    kill_known,
+    log_tail,
+    proc_stat,
+    signal_group,
+)
+from bench.run.process.root_cause import summarize_tail
+
+CAUSE_LINES = 2000  # log lines searched for the root-cause exception
+CONTAINER_GONE_S = 30.0  # after stop + rm: how long a container may take to disappear
+
+
+class Lifecycle:
+    """A context manager that starts on enter (stopping whatever started when that fails, so
+    no error path leaks a process) and stops on exit."""
+
+    def start(self) -> None:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+class Plan(Protocol):
+    """What a member process needs: its argv and whole environment (tests pass their own)."""
+
+    @property
+    def argv(self) -> list[str]: ...
+
+    @property
+    def env(self) -> dict[str, str]: ...
+
+
+class Watch(Protocol):
+    """What the node's watchdog (`reaper.BootGuard`) must know to clean up after us."""
+
+    def record(self, pid: int, pgid: int) -> None: ...
+
+    def remember(self, pids: dict[int, int]) -> None: ...
+
+    def container(self, ref: ContainerRef) -> None: ...
+
+
+def container_exists(ref: ContainerRef) -> bool:
+    """Whether the runtime still lists the container (an unusable runtime: assume gone)."""
+    try:
+        out = subprocess.run(ref.exists_command(), capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return out.returncode == 0 and ref.name in out.stdout.split()
+
+
+# (leader, end of the grace period, the container's `stop` command running in background)
+_Stopping = tuple["subprocess.Popen[bytes]", float, "subprocess.Popen[bytes] | None"]
+
+
+class MemberProcess(Lifecycle):
+    """One process tree of a boot (a server or a gang member). Use `stop()` on every path."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        log_path: Path,
+        *,
+        stop_grace_s: float = 10.0,
+        cwd: Path | None = None,
+        on_started: Callable[[int, int], None] | None = None,
+        watch: Watch | None = None,
+        container: ContainerRef | None = None,
+        role: str = "server",
+        remove_cwd: bool = False,
+    ) -> None:
+        self.plan = plan
+        self.role = role  # how errors name it: "server", "gang member 1"
+        self.log_path = Path(log_path)
+        self.stop_grace_s = stop_grace_s
+        self.container = container
+        self._cwd = cwd
+        self._own_cwd: Path | None = cwd if remove_cwd else None  # removed after the stop
+        self._on_started = on_started
+        self._watch = watch
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self._log_start = 0
+        self._known: dict[int, int] = {}  # descendants seen while running: {pid: starttime}
+        self._stopping: _Stopping | None = None  # between begin_stop and finish_stop
+        self._lock = threading.Lock()  # a gang's monitor thread may kill while we stop
+        self.pgid = 0
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid if self._proc is not None else 0
+
+    def launch(self, argv: list[str]) -> None:
+        """Start `argv` in its own session, output appended to the log file."""
+        if self._cwd is None and self._own_cwd is None:
+            self._own_cwd = Path(tempfile.mkdtemp(prefix="specab-server-cwd-"))
+        cwd = self._cwd or self._own_cwd
+        assert cwd is not None
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        if self._log is None:
+            self._log = self.log_path.open("ab")
+        self._log_start = self._log.tell()
+        self._log.write(f"[specab] launching: {' '.join(argv)}\n".encode())
+        self._log.flush()
+        if self.container is not None and self._watch is not None:
+            self._watch.container(self.container)  # before it exists: no window without it
+        try:
+            self._proc = subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env=dict(self.plan.env),
+                stdin=subprocess.DEVNULL,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise BootFailed(
+                f"cannot start {self.role} {argv[0]!r}: {exc}", log_path=str(self.log_path)
+            ) from None
+        self.pgid = self._proc.pid  # start_new_session: the leader's pid is the group id
+        if self._watch is not None:
+            self._watch.record(self._proc.pid, self.pgid)
+        if self._on_started is not None:
+            self._on_started(self._proc.pid, self.pgid)
+
+    def poll(self) -> int | None:
+        """The leader's exit code, or None while it runs (or before it started)."""
+        return self._proc.poll() if self._proc is not None else None
+
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
+        return log_tail(self.log_path, lines, start=self._log_start)
+
+    def failed(self, summary: str, tail: list[str] | None = None) -> BootFailed:
+        tail = self.tail() if tail is None else tail
+        body = "\n".join(tail) if tail else "(empty log)"
+        # The engine's traceback can sit far above the shown tail (shutdown noise follows it).
+        cause = summarize_tail(self.tail(CAUSE_LINES) or tail)
+        return BootFailed(
+            f"{summary}: {cause}\n--- last {len(tail)} lines of {self.log_path} ---\n{body}",
+            log_path=str(self.log_path),
+        )
+
+    def remember_descendants(self) -> None:
+        if self._proc is not None:
+            found = descendants(self._proc.pid)
+            self._known.update(found)
+            if self._watch is not None and found:
+                self._watch.remember(found)
+
+    def reap(self) -> None:
+        """Kill what is left of the current launch (after an early exit) and wait the leader."""
+        if self._proc is None:
+            return
+        self.remember_descendants()
+        signal_group(self.pgid, signal.SIGKILL)
+        kill_known(self._known)
+        self._remove_container(0.0)
+        self._proc.wait()
+
+    def kill_now(self) -> None:
+        """SIGKILL everything at once (from another thread: a gang member died)."""
+        with self._lock:
+            if self._proc is not None:
+                self.remember_descendants()
+                signal_group(self.pgid, signal.SIGKILL)
+                kill_known(self._known)
+        self._remove_container(0.0)
+
+    def _remove_container(self, grace_s: float) -> None:
+        if self.container is None:
+            return
+        for cmd in self.container.stop_commands(grace_s):
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                subprocess.run(cmd, capture_output=True, timeout=grace_s + 60)
+
+    def survivors(self) -> list[int]:
+        alive = set(group_members(self.pgid)) if self.pgid else set()
+        for pid, start in self._known.items():
+            st = proc_stat(pid)
+            if st is not None and st[3] == start and st[0] != "Z":
+                alive.add(pid)
+        return sorted(alive)
+
+    def begin_stop(self) -> None:
+        """Phase 1: SIGTERM the group (a container: `<runtime> stop -t GRACE` in the
+        background, which TERMs, waits and KILLs inside the container itself)."""
+        with self._lock:
+            proc, self._proc = self._proc, None
+            if proc is None:
+                return
+            self._known.update(descendants(proc.pid))
+            stopper = None
+            if self.container is not None:
+                stop_cmd = self.container.stop_commands(self.stop_grace_s)[0]
+                with contextlib.suppress(OSError):
+                    stopper = subprocess.Popen(
+                        stop_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+                    )
+            signal_group(self.pgid, signal.SIGTERM)
+            self._stopping = (proc, time.monotonic() + self.stop_grace_s, stopper)
+
+    def finish_stop(self) -> None:
+        """Phase 2: wait out the grace, SIGKILL group and known descendants, remove the
+        container; raise BootFailed if anything survived (should never happen)."""
+        with self._lock:
+            stopping, self._stopping = self._stopping, None
+        try:
+            if stopping is not None:
+                self._finish(*stopping)
+        finally:
+            self._close()
+
+    def _finish(
+        self,
+        proc: subprocess.Popen[bytes],
+        deadline: float,
+        stopper: subprocess.Popen[bytes] | None,
+    ) -> None:
+        while time.monotonic() < deadline:
+            proc.poll()
+            if proc.returncode is not None and not self.survivors():
+                break
+            time.sleep(0.1)
+        if stopper is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                stopper.wait(timeout=60)
+        self._remove_container(0.0)
+        signal_group(self.pgid, signal.SIGKILL)
+        kill_known(self._known)
+        proc.wait()
+        deadline = time.monotonic() + 5.0  # SIGKILL is async; give the kernel a moment
+        while (left := self.survivors()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if left:
+            raise BootFailed(
+                f"processes {left} of group {self.pgid} survived SIGKILL",
+                log_path=str(self.log_path),
+            )
+        if self.container is not None:
+            deadline = time.monotonic() + CONTAINER_GONE_S
+            while container_exists(self.container) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            if container_exists(self.container):
+                raise BootFailed(
+                    f"container {self.container.name} still exists after stop and rm -f",
+                    log_path=str(self.log_path),
+                )
+
+    def _close(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self._own_cwd is not None:
+            shutil.rmtree(self._own_cwd, ignore_errors=True)
+            self._own_cwd = None
+
+    def stop(self) -> None:
+        """SIGTERM, grace, SIGKILL; verify nothing survived. Idempotent."""
+        self.begin_stop()
+        self.finish_stop()

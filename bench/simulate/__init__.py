@@ -1,0 +1,33 @@
+"""Simulated results with a known truth (STATISTICS.md's generative model), for calibrating
+`bench.stats` by simulation, the benchmarks and the docs figures; never part of a real run.
+
+- `generative`: the model, vectorized over replicates (count arrays; `simulate_boot_totals`
+  is the fast path the calibration suites use).
+- `simulated_boots`: one simulated boot as store rows (`BootRecord`, probe frame).
+- `runs`: a whole simulated run in memory (`simulate_run`, `simulate_frames`) and the
+  manifest a real run would write for it (`simulated_manifest`).
+- `directory`: the one part that writes, a results directory through `bench.store`
+  (`simulate_results`), so statistics stay free of I/O.
+"""
+
+from bench.simulate.directory import simulate_results, write_run
+from bench.simulate.generative import (
+    DEFAULT_MU,
+    PromptSet,
+    SimParams,
+    boot_effects,
+    draw_prompt_set,
+    mu_for,
+    simulate_boot_totals,
+    simulate_counts,
+    simulate_latency,
+    simulate_speed_totals,
+)
+from bench.simulate.runs import SimRun, simulate_frames, simulate_run, simulated_manifest
+
+__all__ = [
+    "DEFAULT_MU", "PromptSet", "SimParams", "SimRun", "boot_effects", "draw_prompt_set",
+    "mu_for", "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_latency",
+    "simulate_results", "simulate_run", "simulate_speed_totals", "simulated_manifest",
+    "write_run",
+]  # fmt: skip

@@ -1,0 +1,175 @@
+"""The statistics engine: `analyze` returns the typed `analyze --json` object (`Analysis`).
+
+Pure functions of the loaded frames (no I/O, no printing). Method: STATISTICS.md. The boot
+is the unit of replication; ratio of sums within boot; Welch intervals on jackknife
+(leverage-robust) boot SEs; Holm across the primary family (each arm vs baseline x the
+experiment's `primary_metrics`, default {pos0, mean length}); every other metric (output
+tokens/s by default: Welch on log boot values, reported as a ratio) is secondary, its own
+Holm family; each verdict rests on the Holm-compatible interval it quotes (`verdict_ci`).
+With sequential looks the family is the one the design decided at the look reached, and
+everything else (secondary families, speedups, `--by` groups) uses the same boots.
+Additive keys beyond DESIGN.md are described on the models (`bench.stats.schema.arm_result`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from bench.errors import SpecabError
+from bench.records import ALL_METRICS, SPEED_METRIC, Manifest
+from bench.stats.compare import (
+    breakdown,
+    comparisons,
+    host_summary,
+    order_notes,
+    position_comparisons,
+    prepare,
+    primary,
+    speed_notes,
+    speedups,
+)
+from bench.stats.describe import arm_result, components, draft_length_notes, drift
+from bench.stats.inputs import Dataset, Prior, Settings, failed_counts
+from bench.stats.schema import Analysis, AnalysisSettings, Comparison, PriorInfo
+from bench.stats.select import selection, sweep_looks
+
+COMPARISON_KEYS = tuple(list(Comparison.model_fields)[:13])
+BEFF_WARN = 0.75  # warn when Kish effective boots fall below this share of the boots
+
+
+def analyze(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Manifest,
+    *,
+    baseline: str | None = None,
+    alpha: float | None = None,
+    margin_pos0: float | None = None,
+    margin_length: float | None = None,
+    margin_speed: float | None = None,
+    prior: Prior | None = None,
+    looks: Sequence[int] | None = None,
+    by: Literal["category", "probe_set"] | None = None,
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    power: float = 0.8,
+    source: str | None = None,
+) -> Analysis:
+    """The analysis of loaded results (only status == "ok" boots count); `by` adds the
+    per-category (or per-probe-set) breakdown."""
+    sweep = manifest.sweep
+    if (
+        sweep is not None and looks is None
+    ):  # a sweep's looks are the selection's, not the A/B design's
+        looks = ()
+    arms, s, ds = prepare(
+        probes,
+        boots,
+        manifest,
+        source,
+        baseline=baseline,
+        alpha=alpha,
+        margin_pos0=margin_pos0,
+        margin_length=margin_length,
+        margin_speed=margin_speed,
+        looks=list(looks) if looks is not None else None,
+    )
+    if by not in (None, "category", "probe_set"):
+        raise SpecabError(f"{by!r}", field="by", fix="group by category or probe_set")
+    result = analyze_data(
+        ds,
+        arms,
+        s,
+        prior or Prior(),
+        failed=failed_counts(boots, arms),
+        experiment=manifest.experiment,
+        n_resamples=n_resamples,
+        seed=seed,
+        power=power,
+        by=by,
+    )
+    within = drift(probes, boots, arms, dict(s.margins), s.alpha)
+    update: dict[str, Any] = {"drift": within} if within else {}
+    if sweep is not None:
+        update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
+    return result.model_copy(update=update) if update else result
+
+
+def analyze_data(
+    ds: Dataset,
+    arms: list[str],
+    s: Settings,
+    prior: Prior,
+    *,
+    failed: Mapping[str, int],
+    experiment: str = "",
+    n_resamples: int = 10_000,
+    seed: int = 0,
+    power: float = 0.8,
+    by: Literal["category", "probe_set"] | None = None,
+) -> Analysis:
+    """Everything `analyze` reports, from per-arm count arrays."""
+    data = ds.arms
+    notes = list(ds.notes)
+    prim, decision = primary(data, arms, s, prior)
+    arm_entries = [arm_result(data[a], s.alpha, prior, failed.get(a, 0)) for a in arms]
+    notes += speed_notes(data, s)
+    notes += draft_length_notes(data, arms, s.baseline)
+    for e in arm_entries:
+        if e.boots == 1:
+            notes.append(f"arm {e.arm}: 1 boot (unreplicated): no between-boot variance")
+        elif e.boots == 0:
+            notes.append(f"arm {e.arm}: no ok boots")
+        elif e.effective_boots is not None and e.effective_boots < BEFF_WARN * e.boots:
+            notes.append(
+                f"arm {e.arm}: unequal work per boot: {e.effective_boots:.1f} effective boots "
+                f"of {e.boots} (Kish, by drafts); its intervals use a jackknife SE and "
+                f"{max(e.effective_boots - 1, 0):.1f} df, so they are wider: rerun boots with "
+                "the same probes and max_tokens to recover the power"
+            )
+    if {e.positions for e in arm_entries if e.boots and e.speculative} == {1}:
+        notes.append(
+            "one speculative token: mean accepted length is 1 + pos0, so the two primary "
+            "comparisons are one test counted twice (Holm is conservative here)"
+        )
+    comps = comparisons(prim, s, power, n_resamples, np.random.default_rng(seed), notes)
+    claims = {"improved", "regressed", "small_improvement", "small_regression"}
+    faster_or_slower = [c.arm for c in comps if c.metric == SPEED_METRIC and c.verdict in claims]
+    notes += order_notes(prim.data, s.baseline, faster_or_slower)
+    if decision is not None:
+        n = decision.looks[(decision.look or 1) - 1]
+        notes.append(
+            f"sequential design: comparisons use the first {n} boots per arm at the look's "
+            f"nominal alpha {prim.level:.3g} ({decision.action})"
+        )
+    ups = speedups(prim.data, s.alpha, notes, s.margins[SPEED_METRIC])
+    hosts = host_summary(prim.data, s.baseline, ALL_METRICS, notes)
+    return Analysis(
+        experiment=experiment,
+        alpha=s.alpha,
+        arms=arm_entries,
+        comparisons=comps,
+        variance_components=components(data, arms),
+        baseline=s.baseline,
+        margins=s.margins,
+        compared_probes=ds.compared_probes,
+        per_position_comparisons=position_comparisons(data, arms, s),
+        sequential=decision,
+        settings=AnalysisSettings(
+            n_resamples=n_resamples,
+            seed=seed,
+            power=power,
+            prior=PriorInfo(between_boot_sd=dict(prior.sd), df=dict(prior.df), source=prior.source)
+            if prior.sd
+            else None,
+        ),
+        notes=list(dict.fromkeys(notes)),
+        primary_metrics=list(s.primary),
+        speedups=ups,
+        breakdown=breakdown(ds, prim.data, arms, s, by, power) if by else None,
+        hosts=hosts,
+    )

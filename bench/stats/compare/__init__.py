@@ -1,0 +1,26 @@
+"""Every arm against the baseline: which comparisons form which Holm family (`families`),
+the primary family and the sequential decision at a look (`primary`), the typed comparisons
+with power, resampling extras and the one-sentence why (`comparisons`, `resampling`, `why`),
+comparisons within hosts when hosts differ (`hosts`), speedups over no-speculation arms
+(`speedups`), per-position differences (`position_differences`) and the `--by` breakdown."""
+
+from bench.stats.compare.breakdown import breakdown
+from bench.stats.compare.comparisons import comparisons
+from bench.stats.compare.hosts import (
+    adjusted_difference,
+    balanced,
+    host_effect_p,
+    host_summary,
+    pseudo_pair,
+)
+from bench.stats.compare.position_differences import position_comparisons, position_differences
+from bench.stats.compare.primary import decide, prepare, primary
+from bench.stats.compare.speedups import order_notes, speed_notes, speedups
+from bench.stats.compare.why import level_name, why
+
+__all__ = [
+    "adjusted_difference", "balanced", "breakdown", "comparisons", "decide", "host_effect_p",
+    "host_summary", "level_name", "order_notes", "position_comparisons",
+    "position_differences", "prepare", "primary", "pseudo_pair", "speed_notes", "speedups",
+    "why",
+]  # fmt: skip

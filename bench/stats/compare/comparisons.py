@@ -1,0 +1,138 @@
+"""The `comparisons` of an analysis: one typed `Comparison` per row of `_rows.family_rows`,
+with the interval its verdict rests on, power, the resampling extras (acceptance metrics) and
+the one-sentence why. A log-scale metric (speed) is computed on log boot values and reported
+relative: difference and intervals as ratio - 1, plus the ratio and its interval."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from bench.records import METRICS, SPEED_METRIC
+from bench.stats.compare.families import Row
+from bench.stats.compare.primary import Primary
+from bench.stats.compare.resampling import Extras, Wanted, resampling_extras
+from bench.stats.compare.why import why
+from bench.stats.describe import pooled_sd
+from bench.stats.inputs import Settings, effect_scale
+from bench.stats.methods import VERDICTS, boots_needed, detectable
+from bench.stats.schema import Comparison
+
+
+def comparisons(
+    prim: Primary,
+    s: Settings,
+    power: float,
+    n_resamples: int,
+    rng: np.random.Generator,
+    notes: list[str],
+) -> list[Comparison]:
+    """Every row as a Comparison; resampling extras for the acceptance metrics only."""
+    wanted = [
+        None
+        if r.metric not in METRICS
+        or r.fam.deterministic[r.i]
+        or r.fam.unreplicated[r.i]
+        or r.fam.no_boots[r.i]
+        else Wanted(s.baseline, r.arm, r.metric, float(r.fam.diff[r.i]), float(r.fam.df[r.i]))
+        for r in prim.rows
+    ]
+    extras = resampling_extras(wanted, prim.data, prim.level, n_resamples, rng)
+    out = []
+    for r, ex in zip(prim.rows, extras, strict=True):
+        c = one(prim, r, s, power, ex)
+        if c.deterministic:
+            notes.append(f"{r.arm} vs {s.baseline}: deterministic on this probe set")
+        out.append(c.model_copy(update={"why": explain(c, prim)}))
+    small = [c.permutation_min_p for c in out if c.permutation_min_p]
+    if small and min(small) > prim.level / 4:
+        notes.append(
+            "permutation test: with these boot counts the smallest attainable p is "
+            f"{min(small):.3g}"
+        )
+    return out
+
+
+def explain(c: Comparison, prim: Primary) -> str:
+    if prim.before_first_look and not c.no_boots:
+        return (
+            f"{why(c, prim.level)} — but the sequential design has not reached its first "
+            "look, so nothing is decided yet"
+        )
+    return why(c, prim.level)
+
+
+def one(prim: Primary, r: Row, s: Settings, power: float, ex: Extras) -> Comparison:
+    f, i, metric = r.fam, r.i, r.metric
+    ei, ej = prim.est[s.baseline][metric], prim.est[r.arm][metric]
+    det, unrep = bool(f.deterministic[i]), bool(f.unreplicated[i])
+    relative = metric == SPEED_METRIC
+    out = np.expm1 if relative else (lambda x: x)
+    margin = s.margins[metric]
+    d = float(f.diff[i])
+    sd, _ = pooled_sd([_f(ei.sd), _f(ej.sd)], [_f(ei.df) or 0.0, _f(ej.df) or 0.0])
+    code = int(f.code[i])
+    if prim.before_first_look:
+        code = VERDICTS.index("inconclusive")
+    verdict = VERDICTS[code]
+    if det or unrep or bool(f.no_boots[i]):
+        method = "deterministic" if det else "unreplicated"
+    else:
+        method = "welch_prior_sd" if (ei.prior_used or ej.prior_used) else "welch"
+        method += "_log" if relative else ""
+    if det:
+        vci, level, kind = (d, d), None, "exact"
+    elif verdict == "equivalent":
+        vci, level, kind = (float(f.lo2[i]), float(f.hi2[i])), 2 * r.level, "tost"
+    else:
+        vci = (float(f.v_lo[i]), float(f.v_hi[i]))
+        sequential = prim.sequential and r.primary
+        level, kind = float(f.level[i]), "holm_sequential" if sequential else "holm"
+    need = None
+    if det:
+        need = 2
+    elif sd is not None and not math.isnan(d):
+        need = boots_needed(sd, max(abs(d), effect_scale(metric, margin)), s.alpha, power)
+    return Comparison(
+        arm=r.arm,
+        baseline=s.baseline,
+        metric=metric,
+        difference=out(f.diff[i]),
+        ci_low=out(f.lo[i]),
+        ci_high=out(f.hi[i]),
+        p_value=f.p[i],
+        p_adjusted=f.p_adj[i],
+        method=method,
+        margin=margin,
+        verdict=verdict,
+        mde=float(out(detectable(f.se[i], f.df[i], r.level, power))) if not det else None,
+        boots_needed=need,
+        why="",
+        verdict_ci=None if math.isnan(vci[0]) else (out(vci[0]), out(vci[1])),
+        verdict_ci_level=level,
+        verdict_ci_kind=kind if not math.isnan(vci[0]) else None,
+        se=f.se[i],
+        df=f.df[i],
+        tost_ci=None if math.isnan(f.lo2[i]) else (out(f.lo2[i]), out(f.hi2[i])),
+        unreplicated=unrep,
+        deterministic=det,
+        no_boots=bool(f.no_boots[i]),
+        between_boot_sd=sd,
+        permutation_p=ex.permutation_p,
+        permutation_min_p=ex.permutation_min_p,
+        permutation_exact=ex.permutation_exact,
+        bootstrap_ci=ex.bootstrap_ci,
+        new_prompts_ci=ex.new_prompts_ci,
+        family="primary" if r.primary else "secondary",
+        scale="relative" if relative else "absolute",
+        ratio=np.exp(f.diff[i]) if relative else None,
+        ratio_ci_low=np.exp(f.lo[i]) if relative else None,
+        ratio_ci_high=np.exp(f.hi[i]) if relative else None,
+    )
+
+
+def _f(x: Any) -> float | None:
+    v = float(x)
+    return v if math.isfinite(v) else None

@@ -1,0 +1,157 @@
+"""The sequential decision at the look reached (`decide`, `run-ab` with looks) and the primary
+family that `analyze` reports: with looks set, both are the same computation (the look's
+boots at the look's nominal level), so the comparisons table agrees with the decision."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bench.errors import SpecabError
+from bench.records import ALL_METRICS, Manifest
+from bench.stats.compare.families import Row, estimates, family_rows
+from bench.stats.compare.hosts import host_adjusted_pairs
+from bench.stats.inputs import (
+    ArmData,
+    Dataset,
+    Prior,
+    Settings,
+    arm_data,
+    arm_names,
+    resolve_settings,
+)
+from bench.stats.methods import STATUSES, VERDICTS, Est, look_index, look_status, obf_boundaries
+from bench.stats.schema import Decision, SequentialRow
+
+
+def prepare(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Manifest,
+    source: str | None,
+    **opts: Any,
+) -> tuple[list[str], Settings, Dataset]:
+    """Arms, resolved settings and the per-arm data on the common prompts."""
+    arms = arm_names(manifest, boots)
+    settings = resolve_settings(manifest, arms, source=source, **opts)
+    return arms, settings, arm_data(probes, boots, arms, source)
+
+
+def decide(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Manifest,
+    looks: Sequence[int] | None = None,
+    *,
+    baseline: str | None = None,
+    alpha: float | None = None,
+    margin_pos0: float | None = None,
+    margin_length: float | None = None,
+    margin_speed: float | None = None,
+    prior: Prior | None = None,
+    source: str | None = None,
+) -> Decision:
+    """Sequential decision at the current look: stop (decided) or continue (add boots)."""
+    arms, s, ds = prepare(
+        probes,
+        boots,
+        manifest,
+        source,
+        baseline=baseline,
+        alpha=alpha,
+        margin_pos0=margin_pos0,
+        margin_length=margin_length,
+        margin_speed=margin_speed,
+        looks=list(looks) if looks is not None else None,
+    )
+    if not s.looks:
+        raise SpecabError("no sequential looks planned", field="looks", fix="plan e.g. 3,6,10")
+    _, decision = primary(ds.arms, arms, s, prior or Prior())
+    assert decision is not None  # looks are set
+    return decision
+
+
+@dataclass(frozen=True)
+class Primary:
+    """The comparisons as analyzed: on which boots, at which level, and their families."""
+
+    data: dict[str, ArmData]  # the boots the families used (the look's under a design)
+    est: dict[str, dict[str, Est]]
+    others: list[str]  # non-baseline arms
+    rows: list[Row]  # the primary family first, then one family per secondary metric
+    level: float  # the primary family's alpha (nominal at a look)
+    sequential: bool
+    before_first_look: bool = False  # a design not yet at its first look decides nothing
+
+
+def primary(
+    data: Mapping[str, ArmData], arms: list[str], s: Settings, prior: Prior
+) -> tuple[Primary, Decision | None]:
+    """The families on every boot at alpha, or, with looks set, on the look's boots (the
+    primary family at the look's nominal level, secondary ones at alpha) together with the
+    design's decision, which rests on the primary family only."""
+    others = [a for a in arms if a != s.baseline]
+    if not s.looks:
+        est = estimates(data, prior)
+        adj = host_adjusted_pairs(data, s.baseline, others, ALL_METRICS, est)
+        rows = family_rows(est, others, s, s.alpha, s.alpha, adj)
+        return Primary(dict(data), est, others, rows, s.alpha, False), None
+    looks = s.looks
+    b_now = min(data[a].n_boots for a in arms)
+    idx = look_index(looks, b_now)
+    _, nominal = obf_boundaries(looks, s.alpha)
+    n = looks[0] if idx is None else looks[idx]
+    level = nominal[0] if idx is None else nominal[idx]
+    head = {a: data[a].head(n) for a in arms}
+    est = estimates(head, prior)
+    adj = host_adjusted_pairs(head, s.baseline, others, ALL_METRICS, est)
+    rows = family_rows(est, others, s, level, s.alpha, adj)
+    prim = Primary(head, est, others, rows, level, True, idx is None)
+    if idx is None:
+        reason = f"{b_now} boots per arm; the first planned look is at {looks[0]}"
+        return prim, Decision(
+            action="continue",
+            reason=reason,
+            boots_per_arm=b_now,
+            look=None,
+            looks=looks,
+            next_look=looks[0],
+            nominal_alpha=None,
+        )
+    first = [r for r in rows if r.primary]
+    status = look_status(first[0].fam) if first else np.zeros(0, dtype=np.int64)
+    stop = bool(np.all(status < 2)) or idx == len(looks) - 1
+    table = [
+        SequentialRow(
+            arm=r.arm,
+            metric=r.metric,
+            difference=r.fam.diff[r.i],
+            p_adjusted=r.fam.p_adj[r.i],
+            status=STATUSES[int(status[r.i])],
+            verdict=VERDICTS[int(r.fam.code[r.i])],
+        )
+        for r in first
+    ]
+    where = f"look {idx + 1} of {len(looks)} ({n} boots/arm, nominal alpha {level:.3g})"
+    undecided = [r for r in table if r.status == "undecided"]
+    if not undecided:
+        action, reason, nxt = "stop", f"every comparison decided at {where}", None
+    elif stop:
+        action, reason, nxt = "stop", f"final {where}: verdicts stand as analyzed", None
+    else:
+        names = ", ".join(f"{r.arm}/{r.metric}" for r in undecided)
+        action, reason, nxt = "continue", f"{names} undecided at {where}", looks[idx + 1]
+    return prim, Decision(
+        action=action,
+        reason=reason,
+        boots_per_arm=b_now,
+        look=idx + 1,
+        looks=looks,
+        next_look=nxt,
+        nominal_alpha=level,
+        comparisons=table,
+    )

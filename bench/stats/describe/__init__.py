@@ -1,0 +1,38 @@
+"""Each arm on its own: estimates with intervals and per-boot values (`arm_estimates`),
+acceptance per draft position with simultaneous bands (`positions`), variance components and
+the power plan they give (`variance`), speed and the accepted-length distribution (`speed`),
+draft lengths (`drafting`), mean accepted length as other tools define it (`peer_lengths`),
+and drift from the first to the last pass within boots (`drift`)."""
+
+from bench.stats.describe.arm_estimates import arm_metrics, arm_result, pooled_ratios
+from bench.stats.describe.drafting import (
+    draft_length_notes,
+    draft_lengths,
+    drafted_shares,
+    mean_draft_length,
+)
+from bench.stats.describe.drift import drift
+from bench.stats.describe.peer_lengths import peer_lengths
+from bench.stats.describe.positions import (
+    conditional_band,
+    cumulative_band,
+    drafted_band,
+    position_pseudo_values,
+    simultaneous_band,
+)
+from bench.stats.describe.speed import accepted_length, null_estimate, speed_est, speed_estimate
+from bench.stats.describe.variance import (
+    arm_components,
+    components,
+    plan_boots_and_prompts,
+    pooled_components,
+    pooled_sd,
+)
+
+__all__ = [
+    "accepted_length", "arm_components", "arm_metrics", "arm_result", "components",
+    "conditional_band", "cumulative_band", "draft_length_notes", "draft_lengths",
+    "drafted_band", "drafted_shares", "drift", "mean_draft_length", "null_estimate",
+    "peer_lengths", "plan_boots_and_prompts", "pooled_components", "pooled_ratios",
+    "pooled_sd", "position_pseudo_values", "simultaneous_band", "speed_est", "speed_estimate",
+]  # fmt: skip

@@ -1,0 +1,155 @@
+"""The per-arm parts of the analysis: estimates with intervals, positions (cumulative and
+conditional, simultaneous), per-boot metrics, position differences, variance components."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bench.records import METRICS, SPEED_METRIC
+from bench.stats.describe.drafting import draft_lengths, drafted_shares, mean_draft_length
+from bench.stats.describe.peer_lengths import peer_lengths
+from bench.stats.describe.positions import conditional_band, cumulative_band, drafted_band
+from bench.stats.describe.speed import accepted_length, null_estimate, speed_estimate
+from bench.stats.inputs import ArmData, Prior
+from bench.stats.methods import Est, effective_boots, estimate, interval
+from bench.stats.schema import (
+    ArmResult,
+    BootMetrics,
+    MetricEstimate,
+    PositionEstimate,
+)
+
+# Reported value = ratio + OFFSET (mean accepted length counts the target's own token).
+OFFSET = {"acceptance_pos0": 0.0, "mean_accepted_length": 1.0}
+
+
+def metric_range(metric: str, positions: int) -> tuple[float, float]:
+    """Values a metric can take: pos0 in [0, 1], mean length in [1, 1 + K]."""
+    return (0.0, 1.0) if metric == "acceptance_pos0" else (1.0, 1.0 + positions)
+
+
+def metric_estimate(e: Est, metric: str, alpha: float, positions: int) -> MetricEstimate:
+    """The interval is clipped to the metric's range: at B = 2 a t interval can leave it."""
+    off = OFFSET[metric]
+    low, top = metric_range(metric, positions)
+    lo, hi = (
+        float(np.clip(float(x) + off, low, top)) for x in interval(e.ratio, e.se, e.df, alpha)
+    )
+    return MetricEstimate(
+        estimate=float(e.ratio) + off,
+        ci_low=lo,
+        ci_high=hi,
+        between_boot_sd=e.sd,
+        se=e.se,
+        df=e.df,
+        unreplicated=e.boots == 1 and not e.prior_used,
+        prior_sd_used=e.prior_used,
+    )
+
+
+def _positions(ad: ArmData, alpha: float) -> list[PositionEstimate]:
+    if ad.n_boots == 0:
+        return []
+    cum, cond = cumulative_band(ad, alpha), conditional_band(ad, alpha)
+    among = drafted_band(ad, alpha)
+    clip = lambda x: float(np.clip(x, 0.0, 1.0))  # noqa: E731 - shares of drafts
+    share = drafted_shares(ad)
+    return [
+        PositionEstimate(
+            position=k,
+            estimate=cum.estimate[k],
+            ci_low=clip(cum.ci_low[k]),
+            ci_high=clip(cum.ci_high[k]),
+            conditional=cond.estimate[k],
+            conditional_ci_low=clip(cond.ci_low[k]),
+            conditional_ci_high=clip(cond.ci_high[k]),
+            method=cum.method,
+            drafted_share=None if share is None else share[k],
+            among_drafted=None if among is None else among.estimate[k],
+            among_drafted_ci_low=None if among is None else clip(among.ci_low[k]),
+            among_drafted_ci_high=None if among is None else clip(among.ci_high[k]),
+        )
+        for k in range(cum.estimate.size)
+    ]
+
+
+def _per_boot(ad: ArmData) -> list[BootMetrics]:
+    d = ad.drafts.sum(axis=1)
+    nan = np.full(ad.n_boots, np.nan)
+    pos0 = ad.per_pos[:, :, 0].sum(axis=1) / d if ad.speculative else nan
+    length = 1.0 + ad.accepted.sum(axis=1) / d if ad.speculative else nan
+    comp = ad.completion.sum(axis=1) if ad.completion is not None else nan
+    lat = ad.latency.sum(axis=1) if ad.latency is not None else nan
+    speed = ad.speed()
+    return [
+        BootMetrics(
+            boot_id=bid,
+            boot=ad.boot_index[i] if ad.boot_index else i,
+            order=ad.order[i] if ad.order else -1,
+            drafts=float(d[i]),
+            acceptance_pos0=pos0[i],
+            mean_accepted_length=length[i],
+            output_tokens_per_s=speed[i],
+            completion_tokens=comp[i],
+            latency_s=lat[i],
+        )
+        for i, bid in enumerate(ad.boot_ids)
+    ]
+
+
+def arm_metrics(ad: ArmData, alpha: float, prior: Prior) -> dict[str, MetricEstimate]:
+    """Every metric of one arm; the acceptance ones are null for a no-speculation arm."""
+    metrics = {}
+    for m in METRICS:
+        if not ad.speculative:
+            metrics[m] = null_estimate()
+            continue
+        e = estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m))
+        metrics[m] = metric_estimate(e, m, alpha, ad.positions)
+    metrics[SPEED_METRIC] = speed_estimate(ad, alpha)
+    return metrics
+
+
+def arm_result(ad: ArmData, alpha: float, prior: Prior, failed: int) -> ArmResult:
+    shares, source = accepted_length(ad, alpha)
+    spec = ad.speculative and ad.n_boots > 0
+    return ArmResult(
+        arm=ad.name,
+        boots=ad.n_boots,
+        failed_boots=failed,
+        metrics=arm_metrics(ad, alpha, prior),
+        per_position=_positions(ad, alpha) if ad.speculative else [],
+        effective_boots=effective_boots(ad.drafts.sum(axis=1)) if spec else None,
+        positions=ad.positions,
+        per_boot=_per_boot(ad),
+        speculative=ad.speculative,
+        concurrency=ad.concurrency,
+        accepted_length=shares,
+        accepted_length_source=source,
+        peer_lengths=peer_lengths(ad),
+        mean_draft_length=mean_draft_length(ad) if spec else None,
+        draft_lengths=draft_lengths(ad) if spec else [],
+    )
+
+
+def pooled_ratios(ok_boots: pd.DataFrame, arms: list[str]) -> pd.DataFrame:
+    """Per arm, from the ok boots' /metrics deltas: sum accepted@pos0 / sum drafts and
+    1 + sum accepted / sum drafts. No between-boot uncertainty: NOT a verdict; shown only
+    when the analysis refuses the data."""
+    rows = []
+    for arm in arms:
+        b = ok_boots[ok_boots["arm"] == arm]
+        drafts = int(b["num_drafts"].sum()) if len(b) else 0
+        acc = int(b["num_accepted_tokens"].sum()) if len(b) else 0
+        pos0 = sum(int(x[0]) for x in b["accepted_per_pos"] if x is not None and len(x))
+        rows.append(
+            {
+                "arm": arm,
+                "ok boots": len(b),
+                "drafts": drafts,
+                "acceptance_pos0 (pooled)": pos0 / drafts if drafts else float("nan"),
+                "mean_accepted_length (pooled)": 1 + acc / drafts if drafts else float("nan"),
+            }
+        )
+    return pd.DataFrame(rows)

@@ -1,0 +1,110 @@
+"""The gate's rules beside its statistics: which new arm is gated against which reference
+arm, when two arms are comparable at all, and the checks of every pair (`gate`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from bench.errors import SpecabError
+from bench.records import SPEED_METRIC, Reference, ReferenceArm
+from bench.stats.gate.noninferiority import gate_check
+from bench.stats.schema import GateCheck, GateResult
+
+CAVEAT = (
+    "A stored reference cannot rule out drift of everything else between the two runs "
+    "(vLLM build, drivers, host, machine load): it moves the difference as much as the patch "
+    "does. To compare free of it, re-run a few reference boots in the same run: an A/B with "
+    "the reference configuration as the baseline (`specab run-ab`)."
+)
+_ACCEPTANCE = ("acceptance_pos0", "mean_accepted_length")
+
+
+def arm_pairs(
+    new_arms: Sequence[str], ref_arms: Sequence[str], requested: Sequence[str] | None
+) -> list[tuple[str, str]]:
+    """(new arm, reference arm) pairs: as requested (`NEW=REFERENCE`, or `NAME` for both),
+    else every new arm that has a reference arm of its name."""
+    if requested:
+        pairs = [tuple(x.split("=", 1)) if "=" in x else (x, x) for x in requested]
+    else:
+        pairs = [(a, a) for a in new_arms if a in ref_arms]
+    for new, ref in pairs:
+        if new not in new_arms or ref not in ref_arms:
+            raise SpecabError(
+                f"no arm pair {new}={ref}",
+                field="--arm",
+                fix=f"new arms: {', '.join(new_arms)}; reference arms: {', '.join(ref_arms)}",
+            )
+    if not pairs:
+        raise SpecabError(
+            "no arm of the new run has a reference arm of the same name",
+            field="--arm",
+            fix="pair them: --arm NEW=REFERENCE",
+        )
+    return [(str(a), str(b)) for a, b in pairs]
+
+
+def check_comparable(arm: str, ref_arm: str, new: ReferenceArm, ref: ReferenceArm) -> None:
+    """Only runs of the same probe sets and K can be gated against each other."""
+    for key, what in (("probe_sets_sha256", "probe sets"), ("num_speculative_tokens", "K")):
+        mine, theirs = getattr(new, key), getattr(ref, key)
+        if mine != theirs:
+            raise SpecabError(
+                f"arm {arm!r} ran {what} {mine} but reference arm {ref_arm!r} ran {theirs}",
+                field=key,
+                fix="gate only runs of the same probe sets and num_speculative_tokens (or save "
+                "a new reference)",
+            )
+
+
+def pair_checks(
+    arm: str,
+    ref_arm: str,
+    new: ReferenceArm,
+    ref: ReferenceArm,
+    margins: Mapping[str, float],
+    alpha: float,
+) -> list[GateCheck]:
+    """One check per metric both arms have with >= 2 boots: acceptance when both speculate,
+    speed (as a ratio) always."""
+    metrics = [(m, False) for m in _ACCEPTANCE if new.speculative and ref.speculative]
+    metrics.append((SPEED_METRIC, True))
+    out = []
+    for metric, relative in metrics:
+        a = [v for b in new.boots if (v := getattr(b, metric)) is not None]
+        b = [v for x in ref.boots if (v := getattr(x, metric)) is not None]
+        if len(a) < 2 or len(b) < 2:
+            continue
+        out.append(
+            gate_check(a, b, arm=arm, reference_arm=ref_arm, metric=metric,
+                       margin=margins[metric], alpha=alpha, relative=relative)
+        )  # fmt: skip
+    return out
+
+
+def gate(
+    new_arms: Mapping[str, ReferenceArm],
+    reference: Reference,
+    *,
+    margins: Mapping[str, float],
+    alpha: float,
+    requested: Sequence[str] | None = None,
+    source: str | None = None,
+) -> GateResult:
+    """Non-inferiority of every paired arm against the reference (the module docstring of
+    `noninferiority` says what it means and what it cannot rule out)."""
+    if not 0 < alpha < 0.5:
+        raise SpecabError(f"{alpha!r} is out of range", field="--alpha", fix="use e.g. 0.05")
+    checks: list[GateCheck] = []
+    for a, r in arm_pairs(list(new_arms), list(reference.arms), requested):
+        check_comparable(a, r, new_arms[a], reference.arms[r])
+        checks += pair_checks(a, r, new_arms[a], reference.arms[r], margins, alpha)
+    if not checks:
+        raise SpecabError("nothing to gate: fewer than 2 boots", file=source, fix="run more boots")
+    return GateResult(
+        reference=reference.name,
+        passed=all(c.verdict == "pass" for c in checks),
+        alpha=alpha,
+        caveat=CAVEAT,
+        checks=checks,
+    )

@@ -1,0 +1,19 @@
+"""From loaded frames to what every statistic works on: per-arm count arrays on the prompts
+every boot of every arm has (`dataset`, with the speed, histogram and category cells of
+`probe_attributes`), and the analysis settings resolved from options over the manifest (`settings`:
+baseline, alpha, margins on each metric's scale, looks, primary family, a prior SD)."""
+
+from bench.stats.inputs.dataset import ArmData, Dataset, arm_data, boot_values, failed_counts
+from bench.stats.inputs.settings import (
+    Prior,
+    Settings,
+    arm_names,
+    effect_scale,
+    margin_for,
+    resolve_settings,
+)
+
+__all__ = [
+    "ArmData", "Dataset", "Prior", "Settings", "arm_data", "arm_names", "boot_values",
+    "effect_scale", "failed_counts", "margin_for", "resolve_settings",
+]  # fmt: skip

@@ -1,0 +1,281 @@
+"""From loaded results (store.py frames) to per-arm count arrays on a common prompt axis.
+
+Arms are compared on the (probe_set, probe_id) pairs that EVERY ok boot of every arm has, so
+a prompt can never be confounded with an arm; what is left out is named in a note. Boots of
+one arm that ran different probe sets, or no common prompt at all, are errors: comparing
+them would say something about the prompts, not the arms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+from numpy.typing import NDArray
+
+from bench.errors import SpecabError
+from bench.records import SPEED_METRIC
+from bench.stats.inputs.probe_attributes import (
+    categories,
+    cell_sums,
+    concurrency,
+    drafted_cells,
+    histograms,
+    speculative_arms,
+    stacked,
+)
+
+F = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class ArmData:
+    """Counts of one arm's ok boots (in boot order), cells (boots, prompts). A no-speculation
+    arm (`speculative` False) has zero drafts and K = 0: only its speed is analyzed."""
+
+    name: str
+    boot_ids: list[str]
+    drafts: F  # (B, P)
+    accepted: F  # (B, P) total accepted tokens
+    per_pos: F  # (B, P, K) cumulative accepted per position
+    boot_index: list[int] = field(default_factory=list)
+    order: list[int] = field(default_factory=list)
+    completion: F | None = None  # (B, P) completion tokens
+    latency: F | None = None  # (B, P) request seconds
+    hist: F | None = None  # (B, P, K + 1) per-request accepted-length histogram, if complete
+    drafted: F | None = None  # (B, P, K) steps drafting >= k + 1 tokens, if every row has it
+    draft_tokens: F | None = None  # (B, P) draft tokens proposed
+    speculative: bool = True
+    concurrency: int = 1
+    hosts: list[str] = field(default_factory=list)  # per boot, the host it ran on (head node)
+
+    @property
+    def n_boots(self) -> int:
+        return len(self.boot_ids)
+
+    def speed(self) -> F:
+        """Each boot's output tokens/s: sum completion tokens / sum latency (ratio of sums
+        within the boot, over the compared probes); NaN where a boot has no latency."""
+        if self.completion is None or self.latency is None:
+            return np.full(self.n_boots, np.nan)
+        lat = self.latency.sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out: F = np.where(lat > 0, self.completion.sum(axis=1) / lat, np.nan)
+        return out
+
+    def columns(self, idx: NDArray[np.int64]) -> ArmData:
+        """These prompts only (a category's or a probe set's), every boot."""
+
+        def cut(x: F | None) -> F | None:
+            return None if x is None else x[:, idx]
+
+        return replace(
+            self,
+            drafts=self.drafts[:, idx],
+            accepted=self.accepted[:, idx],
+            per_pos=self.per_pos[:, idx],
+            completion=cut(self.completion),
+            latency=cut(self.latency),
+            hist=cut(self.hist),
+            drafted=cut(self.drafted),
+            draft_tokens=cut(self.draft_tokens),
+        )
+
+    @property
+    def positions(self) -> int:
+        return int(self.per_pos.shape[2])
+
+    def cells(self, metric: str) -> tuple[F, F]:
+        """(numerator, denominator) cells of a metric: pos0, mean length (minus 1), or pos<k>."""
+        if metric == "acceptance_pos0":
+            return self.per_pos[:, :, 0], self.drafts
+        if metric == "mean_accepted_length":
+            return self.accepted, self.drafts
+        if metric.startswith("pos"):
+            return self.per_pos[:, :, int(metric[3:])], self.drafts
+        raise ValueError(metric)
+
+    def totals(self, metric: str) -> tuple[F, F]:
+        num, den = self.cells(metric)
+        return num.sum(axis=1), den.sum(axis=1)
+
+    def subset(self, idx: list[int], name: str | None = None) -> ArmData:
+        """These boots only (sequential looks take the first n; the split check halves)."""
+
+        def cut(x: F | None) -> F | None:
+            return None if x is None else x[idx]
+
+        return replace(
+            self,
+            name=self.name if name is None else name,
+            boot_ids=[self.boot_ids[i] for i in idx],
+            drafts=self.drafts[idx],
+            accepted=self.accepted[idx],
+            per_pos=self.per_pos[idx],
+            boot_index=[self.boot_index[i] for i in idx] if self.boot_index else [],
+            hosts=[self.hosts[i] for i in idx] if self.hosts else [],
+            order=[self.order[i] for i in idx] if self.order else [],
+            completion=cut(self.completion),
+            latency=cut(self.latency),
+            hist=cut(self.hist),
+            drafted=cut(self.drafted),
+            draft_tokens=cut(self.draft_tokens),
+        )
+
+    def head(self, n: int) -> ArmData:
+        return self.subset(list(range(min(n, self.n_boots))))
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """Every arm's data on the common prompts, and what selecting them left out."""
+
+    arms: dict[str, ArmData]
+    compared_probes: int
+    notes: list[str]
+    keys: list[str] = field(default_factory=list)  # "probe_set/probe_id" per prompt column
+    categories: list[str | None] = field(default_factory=list)  # per prompt column
+
+
+def _per_pos_matrix(col: pd.Series) -> NDArray[np.int64]:
+    """Rows of accepted_per_pos as a matrix, shorter rows (an arm with fewer speculative
+    tokens) padded with zeros."""
+    values = col.to_numpy()
+    lengths = np.fromiter((len(x) for x in values), int, len(values))
+    k = int(lengths.max()) if len(values) else 1
+    if len(values) and np.all(lengths == k):
+        return stacked(values, k)
+    out = np.zeros((len(values), max(k, 1)), dtype=np.int64)
+    for i, x in enumerate(values):
+        out[i, : len(x)] = np.asarray(x, dtype=np.int64)
+    return out
+
+
+def _common_keys(
+    pr: pd.DataFrame, key: pd.Series, ok: pd.DataFrame, source: str | None
+) -> tuple[pd.Index, list[str]]:
+    """Keys every ok boot with probes has; errors for sets that differ within an arm."""
+    sets = pr.groupby("boot_id")["probe_set"].agg(lambda s: "+".join(sorted(set(map(str, s)))))
+    arm_of = ok.set_index("boot_id")["arm"]
+    per_arm: dict[str, set[str]] = {}
+    for bid, names in sets.items():
+        per_arm.setdefault(str(arm_of.get(bid, "?")), set()).add(str(names))
+    for arm, found in per_arm.items():
+        if len(found) > 1:
+            raise SpecabError(
+                f"boots of arm {arm!r} ran different probe sets: " + " vs ".join(sorted(found)),
+                file=source,
+                field="probes.probe_set",
+                fix="rerun the arm's boots on one probe set (a resumed run must keep its sets)",
+            )
+    n_boots = sets.size
+    per_key = pd.Series(pr["boot_id"].to_numpy()).groupby(key.to_numpy()).nunique()
+    common = per_key.index[per_key.to_numpy() == n_boots]
+    if len(common) == 0:
+        what = "; ".join(f"{a}: {'/'.join(sorted(s))}" for a, s in sorted(per_arm.items()))
+        raise SpecabError(
+            f"no probe is common to every boot of every arm ({what})",
+            file=source,
+            field="probes.probe_set",
+            fix="compare arms that ran the same probe set",
+        )
+    notes = []
+    left = per_key.index[per_key.to_numpy() < n_boots]
+    if len(left):
+        by_set = pd.Series(left.str.split("/", n=1).str[0]).value_counts().sort_index()
+        listed = ", ".join(f"{n} of {s}" for s, n in by_set.items())
+        notes.append(
+            f"compared on the {len(common)} (probe_set, probe_id) pairs every boot has; "
+            f"left out {len(left)} that only some boots ran ({listed})"
+        )
+    return common, notes
+
+
+def arm_data(
+    probes: pd.DataFrame, boots: pd.DataFrame, arms: list[str], source: str | None
+) -> Dataset:
+    """Per-arm cell arrays on the common prompts from the probes of ok boots; a boot without
+    drafts there is an error (speculative decoding did not run)."""
+    ok = boots[boots["status"] == "ok"] if len(boots) else boots
+    ok = ok[ok["arm"].isin(arms)] if len(ok) else ok
+    pr = probes[probes["boot_id"].isin(set(ok["boot_id"]))] if len(ok) else probes.iloc[:0]
+    key = pr["probe_set"].astype(str) + "/" + pr["probe_id"].astype(str)
+    notes: list[str] = []
+    if len(pr):
+        common, notes = _common_keys(pr, key, ok, source)
+        keep = key.isin(common).to_numpy()
+        pr, key = pr[keep], key[keep]
+    p_codes, p_uniques = pd.factorize(key, sort=True)
+    per_pos = (
+        _per_pos_matrix(pr["accepted_per_pos"]) if len(pr) else np.zeros((0, 1), dtype=np.int64)
+    )
+    spec = speculative_arms(ok, arms, source)
+    out = {a: _one_arm(a, ok, pr, p_codes, len(p_uniques), per_pos, source, spec[a]) for a in arms}
+    cats = categories(pr, p_codes, len(p_uniques))
+    return Dataset(out, len(p_uniques), notes, [str(k) for k in p_uniques], cats)
+
+
+def _one_arm(
+    arm: str,
+    ok: pd.DataFrame,
+    pr: pd.DataFrame,
+    p_codes: NDArray[np.int64],
+    n_p: int,
+    per_pos: NDArray[np.int64],
+    source: str | None,
+    speculative: bool = True,
+) -> ArmData:
+    rows = ok[ok["arm"] == arm].sort_values(["boot", "attempt"]) if len(ok) else ok
+    ids = [str(x) for x in rows["boot_id"]] if len(rows) else []
+    b_index = {bid: i for i, bid in enumerate(ids)}
+    sel = (pr["arm"] == arm).to_numpy() if len(pr) else np.zeros(0, dtype=bool)
+    bi = pr["boot_id"][sel].map(b_index).to_numpy(dtype=int)
+    pi = p_codes[sel]
+    k = int(max((len(x) for x in pr["accepted_per_pos"][sel]), default=1))
+    d, a = np.zeros((len(ids), n_p)), np.zeros((len(ids), n_p))
+    ak = np.zeros((len(ids), n_p, k))
+    np.add.at(d, (bi, pi), pr["num_drafts"].to_numpy(dtype=np.float64)[sel])
+    np.add.at(a, (bi, pi), pr["num_accepted_tokens"].to_numpy(dtype=np.float64)[sel])
+    np.add.at(ak, (bi, pi), per_pos[sel][:, :k])
+    for i, bid in enumerate(ids):
+        if speculative and d[i].sum() <= 0:
+            raise SpecabError(
+                f"boot {bid} (arm {arm}) has zero drafts over its probes: speculative "
+                "decoding did not run, so the boot is invalid",
+                file=source,
+                field="probes.num_drafts",
+                fix="check the arm's speculative_config, then rerun that boot "
+                "(delete its boots/ and probes/ files and use --resume)",
+            )
+    order = [int(x) for x in rows["order"]] if len(rows) else []
+    boot = [int(x) for x in rows["boot"]] if len(rows) else []
+    shape = (len(ids), n_p)
+    return ArmData(
+        arm, ids, d, a, ak, boot, order,
+        completion=cell_sums(pr, sel, bi, pi, shape, "completion_tokens"),
+        latency=cell_sums(pr, sel, bi, pi, shape, "latency_s"),
+        hist=histograms(pr, sel, bi, pi, shape, k) if speculative else None,
+        drafted=drafted_cells(pr, sel, bi, pi, shape, k) if speculative else None,
+        draft_tokens=cell_sums(pr, sel, bi, pi, shape, "num_draft_tokens"),
+        speculative=speculative,
+        concurrency=concurrency(rows),
+        hosts=[str(h) for h in rows["host"]] if len(rows) and "host" in rows.columns else [],
+    )  # fmt: skip
+
+
+def failed_counts(boots: pd.DataFrame, arms: list[str]) -> dict[str, int]:
+    if not len(boots):
+        return dict.fromkeys(arms, 0)
+    failed = boots[boots["status"] != "ok"]
+    return {a: int((failed["arm"] == a).sum()) for a in arms}
+
+
+def boot_values(ad: ArmData, metric: str) -> F:
+    """Per boot, the value a comparison of `metric` is made on (see the module docstring)."""
+    if metric == SPEED_METRIC:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.asarray(np.log(ad.speed()), dtype=np.float64)
+    num, den = ad.totals(metric)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(num / den, dtype=np.float64)

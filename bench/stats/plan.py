@@ -1,0 +1,126 @@
+"""`specab plan`: boots per arm and prompts per boot from a measured results directory, and
+a prior between-boot SD (with its df) read from an A/A results directory."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from bench.errors import SpecabError
+from bench.records import METRICS, Manifest
+from bench.stats.describe import (
+    arm_components,
+    plan_boots_and_prompts,
+    pooled_components,
+    pooled_sd,
+)
+from bench.stats.inputs import Prior, arm_data, arm_names, resolve_settings
+from bench.stats.methods import estimate
+from bench.stats.schema import Plan
+
+
+def plan_from_results(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Manifest,
+    *,
+    effect: float,
+    metric: str = "acceptance_pos0",
+    power: float = 0.8,
+    alpha: float | None = None,
+    source: str | None = None,
+) -> Plan:
+    """Boots per arm for `effect` at `power` (pooled between-boot SD over arms) and the
+    Kalibera & Jones prompts per boot from measured boot_seconds and probe latency_s."""
+    if metric not in METRICS:
+        raise SpecabError(
+            f"unknown metric {metric!r}", field="metric", fix=f"use one of: {', '.join(METRICS)}"
+        )
+    if not effect > 0:
+        raise SpecabError(
+            f"effect {effect!r} must be > 0",
+            field="effect",
+            fix="pass the smallest effect worth detecting, in metric units (e.g. 0.01 for pos0)",
+        )
+    if not 0 < power < 1:
+        raise SpecabError(f"power {power!r} is out of range", field="power", fix="use e.g. 0.8")
+    arms = arm_names(manifest, boots)
+    s = resolve_settings(
+        manifest,
+        arms,
+        baseline=None,
+        alpha=alpha,
+        margin_pos0=None,
+        margin_length=None,
+        looks=None,
+        source=source,
+    )
+    data = arm_data(probes, boots, arms, source).arms
+    comps, counts = [], []
+    for a in arms:
+        if data[a].n_boots and data[a].speculative:  # acceptance: no-speculation arms have none
+            comps.append(arm_components(*data[a].cells(metric), binomial=False))
+            counts.append(data[a].n_boots)
+    if not comps:
+        raise SpecabError("no ok boots to plan from", file=source, fix="run some boots first")
+    pooled = pooled_components(comps, counts)
+    ok = boots[boots["status"] == "ok"]
+    boot_cost = _mean(ok["boot_seconds"]) if "boot_seconds" in ok else None
+    prompt_cost = _mean(probes["latency_s"]) if len(probes) else None
+    per_boot = probes.groupby("boot_id").size() if len(probes) else pd.Series(dtype=int)
+    prompts_now = int(per_boot.median()) if len(per_boot) else 0
+    out = plan_boots_and_prompts(
+        pooled,
+        effect=effect,
+        alpha=s.alpha,
+        power=power,
+        prompts_now=prompts_now,
+        boot_cost_s=boot_cost,
+        prompt_cost_s=prompt_cost,
+    )
+    return out.model_copy(
+        update={
+            "metric": metric,
+            "boots_measured": {a: data[a].n_boots for a in arms if data[a].speculative},
+            "components": pooled,
+        }
+    )
+
+
+def _mean(col: pd.Series) -> float | None:
+    vals = pd.to_numeric(col, errors="coerce").to_numpy(dtype=np.float64)
+    vals = vals[np.isfinite(vals)]
+    return float(vals.mean()) if vals.size else None
+
+
+def prior_from_results(
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    manifest: Manifest,
+    *,
+    source: str | None = None,
+) -> Prior:
+    """Between-boot SD per primary metric pooled over the arms of an (A/A) results directory,
+    with its degrees of freedom (sum over arms of min(B, B_eff) - 1), for 1-boot arms of a
+    later run on the same setup and probe set."""
+    arms = arm_names(manifest, boots)
+    data = arm_data(probes, boots, arms, source).arms
+    sd: dict[str, float] = {}
+    df: dict[str, float] = {}
+    for m in METRICS:
+        ests = [
+            estimate(*data[a].totals(m))
+            for a in arms
+            if data[a].n_boots >= 2 and data[a].speculative
+        ]
+        pooled, dof = pooled_sd([float(e.sd) for e in ests], [float(e.df) for e in ests])
+        if pooled is not None:
+            sd[m], df[m] = pooled, dof
+    if not sd:
+        raise SpecabError(
+            "no arm has 2 or more ok boots: no between-boot SD to carry over",
+            file=source,
+            field="prior",
+            fix="point at an A/A run with at least 2 ok boots per arm",
+        )
+    return Prior(sd, df, source)

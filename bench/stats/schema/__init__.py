@@ -1,0 +1,62 @@
+"""The statistics' typed answers: the `specab analyze --json` object (DESIGN.md, schema
+version 1) and the other commands' results, as immutable pydantic models. Schema modules
+import no computation: the packages that compute these import them, never the reverse.
+
+- `strict_json`: finite-or-null numbers, numpy-safe ints, the closed frozen base model.
+- `arm_result`: one arm: estimates, positions, per-boot values, accepted-length parts.
+- `comparison`: arm vs baseline (verdicts), speedups, position differences, `--by` groups.
+- `variance_components`, `sequential_decision`, `conditions` (drift within boots, hosts),
+  `selection_result` (sweeps), `analysis_result` (the whole object).
+- `check_results` (selftest, split-arm A/A), `plan_result` (`specab plan`),
+  `gate_check` (`specab gate`).
+"""
+
+from bench.stats.schema.analysis_result import Analysis, AnalysisSettings, PriorInfo
+from bench.stats.schema.arm_result import (
+    AcceptedShare,
+    ArmResult,
+    BootMetrics,
+    DraftLengthShare,
+    MetricEstimate,
+    PeerLengths,
+    PositionEstimate,
+)
+from bench.stats.schema.check_results import (
+    ComparisonCheck,
+    CountCheck,
+    Direction,
+    SelftestResult,
+    SplitCheck,
+    TruthCheck,
+)
+from bench.stats.schema.comparison import (
+    Breakdown,
+    Comparison,
+    Group,
+    GroupArm,
+    Pair,
+    PositionComparison,
+    Speedup,
+    Verdict,
+)
+from bench.stats.schema.conditions import DriftEstimate, HostSummary
+from bench.stats.schema.gate_check import GateCheck, GateResult, GateVerdict
+from bench.stats.schema.plan_result import Plan
+from bench.stats.schema.selection_result import Selection, SelectionConfig, SelectionGroup
+from bench.stats.schema.sequential_decision import Decision, SequentialRow
+from bench.stats.schema.strict_json import Frozen, Int, Num
+from bench.stats.schema.variance_components import (
+    ArmComponents,
+    PooledComponents,
+    VarianceComponents,
+)
+
+__all__ = [
+    "AcceptedShare", "Analysis", "AnalysisSettings", "ArmComponents", "ArmResult",
+    "BootMetrics", "Breakdown", "Comparison", "ComparisonCheck", "CountCheck", "Decision",
+    "Direction", "DraftLengthShare", "DriftEstimate", "Frozen", "GateCheck", "GateResult",
+    "GateVerdict", "Group", "GroupArm", "HostSummary", "Int", "MetricEstimate", "Num", "Pair",
+    "PeerLengths", "Plan", "PooledComponents", "PositionComparison", "PositionEstimate",
+    "PriorInfo", "Selection", "SelectionConfig", "SelectionGroup", "SelftestResult",
+    "SequentialRow", "Speedup", "SplitCheck", "TruthCheck", "VarianceComponents", "Verdict",
+]  # fmt: skip

@@ -1,0 +1,57 @@
+"""A regression gate against a stored, trusted reference (`specab gate`): non-inferiority
+on boot values, Welch on the two boot samples.
+
+For each metric (higher is better: pos0 acceptance, mean accepted length, tokens/s) the new
+run's boots are compared with the reference's: d = mean(new) − mean(ref) for acceptance,
+d = mean(log new) − mean(log ref) for speed (a ratio, like `analyze`). L is the one-sided
+(1 − α) lower bound of d with the Welch–Satterthwaite df. The gate **passes** when L > −Δ
+(shown not worse than the reference by the margin Δ; for speed L > log(1 − Δ)): a new run
+that is truly Δ worse passes with probability ≤ α, whatever B. It **fails** otherwise, and
+says whether the boots show a regression (the upper bound below −Δ: `regressed`) or cannot
+tell (`inconclusive`: too few boots or too much noise for that margin — with the boots per
+side that would keep false failures at a true difference of 0 near α).
+
+What a stored reference cannot rule out: everything that changed between the two runs
+besides the patch (vLLM build, drivers, host, load) moves d too. The honest alternative is
+an A/B with the reference configuration re-booted in the same run."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+GateVerdict = Literal["pass", "regressed", "inconclusive"]
+
+
+class GateCheck(BaseModel):
+    """One metric of one arm, new run vs reference."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    arm: str = Field(description="Arm of the new run.")
+    reference_arm: str = Field(description="Arm of the reference it is compared with.")
+    metric: str = Field(description="acceptance_pos0, mean_accepted_length or tokens/s.")
+    scale: Literal["absolute", "relative"] = Field(description="relative: speed, as a ratio.")
+    reference: float = Field(description="Reference mean of its boot values.")
+    new: float = Field(description="New run's mean of its boot values.")
+    difference: float = Field(description="new - reference (relative: ratio - 1).")
+    lower_bound: float = Field(description="One-sided (1 - alpha) lower bound of it.")
+    upper_bound: float = Field(description="One-sided (1 - alpha) upper bound of it.")
+    margin: float = Field(description="Non-inferiority margin (relative for speed).")
+    boots_reference: int = Field(description="Reference boots.")
+    boots_new: int = Field(description="New boots.")
+    verdict: GateVerdict = Field(description="pass: not worse by the margin (shown).")
+    boots_needed: int | None = Field(
+        description="Boots per side for false failures ~alpha at no true change (this SD)."
+    )
+
+
+class GateResult(BaseModel):
+    """`specab gate --json`: every check of every paired arm and the overall answer."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    reference: str = Field(description="The reference's name.")
+    passed: bool = Field(description="Every check passed.")
+    alpha: float = Field(description="One-sided level of every check.")
+    caveat: str = Field(description="What a stored reference cannot rule out.")
+    checks: list[GateCheck] = Field(description="One per paired arm and metric.")

@@ -1,0 +1,37 @@
+"""`specab plan --json`: boots per arm for an effect, and prompts per boot (Kalibera & Jones)
+from measured variance components and costs. Keys the plan could not compute are left out
+(`to_json`), as they always were."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from bench.stats.schema.strict_json import Frozen, Int, Num
+from bench.stats.schema.variance_components import PooledComponents
+
+
+class Plan(Frozen):
+    effect: float = Field(description="Smallest effect worth detecting (metric units).")
+    alpha: float = Field(description="Two-sided level.")
+    power: float = Field(description="Target power.")
+    between_boot_sd: Num = Field(description="Pooled between-boot SD (metric units).")
+    prompts_per_boot_now: Int = Field(description="Median compared probes per boot.")
+    boots_per_arm: int | None = Field(description="Boots per arm at today's prompts per boot.")
+    boot_cost_s: Num = Field(description="Mean seconds from start to /health per boot.")
+    prompt_cost_s: Num = Field(description="Mean seconds per probe.")
+    prompts_per_boot: int | None = Field(description="Kalibera & Jones optimum P*.")
+    boots_per_arm_at_optimum: int | None = Field(description="Boots per arm at P* prompts.")
+    note: str | None = Field(description="Why part of the plan is missing, if it is.")
+    between_boot_sd_at_optimum: Num = Field(None, description="The SD scaled to P* prompts.")
+    seconds_per_arm_now: Num = Field(None, description="Machine time per arm now.")
+    seconds_per_arm_at_optimum: Num = Field(None, description="Machine time per arm at P*.")
+    metric: str = Field("acceptance_pos0", description="The metric planned for.")
+    boots_measured: dict[str, int] = Field(
+        default_factory=dict, description="Ok boots per speculative arm it was measured on."
+    )
+    components: PooledComponents | None = Field(None, description="Pooled variance parts.")
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True)

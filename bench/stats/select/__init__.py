@@ -1,0 +1,12 @@
+"""Choosing the best configuration of a sweep: constrained multiple comparisons with the
+best on boot values (`mcb`, pure arrays), the looks replayed per selection group exactly as
+run-ab took them (`replay`), and the choice, what to paste and a dynamic-speculation
+schedule across concurrency levels (`choice`)."""
+
+from bench.stats.select.choice import selection, selection_dropped, sweep_looks
+from bench.stats.select.mcb import boots_to_select, mcb, replay_looks, spend
+
+__all__ = [
+    "boots_to_select", "mcb", "replay_looks", "selection", "selection_dropped", "spend",
+    "sweep_looks",
+]  # fmt: skip

@@ -1,0 +1,215 @@
+"""The selection for a sweep (`Analysis.selection`): per group, replay the looks on the boots
+in launch order with `_select.look`, exactly as `run-ab` took them, and describe the outcome.
+
+The manifest's `sweep` entry (`bench.experiment.sweep_cells`) gives each arm's group
+and cost; its `arms[].definition.speculative_config` is what the user pastes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from bench.records import ManifestSweep, SweepCell
+from bench.stats.inputs import ArmData
+from bench.stats.inputs import boot_values as per_boot
+from bench.stats.methods import interval
+from bench.stats.schema import SelectionConfig
+from bench.stats.select.mcb import Replay, replay_looks, spend
+
+METHOD = (
+    "constrained MCB (Hsu) on boot values, Welch pairwise SEs with Bonferroni t over the "
+    "K - 1 comparisons with the best; alpha spent over the looks (O'Brien-Fleming type); "
+    "configurations proven more than the margin worse are eliminated at a look"
+)
+
+
+def boot_values(ad: ArmData, objective: str) -> np.ndarray:
+    """Per planned boot index (NaN where that boot has no ok attempt), the objective on the
+    selection's scale (log tokens/s). Indexed by boot, not by finish time, so a look's
+    first n boots never change once they exist (retries keep their index)."""
+    if objective != "output_tokens_per_s" and (not ad.speculative or ad.n_boots == 0):
+        v = np.full(ad.n_boots, np.nan)
+    else:  # the comparisons' per-boot values (_hosts), on the metric's own scale
+        v = per_boot(ad, objective) + (1.0 if objective == "mean_accepted_length" else 0.0)
+    index = ad.boot_index or list(range(ad.n_boots))
+    out = np.full(max(index, default=-1) + 1, np.nan)
+    out[np.asarray(index, dtype=np.int64)] = v
+    return out
+
+
+def _ratio(ad: ArmData, metric: str) -> float | None:
+    if not ad.speculative or ad.n_boots == 0:
+        return None
+    num, den = ad.totals(metric)
+    r = float(num.sum() / den.sum()) if den.sum() > 0 else math.nan
+    return r + 1.0 if metric == "mean_accepted_length" else r
+
+
+@dataclass(frozen=True)
+class GroupReplay:
+    """One group's looks replayed (`_select.replay_looks` on a batch of one)."""
+
+    arms: list[str]  # arms with 2+ finite boot values, in the group's order
+    rep: Replay
+    looks: tuple[int, ...]
+    fixed: bool
+    values: list[np.ndarray]  # per arm, by boot index
+
+    def index(self, arm: str) -> int | None:
+        return self.arms.index(arm) if arm in self.arms else None
+
+
+def replay(
+    values: Mapping[str, np.ndarray],
+    cost: Mapping[str, float],
+    looks: Sequence[int] | None,
+    alpha: float,
+    margin: float,
+    cheapest: bool,
+) -> GroupReplay:
+    """The planned looks on each arm's boot values (launch order); without looks, a fixed
+    design: one look over every boot at level alpha."""
+    arms = [a for a in values if np.isfinite(values[a]).sum() >= 2 or looks]
+    width = max((len(values[a]) for a in arms), default=0)
+    grid = np.full((len(arms), width), np.nan)
+    for i, a in enumerate(arms):
+        grid[i, : len(values[a])] = values[a]
+    plan = tuple(looks) if looks else (width,)
+    levels = spend(plan, alpha) if looks else (alpha,)
+    c = np.array([cost[a] for a in arms], dtype=np.float64)
+    rep = replay_looks(grid, c, plan, levels, margin=margin, cheapest=cheapest, fixed=not looks)
+    return GroupReplay(arms, rep, plan, not looks, [values[a] for a in arms])
+
+
+def dropped_arms(
+    data: Mapping[str, ArmData], sweep: ManifestSweep, looks: Sequence[int], alpha: float
+) -> dict[str, str]:
+    """Arms run-ab launches no more boots for, with why: eliminated at a look, or in a group
+    whose choice is settled (the looks replayed on the boots so far)."""
+    out: dict[str, str] = {}
+    for g, cells in group_replays(data, sweep, looks, alpha):
+        for a, at in zip(g.arms, g.rep.eliminated_at, strict=True):
+            if at:
+                out[a] = f"eliminated at look {int(at)} (clearly worse than another)"
+        if g.arms and bool(g.rep.stopped):
+            pick = int(g.rep.chosen)
+            what = f"chose {g.arms[pick]}" if pick >= 0 else "no choice"
+            taken = int(g.rep.taken)
+            why = (
+                f"group {cells[0].group}: the last planned look ({looks[-1]} boots) was "
+                f"taken: {what}"
+                if taken == len(looks)
+                else f"group {cells[0].group} settled at look {taken}: {what}"
+            )
+            for a in g.arms:
+                out.setdefault(a, why)
+    return out
+
+
+def _groups(sweep: ManifestSweep) -> dict[str, list[SweepCell]]:
+    groups: dict[str, list[SweepCell]] = {}
+    for cell in sweep.cells:
+        groups.setdefault(cell.group, []).append(cell)
+    return groups
+
+
+def _feasible(ad: ArmData, sweep: ManifestSweep) -> bool:
+    bounds = {
+        "mean_accepted_length": sweep.min_mean_accepted_length,
+        "acceptance_pos0": sweep.min_acceptance_pos0,
+    }
+    for metric, bound in bounds.items():
+        if bound is None:
+            continue
+        value = _ratio(ad, metric)
+        exempt = value is None and sweep.objective == "output_tokens_per_s"
+        if not exempt and (value is None or value < bound):
+            return False
+    return True
+
+
+def margin_scale(sweep: ManifestSweep) -> tuple[float, bool]:
+    """The margin on the computation's scale and whether it is relative (log scale)."""
+    m = float(sweep.margin)
+    relative = sweep.objective == "output_tokens_per_s"
+    return (-math.log1p(-m) if relative else m), relative
+
+
+def group_replays(
+    data: Mapping[str, ArmData],
+    sweep: ManifestSweep,
+    looks: Sequence[int] | None,
+    alpha: float,
+) -> list[tuple[GroupReplay, list[SweepCell]]]:
+    """Per selection group, the looks replayed on its feasible configurations' boots."""
+    margin, _ = margin_scale(sweep)
+    cheapest = sweep.tie_break == "fewest_speculative_tokens"
+    out = []
+    for cells in _groups(sweep).values():
+        ok = [c for c in cells if c.arm in data and _feasible(data[c.arm], sweep)]
+        values = {c.arm: boot_values(data[c.arm], sweep.objective) for c in ok}
+        rank = {c.arm: float(i) for i, c in enumerate(sorted(ok, key=lambda c: c.cost))}
+        out.append((replay(values, rank, looks, alpha, margin, cheapest), cells))
+    return out
+
+
+def _t_interval(v: np.ndarray, alpha: float) -> tuple[float, float] | None:
+    ok = v[np.isfinite(v)]
+    if ok.size < 2:
+        return None
+    lo, hi = interval(ok.mean(), ok.std(ddof=1) / math.sqrt(ok.size), ok.size - 1, alpha)
+    return float(lo), float(hi)
+
+
+def config_rows(
+    g: GroupReplay,
+    cells: list[SweepCell],
+    data: Mapping[str, ArmData],
+    sweep: ManifestSweep,
+    relative: bool,
+    margin: float,
+    alpha: float,
+) -> list[SelectionConfig]:
+    rep = g.rep
+    out = []
+    for cell in cells:
+        arm = cell.arm
+        ad = data.get(arm)
+        j = g.index(arm)
+        gone = int(rep.eliminated_at[j]) if j is not None else 0
+        live = j is not None and int(rep.taken) > 0 and not gone
+        lo = float(rep.lower[j]) if live and j is not None else None
+        hi = float(rep.upper[j]) if live and j is not None else None
+        n = int(rep.boots[j]) if j is not None else 0
+        v = boot_values(ad, sweep.objective) if ad is not None else np.zeros(0)
+        v = v[:n] if j is not None else v
+        est = float(np.nanmean(v)) if np.isfinite(v).any() else None
+        ci = _t_interval(v, alpha)
+        back = (lambda x: math.exp(x)) if relative else (lambda x: x)
+
+        def shown(x: float | None) -> float | None:
+            return None if x is None else (math.expm1(x) if relative else x)
+
+        out.append(
+            SelectionConfig(
+                arm=arm,
+                speculative_tokens=int(cell.cost[0]),
+                boots=int(np.isfinite(v).sum()),
+                estimate=back(est) if est is not None else None,
+                ci_low=back(ci[0]) if ci else None,
+                ci_high=back(ci[1]) if ci else None,
+                mcb_low=shown(lo),
+                mcb_high=shown(hi),
+                in_subset=bool(live and j is not None and rep.subset[j]),
+                within_margin=lo is not None and lo >= -margin,
+                feasible=ad is not None and _feasible(ad, sweep),
+                eliminated_at_look=gone or None,
+                mean_accepted_length=_ratio(ad, "mean_accepted_length") if ad else None,
+                acceptance_pos0=_ratio(ad, "acceptance_pos0") if ad else None,
+            )
+        )
+    return out
