@@ -1,6 +1,6 @@
 """Building the demo models: random weights (seconds, for tests) or the fixed training
-recipe (minutes; what arms/demo/models/ holds). Imports both halves, so `_models` (geometry,
-tokenizer, corpus) and `_train` (the recipe) do not import each other in a cycle."""
+recipe (minutes; what arms/demo/models/ holds). Imports both halves, so `tiny_models` (geometry,
+tokenizer, corpus) and `train` (the recipe) do not import each other in a cycle."""
 
 from __future__ import annotations
 

@@ -1,10 +1,6 @@
-"""Boot attempts as the results directory numbers them (one rule for `specab boot` and run-ab),
-and the options and summary of one run-ab.
-
-An attempt's number counts from 1 per (arm, boot), past the highest already on disk; its
-launch order continues past the highest order on disk. `Ledger.claim` applies both and fixes
-the driver's columns of the attempt (`Attempt`) before it launches, so the boot builds its
-record once and nobody rewrites it afterwards."""
+"""One boot attempt as the driver fixes it before the launch (`Attempt`: arm, boot, attempt
+number, launch order, block, host, log path), shared by the driver that numbers it and the
+boot that records it. The rule that numbers attempts is the driver's `Ledger`."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from integrity_helpers import ok_boot, start_dir
@@ -446,6 +447,18 @@ def _manifest_edit(text: str) -> Callable[[Path, Path], None]:
     return change
 
 
+def _manifest_json(fn: Callable[[dict[str, Any]], object]) -> Callable[[Path, Path], None]:
+    """A hand edit of the results directory's manifest.json."""
+
+    def change(root: Path, spec: Path) -> None:
+        path = _res(root) / "manifest.json"
+        body = json.loads(path.read_text())
+        fn(body)
+        path.write_text(json.dumps(body))
+
+    return change
+
+
 def _strict(root: Path) -> list[str]:
     spec = base_dir(root)
     cfg = root / "models" / "draft" / "config.json"
@@ -503,6 +516,26 @@ DIR_CASES = [
         "resume: manifest of a newer schema",
         _started(_manifest_edit("")),
         ("schema_version",),
+    ),
+    DirCase(
+        "analyze: manifest arms without their definition",
+        _started(_manifest_json(lambda m: [a.pop("definition") for a in m["arms"]]), cmd="analyze"),
+        ("manifest.json: arms[0].definition: field required",),
+    ),
+    DirCase(
+        "analyze: manifest arms as a map of names",
+        _started(_manifest_json(lambda m: m.update(arms={"base": {}, "fix": {}})), cmd="analyze"),
+        ("manifest.json: arms: input should be a valid list",),
+    ),
+    DirCase(
+        "report: manifest without its spec hash",
+        _started(_manifest_json(lambda m: m.pop("spec_sha256")), cmd="report"),
+        ("manifest.json: spec_sha256: field required",),
+    ),
+    DirCase(
+        "resume: manifest probe set count not a number",
+        _started(_manifest_json(lambda m: m["probe_sets"][0].update(count="x"))),
+        ("manifest.json: probe_sets[0].count",),
     ),
     DirCase("results dir exists, no --resume", _started(cmd="again"), ("--resume",)),
     DirCase("results dir is a file", _target("file"), ("not a directory",)),

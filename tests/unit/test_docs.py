@@ -3,11 +3,14 @@ links lead somewhere."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -87,3 +90,77 @@ def test_troubleshooting_names_every_module_that_raises_an_error() -> None:
     )
     assert raising
     assert [m for m in raising if m not in text] == []
+
+
+MAP_DOCS = ("docs/internals.md", "docs/development.md")
+
+
+def _defined_names() -> set[str]:
+    """Every function, class, method and module-level name defined in bench/ and tests/."""
+    out: set[str] = set()
+    for p in [*(ROOT / "bench").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                out.add(node.name)
+                out.update(a.arg for a in [*node.args.args, *node.args.kwonlyargs])
+            elif isinstance(node, ast.ClassDef):
+                out.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                out.update(t.id for t in targets if isinstance(t, ast.Name))
+    return out
+
+
+def _identifiers() -> set[str]:
+    """Every identifier and string token in the code: fields, options and keys included."""
+    out: set[str] = set()
+    for p in [*(ROOT / "bench").rglob("*.py"), *(ROOT / "tests").rglob("*.py")]:
+        with tokenize.open(p) as fh:
+            for tok in tokenize.generate_tokens(fh.readline):
+                if tok.type == tokenize.NAME:
+                    out.add(tok.string)
+                elif tok.type == tokenize.STRING:
+                    out.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", tok.string))
+    return out
+
+
+def _dotted_exists(dotted: str) -> bool:
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:i]))
+        except ImportError:
+            continue
+        for attr in parts[i:]:
+            if not hasattr(obj, attr):
+                return False
+            obj = getattr(obj, attr)
+        return True
+    return False
+
+
+@pytest.mark.parametrize("doc", MAP_DOCS)
+def test_the_module_map_names_only_modules_and_functions_that_exist(doc: str) -> None:
+    """docs/internals.md and docs/development.md are the newcomer's map: a module path, a
+    dotted name, a call or a name in code quotes that the code no longer has fails here."""
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    files = [p.relative_to(ROOT).as_posix() for p in ROOT.rglob("*.py") if ".venv" not in p.parts]
+    defined = _defined_names()
+    known = _identifiers() | {Path(f).stem for f in files}
+    missing = []
+    for span in re.findall(r"`([^`\n]+)`", text):
+        for path in re.findall(r"[\w/]+\.py\b", span):
+            if not any(f == path or f.endswith("/" + path) for f in files):
+                missing.append(path)
+        for dotted in re.findall(r"\bbench(?:\.\w+)+", span):
+            if not _dotted_exists(dotted):
+                missing.append(dotted)
+        for call in re.findall(r"\b([A-Za-z_]\w*)\(", span):
+            if call not in defined:
+                missing.append(f"{call}()")
+        named = re.fullmatch(r"[A-Za-z_]\w*", span) and (
+            "_" in span.strip("_") or span[0].isupper()
+        )
+        if named and span not in known:
+            missing.append(span)
+    assert not missing, f"{doc} names what the code does not have: {sorted(set(missing))}"

@@ -1,4 +1,4 @@
-"""Arms: merge each `[[arms]]` entry over `[server]` (what one boot runs: `_launch`).
+"""Arms: merge each `[[arms]]` entry over `[server]` (what one boot runs: `launch_plan`).
 
 Merging rules (documented in the README "Arms" section):
 - `args` by flag name ('_' and '-' are the same flag): `true` -> bare `--flag`,

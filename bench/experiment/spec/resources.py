@@ -1,7 +1,8 @@
 """Where a boot's server runs: per-node Ray resources and the number of nodes one boot spans
 (`[resources]`), and the container it runs in (`[server].container`, per arm too).
 
-Split from `_spec.py` only for size; `_spec` imports these and `load_spec` validates them.
+Split from `experiment_file.py` only for size; that module imports these and `load_spec`
+validates them.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 At concurrency 1 the probes run one after another in probe-set order with /metrics scrapes
 around each, so per-probe counts can come from the response or from the counter deltas and
 the two are checked against each other whenever both exist. At concurrency c > 1 they run in
-c lanes (`_lanes`); per-probe counts then come only from the responses (a /metrics delta
+c lanes (`lanes`); per-probe counts then come only from the responses (a /metrics delta
 cannot be split between probes in flight together), and the boot's whole /metrics delta
 must still equal their sum (`check_boot_total`).
 """

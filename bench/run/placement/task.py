@@ -1,11 +1,12 @@
 """The body of one Ray task = one boot attempt, run on the node Ray placed it on.
 
 The task chooses what is node-local (workdir, log file, compile-cache root, CPU binding:
-a `NodeSetup`, see `_node`) and runs the boot under a `BootGuard` watchdog that kills the
+a `NodeSetup`, see `bench.run.node`) and runs the boot under a `BootGuard` watchdog that kills the
 server's process groups and containers if this worker dies (force-cancel, driver killed),
 so no EngineCore outlives its boot. A gang boot's task runs in bundle 0 of the boot's
 placement group (the head); it starts the other members as Ray actors in the other bundles
-(`_member.RayMembers`), each with its own watchdog on its node, and returns their logs.
+(`remote_members.RayMembers`), each with its own watchdog on its node, and returns their
+logs.
 Per-boot settings reach the server through its launch environment only; the worker's own
 environment is never changed (Ray reuses workers across boots).
 
@@ -72,7 +73,7 @@ def compile_cache_dir(workdir: Path, a: AttemptSpec) -> Path:
 
 
 def cpu_binding(a: AttemptSpec) -> dict[str, str]:
-    """The head's (or single server's) CPU binding on this node (see `_node`)."""
+    """The head's (or single server's) CPU binding on this node (see `bench.run.node`)."""
     return cpu_binding_for(a.cpu_slot, a.request.spec.resources.cpu)
 
 

@@ -3,7 +3,7 @@
 Free loopback port, `/health` polling that also notices early exit (and, for a gang boot,
 any other member's exit through `check`), a retry when another process won the free-port
 race; the process lifecycle (own session, log file, SIGTERM -> grace -> SIGKILL, /proc
-check, container stop by name) is `_process.MemberProcess`.
+check, container stop by name) is `member_process.MemberProcess`.
 """
 
 from __future__ import annotations

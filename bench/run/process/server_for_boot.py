@@ -3,8 +3,8 @@ head's ServerProcess plus a member per other node), each member's command from
 `bench.experiment.member_command` (container-wrapped when the arm runs in one).
 
 Where the other members run is the launcher's business: `LocalMembers` starts them on this
-machine (`specab boot` of a gang, tests); the Ray task passes `_member.RayMembers`, which
-starts each in its bundle of the boot's placement group.
+machine (`specab boot` of a gang, tests); the Ray task passes `RayMembers`
+(`bench.run.placement`), which starts each in its bundle of the boot's placement group.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `comparisons` of an analysis: one typed `Comparison` per row of `_rows.family_rows`,
+"""The `comparisons` of an analysis: one typed `Comparison` per row of `families.family_rows`,
 with the interval its verdict rests on, power, the resampling extras (acceptance metrics) and
 the one-sentence why. A log-scale metric (speed) is computed on log boot values and reported
 relative: difference and intervals as ratio - 1, plus the ratio and its interval."""

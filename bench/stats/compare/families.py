@@ -4,7 +4,8 @@ Every non-baseline arm is compared with the baseline on every metric both arms h
 no-speculation arm has speed only). The metrics the experiment declares primary
 (`primary_metrics`, default the two acceptance metrics) form one Holm family — the verdicts
 `--fail-on`, sequential looks and the headline rest on; each other metric is secondary and
-forms its own Holm family across arms (speed by default). All go through `_family.family`.
+forms its own Holm family across arms (speed by default). All go through
+`bench.stats.methods.family`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The per-arm parts of the analysis: estimates with intervals, positions (cumulative and
-conditional, simultaneous), per-boot metrics, position differences, variance components."""
+"""Arm vs baseline at draft positions k >= 1: differences of cumulative acceptance with
+simultaneous intervals over the positions (Welch SEs, the smallest Welch df across them)."""
 
 from __future__ import annotations
 

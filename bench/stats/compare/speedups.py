@@ -1,11 +1,6 @@
-"""Speed (output tokens/s) and the accepted-length distribution, per arm.
-
-Speed is a log-scale metric: each boot's tokens/s is a ratio of sums within the boot (sum
-completion tokens / sum latency over the compared probes); an arm's estimate is the geometric
-mean of its boots' values (every boot weighs the same), and arms are compared as a ratio with
-a Welch interval on the log boot values (`_family.log_estimate`). Its margin is relative: d
-means the ratio within [1 - d, 1 + d], i.e. log(1 + d) above and -log(1 - d) below on the
-log scale. Speedups: each speculative arm over a no-speculation arm at the same concurrency."""
+"""Speed across arms: each speculative arm's speedup over a no-speculation arm at the same
+concurrency (a ratio, Welch on log boot values), and what a reader of speed numbers must
+know (no-speculation arms, per-request speed at concurrency > 1, launch-order effects)."""
 
 from __future__ import annotations
 

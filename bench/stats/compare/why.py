@@ -1,4 +1,4 @@
-"""The one-sentence "why" of every verdict, and JSON hygiene (no NaN/Infinity: null).
+"""The one-sentence "why" of every verdict, and how an interval's level is named.
 
 The interval a sentence quotes is the one the verdict rests on (`verdict_ci`), named by its
 level: the Holm-compatible interval for a difference claim, the (1 - 2 alpha) interval for

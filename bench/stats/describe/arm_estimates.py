@@ -1,5 +1,6 @@
-"""The per-arm parts of the analysis: estimates with intervals, positions (cumulative and
-conditional, simultaneous), per-boot metrics, position differences, variance components."""
+"""One arm's part of the analysis: its metric estimates with intervals (cut at each metric's
+range), acceptance per draft position (cumulative, conditional and among drafted, with
+simultaneous bands), each ok boot's own values, and the arm's `ArmResult`."""
 
 from __future__ import annotations
 

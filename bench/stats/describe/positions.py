@@ -1,8 +1,8 @@
 """Positions k >= 0 (STATISTICS.md: secondary). Per arm: cumulative sum A_k / sum D and
-conditional sum A_k / sum A_{k-1}, each with simultaneous intervals over positions; arm vs
-baseline differences for k >= 1 with simultaneous intervals (Welch SEs, the smallest Welch df
-across positions). Simultaneous critical values: `_core.simultaneous_critical` (plain t for
-one position, Bonferroni-t at small B, max-|t| otherwise). Works for any K >= 1."""
+conditional sum A_k / sum A_{k-1}, each with simultaneous intervals over positions (arm vs
+baseline differences at k >= 1 are `bench.stats.compare`'s). Simultaneous critical values:
+`bench.stats.methods.simultaneous_critical` (plain t for one position, Bonferroni-t at small
+B, max-|t| otherwise). Works for any K >= 1."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""From loaded results (store.py frames) to per-arm count arrays on a common prompt axis.
+"""From loaded results (`bench.store` frames) to per-arm count arrays on a common prompt axis.
 
 Arms are compared on the (probe_set, probe_id) pairs that EVERY ok boot of every arm has, so
 a prompt can never be confounded with an arm; what is left out is named in a note. Boots of

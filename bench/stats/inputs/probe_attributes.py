@@ -1,4 +1,4 @@
-"""Cell arrays beyond the acceptance counts, for `_data.arm_data`: speed (completion tokens
+"""Cell arrays beyond the acceptance counts, for `dataset.arm_data`: speed (completion tokens
 and latency per cell), the per-request accepted-length histograms, probe categories, and
 which arms ran without speculative decoding (a speed-only arm)."""
 

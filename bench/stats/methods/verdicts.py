@@ -1,12 +1,5 @@
-"""Vectorized core of the boot-level statistics (STATISTICS.md): ratio estimates with a
-leverage-robust SE, Welch intervals, Holm, verdicts, power, simultaneous critical values.
-Every function takes arrays whose LAST axis is boots (or the comparison family) and any
-leading batch axes, so calibration runs thousands of simulated experiments in one call.
-
-What the answers mean: intervals are for the difference in the ratio-of-sums metric between
-arms *on this probe set*, with boots as the unit of replication. They say nothing about other
-prompts (see the pigeonhole interval) and nothing at all when an arm has one boot (no
-between-boot variance: "unreplicated")."""
+"""The six verdicts (STATISTICS.md) from the interval a claim rests on, the (1 - 2 alpha) TOST
+interval and the margin, as codes into `VERDICTS`; vectorized."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The `specab analyze --json` object (DESIGN.md, schema_version 1) as typed, immutable models.
-
-DESIGN.md's keys come first in each object, in its order; everything else is additive (readers
-may ignore it). Non-finite numbers are stored as None, so `Analysis.to_json()` is strict JSON
-(null, never NaN). Metrics live in dicts keyed by metric name and comparisons in a list with a
-`metric` field, so a further metric is one more key, not a new structure."""
+"""The whole `specab analyze --json` object (DESIGN.md, schema_version 1): arms, comparisons
+and variance components first (DESIGN.md's keys, in its order), then the additive keys. Its
+`to_json()` is strict JSON (null, never NaN)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The `specab analyze --json` object (DESIGN.md, schema_version 1) as typed, immutable models.
-
-DESIGN.md's keys come first in each object, in its order; everything else is additive (readers
-may ignore it). Non-finite numbers are stored as None, so `Analysis.to_json()` is strict JSON
-(null, never NaN). Metrics live in dicts keyed by metric name and comparisons in a list with a
-`metric` field, so a further metric is one more key, not a new structure."""
+"""One arm of `specab analyze --json` (DESIGN.md, schema_version 1): its metric estimates,
+acceptance per draft position, each ok boot's values, and the accepted-length, draft-length
+and peer-length parts. DESIGN.md's keys come first in each object, in its order; everything
+else is additive (readers may ignore it). Non-finite numbers are stored as null."""
 
 from __future__ import annotations
 

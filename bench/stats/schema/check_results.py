@@ -1,22 +1,6 @@
-"""The selftest's checks against known truth (`specab selftest`): vLLM's synthetic acceptance
-makes position k accept with a configured unconditional rate r_k, so every count a build
-reports can be checked against the truth it was told.
-
-Checks, on the product's own `analyze` of the run at its alpha:
-- comparisons (Holm, as `analyze` reports them): an arm with the baseline's rates must not
-  be called different (family-wise <= alpha), an arm with other rates must be found
-  different in the right direction (power: the caller's design);
-- counts, exact: under synthetic acceptance each verify step that drafted position k accepts
-  it with probability r_k independently of every other step, so an arm's steps accepting
-  >= k + 1 tokens are Binomial(steps that drafted k, r_k); two-sided exact binomial tests,
-  Bonferroni over arms x positions at alpha. Unlike the intervals (t with B - 1 df, wide at
-  B = 3) this uses the known truth directly, so it sees a miscount of a few percent.
-So a truthful build fails the selftest with probability <= 2 alpha (stated in the output).
-Reported, not a pass/fail check: how many truths specab's own (1 - alpha) intervals hold
-(per-position simultaneous bands and the mean accepted length), i.e. their coverage. At
-B = 3 a t interval's extreme tail is not reliable on integer counts (ties between boots
-make a tiny SE, measured 3 % misses at a Bonferroni level meant for 1 %), while the exact
-test needs no variance estimate."""
+"""The answers of the checks on the method itself: `specab selftest` against the known truth
+of synthetic acceptance (what each truth, count and comparison check found), and the
+split-arm A/A check (`analyze --split-arm`)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""The `specab analyze --json` object (DESIGN.md, schema_version 1) as typed, immutable models.
-
-DESIGN.md's keys come first in each object, in its order; everything else is additive (readers
-may ignore it). Non-finite numbers are stored as None, so `Analysis.to_json()` is strict JSON
-(null, never NaN). Metrics live in dicts keyed by metric name and comparisons in a list with a
-`metric` field, so a further metric is one more key, not a new structure."""
+"""An arm against the baseline in `specab analyze --json`: one `Comparison` per arm and metric
+(verdict, the interval it rests on, power, resampling extras, the one-sentence why),
+speedups over a no-speculation arm, per-position differences, and the `--by` breakdown.
+Metrics are a field, so a further metric is one more row, not a new structure."""
 
 from __future__ import annotations
 

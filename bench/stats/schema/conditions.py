@@ -1,15 +1,6 @@
-"""Drift within a boot (`[probes] passes = N`): does acceptance or speed change over a
-server's lifetime? (vllm issue 41838: EAGLE acceptance length fell over a server's life and
-only a restart reset it.)
-
-Each boot runs the same probe set N times. Per boot: the metric on its first pass and on its
-last pass (ratios of sums over that pass's probes; speed as the log of Σ tokens / Σ
-latency), and their difference — one replicate of the within-boot trend per boot, so the
-boot stays the unit of replication. The arm's drift is the mean over boots with a t
-interval (B − 1 df), and the verdict is the comparisons' rule against the same margins
-(TOST for `equivalent`; speed relative). Boots are independent servers, so boot-to-boot
-variation cancels inside each difference and only within-boot noise and real drift remain.
-Pure: takes the loaded frames, returns typed rows."""
+"""How the run's conditions moved, in `analyze --json`: drift within boots from the first to the
+last pass (`drift`, for `[probes] passes = N`) and hosts that differ between arms (`hosts`:
+the arms x hosts table, the host effect and which comparisons were made within hosts)."""
 
 from __future__ import annotations
 

@@ -1,19 +1,5 @@
-"""A regression gate against a stored, trusted reference (`specab gate`): non-inferiority
-on boot values, Welch on the two boot samples.
-
-For each metric (higher is better: pos0 acceptance, mean accepted length, tokens/s) the new
-run's boots are compared with the reference's: d = mean(new) − mean(ref) for acceptance,
-d = mean(log new) − mean(log ref) for speed (a ratio, like `analyze`). L is the one-sided
-(1 − α) lower bound of d with the Welch–Satterthwaite df. The gate **passes** when L > −Δ
-(shown not worse than the reference by the margin Δ; for speed L > log(1 − Δ)): a new run
-that is truly Δ worse passes with probability ≤ α, whatever B. It **fails** otherwise, and
-says whether the boots show a regression (the upper bound below −Δ: `regressed`) or cannot
-tell (`inconclusive`: too few boots or too much noise for that margin — with the boots per
-side that would keep false failures at a true difference of 0 near α).
-
-What a stored reference cannot rule out: everything that changed between the two runs
-besides the patch (vLLM build, drivers, host, load) moves d too. The honest alternative is
-an A/B with the reference configuration re-booted in the same run."""
+"""`specab gate`'s answers: one non-inferiority check per paired arm and metric (new run vs
+stored reference, one-sided Welch bound on boot values), and the run's overall result."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The `specab analyze --json` object (DESIGN.md, schema_version 1) as typed, immutable models.
-
-DESIGN.md's keys come first in each object, in its order; everything else is additive (readers
-may ignore it). Non-finite numbers are stored as None, so `Analysis.to_json()` is strict JSON
-(null, never NaN). Metrics live in dicts keyed by metric name and comparisons in a list with a
-`metric` field, so a further metric is one more key, not a new structure."""
+"""What a sequential design says at the look reached (`analyze --json` `sequential`, and what
+run-ab acts on): stop or continue, the look's nominal level, each primary comparison."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The `specab analyze --json` object (DESIGN.md, schema_version 1) as typed, immutable models.
-
-DESIGN.md's keys come first in each object, in its order; everything else is additive (readers
-may ignore it). Non-finite numbers are stored as None, so `Analysis.to_json()` is strict JSON
-(null, never NaN). Metrics live in dicts keyed by metric name and comparisons in a list with a
-`metric` field, so a further metric is one more key, not a new structure."""
+"""Where the noise is (`analyze --json` `variance_components`): per arm and metric the
+between-boot SD, binomial floor, crossed-ANOVA components and design effect; pooled over
+arms for planning."""
 
 from __future__ import annotations
 

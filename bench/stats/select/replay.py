@@ -1,5 +1,5 @@
 """The selection for a sweep (`Analysis.selection`): per group, replay the looks on the boots
-in launch order with `_select.look`, exactly as `run-ab` took them, and describe the outcome.
+in launch order with `mcb.look`, exactly as `run-ab` took them, and describe the outcome.
 
 The manifest's `sweep` entry (`bench.experiment.sweep_cells`) gives each arm's group
 and cost; its `arms[].definition.speculative_config` is what the user pastes.
@@ -33,7 +33,7 @@ def boot_values(ad: ArmData, objective: str) -> np.ndarray:
     first n boots never change once they exist (retries keep their index)."""
     if objective != "output_tokens_per_s" and (not ad.speculative or ad.n_boots == 0):
         v = np.full(ad.n_boots, np.nan)
-    else:  # the comparisons' per-boot values (_hosts), on the metric's own scale
+    else:  # the comparisons' per-boot values (inputs.boot_values), on the metric's own scale
         v = per_boot(ad, objective) + (1.0 if objective == "mean_accepted_length" else 0.0)
     index = ad.boot_index or list(range(ad.n_boots))
     out = np.full(max(index, default=-1) + 1, np.nan)
@@ -51,7 +51,7 @@ def _ratio(ad: ArmData, metric: str) -> float | None:
 
 @dataclass(frozen=True)
 class GroupReplay:
-    """One group's looks replayed (`_select.replay_looks` on a batch of one)."""
+    """One group's looks replayed (`mcb.replay_looks` on a batch of one)."""
 
     arms: list[str]  # arms with 2+ finite boot values, in the group's order
     rep: Replay
