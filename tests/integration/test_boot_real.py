@@ -191,8 +191,8 @@ def test_no_process_of_the_group_survives(boot_a: BootA) -> None:
 
 def test_results_load_back(boot_a: BootA) -> None:
     res = load_results(boot_a.root)
-    assert res.manifest["experiment"] == "tiny-real"
-    assert res.manifest["probe_sets"][0]["count"] == 40
+    assert res.manifest.experiment == "tiny-real"
+    assert res.manifest.probe_sets[0].count == 40
     assert list(res.boots["status"]) == ["ok"]
     assert len(res.probes) == 40 and res.probes["num_drafts"].sum() == res.boots["num_drafts"][0]
     assert (boot_a.root / "logs" / "baseline__b000__a1.log").stat().st_size > 0

@@ -57,10 +57,10 @@ def test_a_repeating_crash_stops_the_run_and_the_fixed_arm_resumes(
         (a, i) for a in ("base", "broken") for i in range(b)
     ]
     manifest = load_manifest(root)
-    (resumed,) = manifest["resumes"]
+    (resumed,) = manifest.resumes
     assert "arms(broken).env.SPECAB_FAKE_FAULT" in resumed["changed"]
     # every boot records what it ran: the manifest's definition, the probe sets it ran
-    defs = {a["name"]: a["definition_sha256"] for a in manifest["arms"]}
+    defs = {a.name: a.definition_sha256 for a in manifest.arms}
     assert ok["definition_sha256"].tolist() == [defs[a] for a in ok["arm"]]
     assert defs["base"] != defs["broken"]  # broken's env still names the (off) fault
     parsed = load_spec(spec)
