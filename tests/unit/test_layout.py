@@ -82,9 +82,6 @@ LAYERS = {
 }
 MAX_LINES = 330  # "~300": a guide with a little slack, not a license
 MAX_MODULES = 12  # "about ten" per folder
-# Modules named for the subcommand they register (asv's habit) may share a name with the
-# package that holds the logic; no other two modules share one.
-SAME_NAME_OK = {"commands"}
 
 
 def _modules() -> list[Path]:
@@ -185,7 +182,7 @@ def test_module_names_say_what_they_own_and_are_unique() -> None:
     names = [p for p in _modules() if p.name not in ("__init__.py", "__main__.py")]
     private = [str(p.relative_to(BENCH)) for p in names if p.name.startswith("_")]
     assert not private, f"a package's __init__ is its face; no private module names: {private}"
-    counted = Counter(p.stem for p in names if p.parent.name not in SAME_NAME_OK)
+    counted = Counter(p.stem for p in names)
     twice = sorted(n for n, c in counted.items() if c > 1)
     assert not twice, f"two modules share a name: {twice}"
     shape = {"core", "parts", "cells", "extras", "rows", "base", "text", "common", "utils", "misc"}
