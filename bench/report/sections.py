@@ -62,6 +62,17 @@ def _arms(analysis: Analysis) -> Section:
     return ("Arms", "Estimates with their intervals, from ok boots only.", rows)
 
 
+def _shared(analysis: Analysis) -> str:
+    s = analysis.shared_machine
+    if s is None:
+        return ""
+    return (
+        f" **The boots shared the machine**: {s.shared} of {s.boots} measured their probes "
+        f"while another boot ran on the same host (up to {s.most_at_once} at once), so each "
+        "tokens/s is a boot's under that load; the shuffled blocks spread it over the arms."
+    )
+
+
 def _speed(analysis: Analysis) -> list[Section]:
     margin = analysis.margins.get(SPEED_METRIC, 0.02)
     primary = SPEED_METRIC in analysis.primary_metrics
@@ -73,7 +84,8 @@ def _speed(analysis: Analysis) -> list[Section]:
             f"compared with {analysis.baseline} as a ratio with a Welch interval on the log "
             f"boot values, against a ± {100 * margin:g} % margin. Speed is "
             + ("**primary** in this experiment." if primary else "secondary (its own Holm family).")
-            + " On shared CPUs it is noisy: read the between-boot SD.",
+            + " On shared CPUs it is noisy: read the between-boot SD."
+            + _shared(analysis),
             speed_table(analysis),
         )
     ]

@@ -7,10 +7,17 @@ members); `driver` (run-ab: order, dispatch, retries, resume, looks, progress)."
 from bench.run.attempt import Attempt
 from bench.run.boot import BootOutcome, BootRequest, NodeSetup, guarded_boot, run_boot
 from bench.run.driver import Ledger, RunOptions, RunSummary, boot_seed, engine_seed, run_ab
-from bench.run.node import CPU_BIND, MAX_LOG_BYTES, fresh_node_log, read_log_tail
+from bench.run.node import (
+    CPU_BIND,
+    MAX_LOG_BYTES,
+    cache_state,
+    fresh_node_log,
+    read_log_tail,
+    share_model_infos,
+)
 
 __all__ = [
     "CPU_BIND", "MAX_LOG_BYTES", "Attempt", "BootOutcome", "BootRequest", "Ledger", "NodeSetup",
-    "RunOptions", "RunSummary", "boot_seed", "engine_seed", "fresh_node_log", "guarded_boot",
-    "read_log_tail", "run_ab", "run_boot",
+    "RunOptions", "RunSummary", "boot_seed", "cache_state", "engine_seed", "fresh_node_log",
+    "guarded_boot", "read_log_tail", "run_ab", "run_boot", "share_model_infos",
 ]  # fmt: skip

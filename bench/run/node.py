@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 MAX_LOG_BYTES = 4 * 2**20  # log tail shipped back when the node does not share the results dir
 CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 CACHE_ROOT = "VLLM_CACHE_ROOT"
+MODEL_INFOS = "modelinfos"  # vLLM's cache of what it inspected of a model architecture
 
 
 def node_workdir(experiment: str) -> Path:
@@ -29,10 +31,35 @@ def compile_cache_path(workdir: Path, arm: str, boot_id: str, *, keep: bool) -> 
 
 
 def cache_state(path: Path) -> str:
-    """`warm` when a previous boot left a non-empty cache there, else `cold`."""
-    warm = path.is_dir() and any(path.rglob("*"))
+    """`warm` when a previous boot left a non-empty compile cache there, else `cold` (the
+    shared model-info entry does not count: see `share_model_infos`)."""
+    warm = path.is_dir() and any(p.name != MODEL_INFOS for p in path.iterdir())
     path.mkdir(parents=True, exist_ok=True)
     return "warm" if warm else "cold"
+
+
+def share_model_infos(cache: Path, environ: Mapping[str, str]) -> None:
+    """Point the arm's `<cache>/modelinfos` at the one vLLM keeps without specab.
+
+    vLLM caches what it inspects of a model architecture under `VLLM_CACHE_ROOT/modelinfos`,
+    keyed by the hash of its own model source (no weights, no settings), and computes a
+    missing entry in a fresh interpreter that imports vLLM: two per speculative arm, 5-13 s
+    each on a 2-core machine, on every arm's first boot. The compile cache stays per arm
+    (a patched arm must not reuse another's compiled code); these entries are the same for
+    every arm of one vLLM build, as they are for every vLLM run of this user. A container
+    arm keeps its own (the link would point outside what the container mounts)."""
+    base = environ.get(CACHE_ROOT) or str(
+        Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vllm"
+    )
+    shared, link = Path(base) / MODEL_INFOS, cache / MODEL_INFOS
+    if link.exists() or link.is_symlink() or shared == link:
+        return
+    try:
+        shared.mkdir(parents=True, exist_ok=True)
+        cache.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(shared, target_is_directory=True)
+    except FileExistsError:
+        pass  # another boot of this arm on this node linked it first
 
 
 def cpu_binding_for(slot: int | None, cpu: float) -> dict[str, str]:

@@ -32,7 +32,14 @@ from bench.stats.compare import (
     speed_notes,
     speedups,
 )
-from bench.stats.describe import arm_result, components, draft_length_notes, drift
+from bench.stats.describe import (
+    arm_result,
+    components,
+    draft_length_notes,
+    drift,
+    shared_machine,
+    sharing_note,
+)
 from bench.stats.inputs import Dataset, Prior, Settings, failed_counts
 from bench.stats.schema import Analysis, AnalysisSettings, Comparison, PriorInfo
 from bench.stats.select import selection, sweep_looks
@@ -96,6 +103,10 @@ def analyze(
     update: dict[str, Any] = {"drift": within} if within else {}
     if sweep is not None:
         update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
+    sharing = shared_machine(boots)
+    if sharing is not None:
+        update["shared_machine"] = sharing
+        update["notes"] = [*result.notes, sharing_note(sharing)]
     return result.model_copy(update=update) if update else result
 
 

@@ -79,6 +79,7 @@ def _pin(core: int) -> dict[str, str]:
     return {
         "VLLM_CPU_KVCACHE_SPACE": "1",
         "HF_HUB_OFFLINE": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
         "VLLM_CPU_OMP_THREADS_BIND": str(cores[core % len(cores)]),
     }
 

@@ -8,6 +8,7 @@ machine refuses the test bed, test_multinode.py runs the same gang on two loopba
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -62,6 +63,8 @@ def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
         server={
             "args": {"enforce-eager": True, "max-model-len": 512, "tensor-parallel-size": 2},
             "patches": [str(DEMO_PATCH)],
+            # vLLM's own process layout: the multi-node mp executor and its model workers
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
         },
         probes={"sets": [str(probes)], "max_tokens": 16, "warmup": 1},
         resources={"nodes": 2, "cpu": 1},
@@ -84,6 +87,11 @@ def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
     # rank 1 was told the head's address on the bridge, not a loopback one
     assert f"--master-addr {bed.addr(boot['member_hosts'][0])}" in member
     assert "world_size=2" in head + member
+    # CPU-only members are pinned to their slot's core through the launch environment, and
+    # vLLM's mp executor logs the binding it received (with the model in the engine core
+    # process, VLLM_ENABLE_V1_MULTIPROCESSING=0, vllm-cpu leaves its threads unbound)
+    cores = {f"VLLM_CPU_OMP_THREADS_BIND={str(c)!r}" for c in sorted(os.sched_getaffinity(0))}
+    assert any(c in head for c in cores) and any(c in member for c in cores)
     # the boot is ok only if each member's patch check found the sampler patch applied in
     # that host's engine processes (a gang checks every member)
     deadline = time.monotonic() + 30  # nothing of the boot left on either host

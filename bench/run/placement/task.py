@@ -36,6 +36,7 @@ from bench.run.node import (
     gpu_ids,
     node_workdir,
     read_log_tail,
+    share_model_infos,
 )
 from bench.run.placement.remote_members import MemberNode, RayMembers
 from bench.run.process import BootGuard
@@ -81,13 +82,17 @@ def _node_setup(a: AttemptSpec, workdir: Path, local: bool) -> NodeSetup:
     """Log file, compile-cache root and CPU binding of this boot on this node."""
     boot_id = a.request.attempt.boot_id
     cache = compile_cache_dir(workdir, a)
+    state = cache_state(cache)
+    spec = a.request.spec
+    if (spec.arm(a.request.attempt.arm).container or spec.server.container) is None:
+        share_model_infos(cache, os.environ)
     return NodeSetup(
         workdir=workdir,
         log_file=Path(a.driver_log)
         if local
         else fresh_node_log(workdir, str(Path(a.driver_log).parent), f"{boot_id}.log"),
         server_env={CACHE_ROOT: str(cache), **cpu_binding(a)},
-        compile_cache=cache_state(cache),
+        compile_cache=state,
         gpu=gpu_ids(),
     )
 

@@ -2,7 +2,8 @@
 acceptance per draft position with simultaneous bands (`positions`), variance components and
 the power plan they give (`variance`), speed and the accepted-length distribution (`speed`),
 draft lengths (`drafting`), mean accepted length as other tools define it (`peer_lengths`),
-and drift from the first to the last pass within boots (`drift`)."""
+drift from the first to the last pass within boots (`drift`), and whether boots measured
+speed with the machine shared (`machine_sharing`)."""
 
 from bench.stats.describe.arm_estimates import arm_metrics, arm_result, pooled_ratios
 from bench.stats.describe.drafting import (
@@ -12,6 +13,7 @@ from bench.stats.describe.drafting import (
     mean_draft_length,
 )
 from bench.stats.describe.drift import drift
+from bench.stats.describe.machine_sharing import shared_machine, sharing_note
 from bench.stats.describe.peer_lengths import peer_lengths
 from bench.stats.describe.positions import (
     conditional_band,
@@ -34,5 +36,6 @@ __all__ = [
     "conditional_band", "cumulative_band", "draft_length_notes", "draft_lengths",
     "drafted_band", "drafted_shares", "drift", "mean_draft_length", "null_estimate",
     "peer_lengths", "plan_boots_and_prompts", "pooled_components", "pooled_ratios",
-    "pooled_sd", "position_pseudo_values", "simultaneous_band", "speed_est", "speed_estimate",
+    "pooled_sd", "position_pseudo_values", "shared_machine", "sharing_note", "simultaneous_band",
+    "speed_est", "speed_estimate",
 ]  # fmt: skip

@@ -39,7 +39,7 @@ from bench.stats.schema.comparison import (
     Speedup,
     Verdict,
 )
-from bench.stats.schema.conditions import DriftEstimate, HostSummary
+from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
 from bench.stats.schema.gate_check import GateCheck, GateResult, GateVerdict
 from bench.stats.schema.plan_result import Plan
 from bench.stats.schema.selection_result import Selection, SelectionConfig, SelectionGroup
@@ -58,5 +58,6 @@ __all__ = [
     "GateVerdict", "Group", "GroupArm", "HostSummary", "Int", "MetricEstimate", "Num", "Pair",
     "PeerLengths", "Plan", "PooledComponents", "PositionComparison", "PositionEstimate",
     "PriorInfo", "Selection", "SelectionConfig", "SelectionGroup", "SelftestResult",
-    "SequentialRow", "Speedup", "SplitCheck", "TruthCheck", "VarianceComponents", "Verdict",
+    "SequentialRow", "SharedMachine", "Speedup", "SplitCheck", "TruthCheck",
+    "VarianceComponents", "Verdict",
 ]  # fmt: skip

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from bench.stats.schema.arm_result import ArmResult
 from bench.stats.schema.comparison import Breakdown, Comparison, PositionComparison, Speedup
-from bench.stats.schema.conditions import DriftEstimate, HostSummary
+from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
 from bench.stats.schema.selection_result import Selection
 from bench.stats.schema.sequential_decision import Decision
 from bench.stats.schema.strict_json import Frozen, Int
@@ -62,6 +62,9 @@ class Analysis(Frozen):
     )
     selection: Selection | None = Field(
         None, description="The best configuration per group, for experiments with [sweep]."
+    )
+    shared_machine: SharedMachine | None = Field(
+        None, description="Boots that measured speed while another boot ran on their host."
     )
 
     def to_json(self) -> dict[str, Any]:

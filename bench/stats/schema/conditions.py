@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench.stats.schema.strict_json import Frozen, Num
+from bench.stats.schema.strict_json import Frozen, Int, Num
 
 
 class DriftEstimate(BaseModel):
@@ -47,3 +47,15 @@ class HostSummary(Frozen):
     host_effect_p: dict[str, Num] = Field(
         description="Per metric, the F-test p of a host effect in boot value = arm + host."
     )
+
+
+class SharedMachine(Frozen):
+    """`analyze --json` `shared_machine` (additive; null when no boot measured its probes
+    while another boot ran on its host): speed was measured with the machine shared."""
+
+    boots: Int = Field(description="Ok boots analyzed.")
+    shared: Int = Field(
+        description="Ok boots whose probes ran while another boot (any phase) ran on its host."
+    )
+    most_at_once: Int = Field(description="The most boots that ran at once on one host.")
+    hosts: list[str] = Field(description="Hosts where boots ran at the same time.")
