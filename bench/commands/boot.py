@@ -15,7 +15,10 @@ import typer
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from bench.experiment import Experiment
     from bench.records import BootRecord, ProbeRecord
+    from bench.run import Ledger
+    from bench.store import ResultsWriter
 
 
 def summary_lines(record: BootRecord, probes: Sequence[ProbeRecord]) -> list[str]:
@@ -37,6 +40,40 @@ def summary_lines(record: BootRecord, probes: Sequence[ProbeRecord]) -> list[str
     ]
 
 
+def _boot_and_report(
+    writer: ResultsWriter,
+    ledger: Ledger,
+    spec: Experiment,
+    experiment_file: Path,
+    arm: str,
+    boot_index: int,
+) -> int:
+    """Claim the attempt, boot it, write it under the directory's claim, print the summary."""
+    from bench.run import BootRequest, NodeSetup, boot_seed, guarded_boot
+
+    host = socket.gethostname()
+    attempt = ledger.claim(writer, arm, boot_index, block=boot_index, host=host)
+    req = BootRequest(spec, str(experiment_file), attempt, boot_seed(spec, arm, boot_index))
+    log = writer.log_path(attempt.boot_id)
+    console = Console(highlight=False)
+    console.print(f"booting {arm} (boot {boot_index}, attempt {attempt.number}) ...")
+    workdir = Path(tempfile.mkdtemp(prefix="specab-boot-"))
+    try:
+        outcome = guarded_boot(req, NodeSetup(workdir=workdir, log_file=log))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    writer.write_boot(outcome.record, outcome.probes)
+    record = outcome.record
+    for line in summary_lines(record, outcome.probes):
+        console.print(line, markup=False)
+    console.print(f"results     {writer.root}", markup=False)
+    if record.status != "ok":
+        console.print(f"FAILED: {record.error}", markup=False)
+        console.print(f"log         {log}", markup=False)
+        return 1
+    return 0
+
+
 def register(app: typer.Typer) -> None:
     @app.command("boot")
     def boot(
@@ -56,7 +93,7 @@ def register(app: typer.Typer) -> None:
         one whose arms, probe sets or settings differ from the file's is refused.
         """
         from bench.experiment import build_manifest, load_spec, preflight, resume_changes
-        from bench.run import BootRequest, Ledger, NodeSetup, boot_seed, guarded_boot
+        from bench.run import Ledger
         from bench.store import ResultsWriter
 
         spec = load_spec(experiment_file)
@@ -66,32 +103,17 @@ def register(app: typer.Typer) -> None:
         root = results_dir or Path("results") / spec.experiment.name
         # An existing directory is appended to only if it holds the same versions of the arms.
         exists = ResultsWriter.check_root(root)
-        ledger = Ledger.read(root) if exists else Ledger()
-        proven = {name for name, boots in ledger.ok.items() if boots}
         writer = ResultsWriter.create(
             root,
             manifest,
             resume=exists,
-            compare=lambda old: resume_changes(old, manifest, where=root, proven=proven),
+            compare=lambda old: resume_changes(
+                old, manifest, where=root, proven=Ledger.read(root).proven_arms()
+            ),
+            claim="boot",
         )
-        host = socket.gethostname()
-        attempt = ledger.claim(writer, arm, boot_index, block=boot_index, host=host)
-        req = BootRequest(spec, str(experiment_file), attempt, boot_seed(spec, arm, boot_index))
-        log = writer.log_path(attempt.boot_id)
-        console = Console(highlight=False)
-        console.print(f"booting {arm} (boot {boot_index}, attempt {attempt.number}) ...")
-        workdir = Path(tempfile.mkdtemp(prefix="specab-boot-"))
         try:
-            outcome = guarded_boot(req, NodeSetup(workdir=workdir, log_file=log))
+            ledger = Ledger.read(root)  # read under the claim: nobody else writes it now
+            return _boot_and_report(writer, ledger, spec, experiment_file, arm, boot_index)
         finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        writer.write_boot(outcome.record, outcome.probes)
-        record = outcome.record
-        for line in summary_lines(record, outcome.probes):
-            console.print(line, markup=False)
-        console.print(f"results     {writer.root}", markup=False)
-        if record.status != "ok":
-            console.print(f"FAILED: {record.error}", markup=False)
-            console.print(f"log         {log}", markup=False)
-            return 1
-        return 0
+            writer.close()

@@ -18,6 +18,7 @@ from bench.records.boots_and_probes import (
     ProbeRecord,
     boot_file_stem,
 )
+from bench.records.claim import CLAIM_FILE, WriterClaim
 from bench.records.manifest import (
     Manifest,
     ManifestArm,
@@ -38,6 +39,7 @@ from bench.records.reference import (
 __all__ = [
     "ALL_METRICS",
     "BOOT_SCHEMA",
+    "CLAIM_FILE",
     "DEFAULT_MARGINS",
     "METRICS",
     "PROBE_OPTIONAL",
@@ -60,5 +62,6 @@ __all__ = [
     "ReferenceBoot",
     "SpecExperiment",
     "SweepCell",
+    "WriterClaim",
     "boot_file_stem",
 ]  # fmt: skip

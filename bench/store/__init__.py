@@ -10,7 +10,7 @@ crash between the two leaves an orphan probe file that loading ignores.
 
 `write` (atomic files, the writer), `load` (the typed manifest and the frames, refusing damage
 in one line), `validity` (count invariants checked at load), `references` (the gate's stored
-references).
+references), `writer_claim` (one writer per directory: `claim.json`).
 """
 
 from bench.store.load import Results, load_manifest, load_results
@@ -21,9 +21,10 @@ from bench.store.write import (
     atomic_write_json,
     write_parquet_atomic,
 )
+from bench.store.writer_claim import HeldClaim, acquire_claim, read_claim
 
 __all__ = [
-    "Results", "ResultsWriter", "atomic_write_bytes", "atomic_write_json", "load_manifest",
-    "load_reference", "load_results", "reference_path", "save_reference",
-    "write_parquet_atomic",
+    "HeldClaim", "Results", "ResultsWriter", "acquire_claim", "atomic_write_bytes",
+    "atomic_write_json", "load_manifest", "load_reference", "load_results", "read_claim",
+    "reference_path", "save_reference", "write_parquet_atomic",
 ]  # fmt: skip

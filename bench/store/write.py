@@ -27,6 +27,7 @@ from bench.records import (
 )
 from bench.store.load import META_KEY as _META_KEY
 from bench.store.load import load_manifest
+from bench.store.writer_claim import CLAIM_FILES, HeldClaim, acquire_claim
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -105,8 +106,15 @@ def _resumed(old: Manifest, new: Manifest, changed: Mapping[str, Any]) -> Manife
 class ResultsWriter:
     """Writes one experiment's results directory; one file per boot attempt, atomically."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, claim: HeldClaim | None = None) -> None:
         self.root = Path(root)
+        self.claim = claim  # this writer's hold on the directory (`writer_claim`)
+
+    def close(self) -> None:
+        """Give up the directory's claim (the end of the run, however it ended)."""
+        if self.claim is not None:
+            self.claim.release()
+            self.claim = None
 
     @staticmethod
     def check_root(root: Path) -> bool:
@@ -122,7 +130,7 @@ class ResultsWriter:
             )
         if (root / "manifest.json").exists():
             return True
-        if root.is_dir() and any(root.iterdir()):
+        if root.is_dir() and any(p.name not in CLAIM_FILES for p in root.iterdir()):
             raise SpecabError(
                 "not a specab results directory (no manifest.json) and not empty",
                 file=root,
@@ -139,14 +147,38 @@ class ResultsWriter:
         *,
         resume: bool = False,
         compare: Callable[[Manifest], Mapping[str, Any]] | None = None,
+        claim: str | None = None,
     ) -> ResultsWriter:
         """Create the directory and its manifest, or continue one (`resume`).
+
+        With `claim` (the command, e.g. `run-ab --resume`) the writer first claims the
+        directory for this process (`writer_claim`: a second driver is refused in one line)
+        and records boots only while it holds it; `close()` releases it.
 
         On resume the old manifest is checked: by `compare(old)` when given (it raises
         SpecabError to refuse and returns the allowed spec changes, which are then recorded:
         the manifest takes the new spec and lists the change under `resumes`), else the spec
         hashes must be equal."""
         root = Path(root)
+        cls.check_root(root)
+        held = acquire_claim(root, claim) if claim else None
+        try:
+            cls._create(root, manifest, resume=resume, compare=compare)
+        except BaseException:
+            if held is not None:
+                held.release()
+            raise
+        return cls(root, held)
+
+    @classmethod
+    def _create(
+        cls,
+        root: Path,
+        manifest: Manifest,
+        *,
+        resume: bool,
+        compare: Callable[[Manifest], Mapping[str, Any]] | None,
+    ) -> None:
         existing = root / "manifest.json"
         if cls.check_root(root):
             if not resume:
@@ -174,7 +206,6 @@ class ResultsWriter:
             atomic_write_json(existing, manifest.to_json())
         for sub in ("boots", "probes", "logs"):
             (root / sub).mkdir(exist_ok=True)
-        return cls(root)
 
     def log_path(self, boot_id: str) -> Path:
         return self.root / "logs" / f"{boot_id}.log"
@@ -182,7 +213,10 @@ class ResultsWriter:
     def write_boot(
         self, record: BootRecord, probes: Sequence[ProbeRecord] | pd.DataFrame = ()
     ) -> None:
-        """Persist one boot attempt: probes first, then the boot row (the commit marker)."""
+        """Persist one boot attempt: probes first, then the boot row (the commit marker);
+        under a claim, only while this writer still holds it."""
+        if self.claim is not None:
+            self.claim.verify()
         stem = boot_file_stem(record.arm, record.boot, record.attempt)
         if stem != record.boot_id:
             raise ValueError(f"boot_id {record.boot_id!r} is not the attempt's stem {stem!r}")

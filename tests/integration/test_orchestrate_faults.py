@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from bench.cli import run
-from bench.records import BootRecord
+from bench.records import CLAIM_FILE, BootRecord
 from bench.store import load_results
 
 pytestmark = [pytest.mark.timeout(600)]
@@ -258,6 +258,12 @@ def test_killed_orchestrator_then_resume(
         # at least one boot written and others in flight
         _wait_for(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 120)
         _wait_for(lambda: any(_alive(p) for p in _fake_pids(state)), 60)
+        # a second driver on the same directory (a --resume started too early) is refused
+        # in one line naming the one that holds it, before it starts Ray or writes anything
+        second = _start_driver(spec, root, "--resume")
+        said = second.communicate(timeout=120)[0].decode().strip().splitlines()
+        assert second.returncode == 2, said
+        assert f"(pid {proc.pid})" in said[-1] and "being written by `run-ab`" in said[-1], said
         proc.send_signal(sig)
         out, _ = proc.communicate(timeout=90)
     finally:
@@ -283,6 +289,7 @@ def test_killed_orchestrator_then_resume(
     assert not ok.duplicated(["arm", "boot"]).any()
     assert not boots.duplicated(["arm", "boot", "attempt"]).any()
     assert not boots["order"].duplicated().any()
+    assert not (root / CLAIM_FILE).exists()  # released by the interrupted and the resumed run
     # nothing to do on a second resume
     assert run(["run-ab", str(spec), "--results-dir", str(root), "--resume", "--no-report"]) == 0
     assert len(load_results(root).boots) == len(boots)

@@ -37,8 +37,8 @@ EVERYONE = {"errors", "records", "__version__"}
 # Inside each package, its units (sub-packages and top-level modules) from the bottom up:
 # a unit imports only units listed before it.
 LAYERS = {
-    "records": ["boots_and_probes", "manifest", "reference"],
-    "store": ["validity", "load", "write", "references"],
+    "records": ["boots_and_probes", "manifest", "reference", "claim"],
+    "store": ["validity", "load", "writer_claim", "write", "references"],
     "experiment": ["spec", "probes", "launch", "lint", "preflight", "manifest", "preview"],
     "stats": [
         "schema",

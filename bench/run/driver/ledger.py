@@ -41,6 +41,10 @@ class Ledger:
                 ledger.ok.setdefault(key[0], set()).add(key[1])
         return ledger
 
+    def proven_arms(self) -> set[str]:
+        """Arms with at least one ok boot on disk (their versions are fixed)."""
+        return {arm for arm, boots in self.ok.items() if boots}
+
     def claim(
         self,
         writer: ResultsWriter,

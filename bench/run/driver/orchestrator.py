@@ -82,6 +82,7 @@ class Driver:
         self.spec = load_spec(self.spec_file)
         self.arms = [a.name for a in self.spec.arms]
         self.task = task
+        self._writer: ResultsWriter | None = None  # holds the results directory's claim
 
     def _preflight(self) -> None:
         """Every user mistake before anything is written; then lint's findings (known
@@ -122,17 +123,30 @@ class Driver:
         # An existing directory is checked (refused without --resume, or when this run would
         # mix versions of an arm) before Ray starts; a new one is created only once the
         # cluster can run a boot, so a user error found on the way leaves nothing written.
-        writer: ResultsWriter | None = None
         exists = ResultsWriter.check_root(root)
-        ledger = Ledger.read(root) if exists and self.opts.resume else Ledger()
-        if exists:
-            proven = {arm for arm, boots in ledger.ok.items() if boots}
-            writer = ResultsWriter.create(
+        try:
+            return self._run(root, manifest, exists, t_start)
+        finally:
+            if self._writer is not None:
+                self._writer.close()  # the directory's claim: released however the run ends
+
+    def _claim_name(self) -> str:
+        return "run-ab --resume" if self.opts.resume else "run-ab"
+
+    def _run(self, root: Path, manifest: Manifest, exists: bool, t_start: float) -> RunSummary:
+        writer: ResultsWriter | None = None
+        ledger = Ledger()
+        if exists:  # claimed first: the ledger is read once no other driver can write it
+            writer = self._writer = ResultsWriter.create(
                 root,
                 manifest,
                 resume=self.opts.resume,
-                compare=lambda old: resume_changes(old, manifest, where=root, proven=proven),
+                compare=lambda old: resume_changes(
+                    old, manifest, where=root, proven=Ledger.read(root).proven_arms()
+                ),
+                claim=self._claim_name(),
             )
+            ledger = Ledger.read(root)
         exp = self.spec.experiment
         plan = plan_order(self.arms, exp.boots_per_arm, exp.seed)
         todo = deque(missing_boots(plan, ledger.ok))
@@ -170,7 +184,9 @@ class Driver:
         try:
             nodes = cluster_slots(self.spec.resources, self.spec_file)
             if writer is None:
-                writer = ResultsWriter.create(summary.root, manifest, resume=False)
+                writer = self._writer = ResultsWriter.create(
+                    summary.root, manifest, resume=False, claim=self._claim_name()
+                )
             res = self.spec.resources
             cap = boot_capacity([n.slots for n in nodes], res.nodes)
             if self.opts.slots:

@@ -1,0 +1,32 @@
+"""The one writer of a results directory: `claim.json`, written by the driver that holds it
+(`bench.store.writer_claim`) and read by every other driver (which refuses), by `status`
+and by a takeover. Additive to the results contract: a directory without it is unclaimed.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+CLAIM_FILE = "claim.json"
+CLAIM_VERSION = 1
+
+
+class WriterClaim(BaseModel):
+    """Who writes this results directory now, and the heartbeat that proves it still does."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    claim_version: int = Field(CLAIM_VERSION, description="Version of this record.")
+    token: str = Field(description="Random id of this claim; a boot is recorded only under it.")
+    host: str = Field(description="Hostname of the holder (its UTS name).")
+    pid: int = Field(description="Process id of the holding driver on `host`.")
+    pid_started: int | None = Field(
+        None, description="The holder's start time in clock ticks since boot (/proc), so a "
+        "reused PID is not mistaken for the holder; None where /proc is absent."
+    )  # fmt: skip
+    command: str = Field(description="What holds it, e.g. `run-ab --resume`.")
+    started_at: str = Field(description="When the claim was taken (UTC, ISO 8601).")
+    heartbeat_at: str = Field(description="The holder's last heartbeat (UTC, ISO 8601).")
+    took_over: str | None = Field(
+        None, description="The stale claim this one replaced: `host pid since` of its holder."
+    )
