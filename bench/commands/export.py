@@ -39,6 +39,31 @@ def _mlflow() -> Any:
     return mlflow
 
 
+def check_tracking_uri(mlflow: Any, uri: str | None) -> None:
+    """Ask MLflow to resolve `uri` (and a tracking server to answer once, within seconds)
+    before anything is read or logged; whatever it refuses is one line naming the option."""
+    if not uri:
+        return
+    import os
+    from unittest import mock
+
+    # one try with a short timeout: MLflow's default retries a dead server for minutes
+    quick = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+    try:
+        with mock.patch.dict(os.environ, quick):
+            client = mlflow.tracking.MlflowClient(tracking_uri=uri)
+            if uri.startswith(("http://", "https://")):
+                client.search_experiments(max_results=1)
+    except Exception as exc:  # MLflow raises many types; every refusal is the user's URI
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise SpecabError(
+            f"MLflow cannot use {uri!r}: {first[:300]}",
+            field="--tracking-uri",
+            fix="pass a running tracking server (http://HOST:5000) or a database store "
+            "(sqlite:///mlflow.db)",
+        ) from None
+
+
 def _param(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return text if len(text) <= PARAM_CHARS else text[: PARAM_CHARS - 1] + "…"
@@ -77,6 +102,7 @@ def export_mlflow_run(
     from bench.store import load_results
 
     mlflow = _mlflow()
+    check_tracking_uri(mlflow, tracking_uri)
     res = load_results(results_dir)
     result = stats.analyze(res.probes, res.boots, res.manifest, source=str(results_dir))
     report_dir = results_dir / "report"

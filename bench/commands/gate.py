@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bench.commands.options import check_margins
 from bench.errors import SpecabError
 
 if TYPE_CHECKING:
@@ -74,6 +75,7 @@ def gate(
 
     if not 0 < alpha < 0.5:
         raise SpecabError(f"{alpha!r} is out of range", field="--alpha", fix="use e.g. 0.05")
+    check_margins(pos0=margin_pos0, length=margin_length, speed=margin_speed)
     ref = load_reference(store, reference)
     result, ok, _ = _analysis(results_dir)
     new_arms = reference_arms(result, ok)

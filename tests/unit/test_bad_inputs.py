@@ -266,6 +266,16 @@ CASES = [
         ),
         ("acceptance_source",),
     ),
+    Case(
+        "sweep level vLLM's parser refuses",
+        edit(a=_set("sweep", {"grid": {"args.max-model-len": ["lots"]}})),
+        ("sweep.grid.args.max-model-len", "'lots'", "refuses the server's command line"),
+    ),
+    Case(
+        "arm flag vLLM does not know",
+        edit(a=_set("arms.1.args", {"max-model-length": 512})),
+        ("arms(fix).args.max-model-length", "unrecognized arguments"),
+    ),
 ]
 
 
@@ -416,6 +426,9 @@ def _started(
             "boot": ["boot", str(spec), "--arm", "fix", "--results-dir", str(res)],
             "analyze": ["analyze", str(res)],
             "report": ["report", str(res)],
+            "gate": ["gate", str(res), "--reference", "r", "--margin-pos0", "-0.1"],
+            "gate-speed": ["gate", str(res), "--reference", "r", "--margin-speed", "1.5"],
+            "mlflow": ["export", "mlflow", str(res), "--tracking-uri", "ftp://nowhere/x"],
         }[cmd]
 
     return make
@@ -464,6 +477,14 @@ def _strict(root: Path) -> list[str]:
     cfg = root / "models" / "draft" / "config.json"
     cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "vocab_size": 4096}))
     return ["run-ab", str(spec), "--results-dir", str(_res(root)), "--quiet", "--strict"]
+
+
+def _held_by_a_live_driver(root: Path, spec: Path) -> None:
+    """claim.json of a driver that is alive on this host (this test process)."""
+    from bench.store import acquire_claim
+
+    held = acquire_claim(_res(root), "run-ab")
+    held._stop.set()  # no heartbeat thread left behind; the file stays, as a live holder's
 
 
 DIR_CASES = [
@@ -569,6 +590,28 @@ DIR_CASES = [
         ("arm 'base'", "definition_sha256"),
     ),
     DirCase("analyze a directory that is not one", _target_analyze, ("manifest.json",)),
+    DirCase("gate with a negative margin", _started(cmd="gate"), ("--margin-pos0", "> 0")),
+    DirCase("gate with a speed margin of 150 %", _started(cmd="gate-speed"), ("--margin-speed",)),
+    DirCase(
+        "export to a tracking URI MLflow refuses",
+        _started(cmd="mlflow"),
+        ("--tracking-uri", "ftp://nowhere/x", "MLflow cannot use"),
+    ),
+    DirCase(
+        "resume while another driver writes the directory",
+        _started(_held_by_a_live_driver),
+        ("being written by `run-ab`", "--results-dir", "since"),
+    ),
+    DirCase(
+        "boot into a directory another driver writes",
+        _started(_held_by_a_live_driver, cmd="boot"),
+        ("being written by `run-ab`",),
+    ),
+    DirCase(
+        "resume with a damaged claim",
+        _started(_write("results/bad/claim.json", "{")),
+        ("claim.json",),
+    ),
 ]
 
 

