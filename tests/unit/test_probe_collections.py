@@ -37,7 +37,8 @@ def test_cli_writes_a_probe_set_with_categories(tmp_path: Path) -> None:
     assert {p.category for p in ps.probes} == {"humaneval"}
     assert {p.max_tokens for p in ps.probes} == {48}
     assert ps.probes[0].id == "HumanEval/0" and ps.probes[0].prompt.startswith("from typing")
-    assert out.read_text().startswith("# HumanEval (OpenAI, MIT license")
+    assert all(line.startswith("{") for line in out.read_text().splitlines())  # plain JSONL
+    assert "HumanEval (OpenAI, MIT license" in (tmp_path / "he.jsonl.source.json").read_text()
     # an existing file is never overwritten
     before = out.read_bytes()
     assert run(["probes", "humaneval", str(out)]) == 2

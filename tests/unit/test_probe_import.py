@@ -39,7 +39,32 @@ def test_mt_bench_keeps_ids_and_categories_and_says_only_the_first_turn_is_used(
     assert [p.category for p in probes] == ["writing", "reasoning", "coding"]
     assert probes[0].messages == ({"role": "user", "content": "Compose a blog post."},)
     assert probes[0].prompt is None and probes[0].max_tokens == 64
-    assert out.read_text().startswith("# mt-bench prompts from question.jsonl: 3 of 3 rows")
+    # plain JSONL: every line one object; where it came from is beside it
+    assert [json.loads(x)["id"] for x in out.read_text().splitlines()] == ["81", "101", "121"]
+    side = json.loads((tmp_path / "mt.jsonl.source.json").read_text())
+    assert side["source"].startswith("mt-bench prompts from question.jsonl: 3 of 3 rows")
+
+
+def test_an_imported_set_is_plain_jsonl_for_pandas_and_vllm_bench(tmp_path: Path) -> None:
+    """`--api completions` writes `prompt`: pandas reads the file as JSONL, and so does the
+    installed vLLM's own custom-dataset loader (`vllm bench serve --dataset-name custom`)."""
+    import pandas as pd
+
+    src = _jsonl(tmp_path / "question.jsonl", MT_BENCH)
+    out = tmp_path / "mt.jsonl"
+    argv = ["probes", "import", "mt-bench", str(src), str(out), "--api", "completions"]
+    assert run(argv) == 0
+    frame = pd.read_json(out, lines=True)
+    assert list(frame["id"].astype(str)) == ["81", "101", "121"]
+    assert frame["prompt"].iloc[0] == "Compose a blog post."
+    from vllm.benchmarks.datasets.datasets import CustomDataset
+
+    data = CustomDataset(dataset_path=str(out), disable_shuffle=True).data
+    assert [d["prompt"] for d in data] == list(frame["prompt"])
+    # an older file with a provenance comment line still loads as a probe set
+    old = tmp_path / "old.jsonl"
+    old.write_text("# written by an older specab\n" + out.read_text())
+    assert [p.id for p in load_probe_set(old).probes] == ["81", "101", "121"]
 
 
 def test_the_huggingfaceh4_mt_bench_copy_and_spec_bench(tmp_path: Path) -> None:

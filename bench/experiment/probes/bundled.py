@@ -65,12 +65,23 @@ def humaneval_probe_lines(
     return lines
 
 
+def provenance_path(out: Path) -> Path:
+    """Where a written probe set's provenance goes: `OUT.source.json` beside it."""
+    return out.with_name(out.name + ".source.json")
+
+
 def write_probe_lines(lines: list[dict[str, Any]], out: Path, *, source: str) -> None:
-    """Write a JSONL probe set with a provenance comment line (skipped by the loader)."""
-    if out.exists():
-        raise SpecabError(
-            "output file exists", file=out, fix="choose a new path or delete the file first"
-        )
-    body = f"# {source}\n" + "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
+    """Write a probe set as plain JSONL (one object per line, nothing else, so pandas, `json`
+    and `vllm bench serve --dataset-name custom` read it) and its provenance beside it.
+    Older sets with a `# ...` first line still load (the loader skips comment lines)."""
+    side = provenance_path(out)
+    for path in (out, side):
+        if path.exists():
+            raise SpecabError(
+                "output file exists", file=path, fix="choose a new path or delete the file first"
+            )
+    body = "".join(json.dumps(x, ensure_ascii=False) + "\n" for x in lines)
     out.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"source": source, "probes": len(lines), "written_by": "specab probes"}
+    side.write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
     out.write_text(body, encoding="utf-8")
