@@ -1,5 +1,6 @@
 """`specab run-ab FILE`: B boots per arm through Ray, interleaved, resumable (logic in
-`bench.run.driver.orchestrator`)."""
+`bench.run.driver.orchestrator`); `specab status DIR`: where such a run stands, read from its
+results directory (`bench.store.campaign`)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ if TYPE_CHECKING:
 
 
 def register(app: typer.Typer) -> None:
+    _register_status(app)
+
     @app.command("run-ab")
     def run_ab(
         experiment_file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
@@ -111,3 +114,44 @@ def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -
             markup=False,
         )
     return 0 if summary.complete else 1
+
+
+def _register_status(app: typer.Typer) -> None:
+    @app.command("status")
+    def status(
+        results_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")],
+        watch: Annotated[
+            bool, typer.Option("--watch", help="Refresh until Ctrl-C (or the run ends).")
+        ] = False,
+        interval: Annotated[
+            float, typer.Option("--interval", min=1.0, help="Seconds between refreshes.")
+        ] = 10.0,
+        as_json: Annotated[bool, typer.Option("--json", help="The status as JSON.")] = False,
+    ) -> None:
+        """Where a campaign stands, from its results directory alone (a login node can read
+        it while a Slurm job writes): per arm ok, failed, in flight and hosts; who writes it;
+        elapsed and ETA; the next look; the last failure's cause. Counts only, no verdicts."""
+        import time
+
+        from rich.live import Live
+
+        from bench.report.console import status_view
+        from bench.store import campaign_status
+
+        if as_json:
+            typer.echo(campaign_status(results_dir).model_dump_json(indent=2))
+            return
+        console = Console(highlight=False)
+        if not watch:
+            console.print(status_view(campaign_status(results_dir)))
+            return
+        with Live(status_view(campaign_status(results_dir)), console=console) as live:
+            try:
+                while True:
+                    time.sleep(interval)
+                    s = campaign_status(results_dir)
+                    live.update(status_view(s))
+                    if s.writer is None and all(a.ok >= (a.target or 0) for a in s.arms):
+                        return
+            except KeyboardInterrupt:
+                return

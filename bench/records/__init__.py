@@ -18,7 +18,7 @@ from bench.records.boots_and_probes import (
     ProbeRecord,
     boot_file_stem,
 )
-from bench.records.claim import CLAIM_FILE, WriterClaim
+from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
 from bench.records.manifest import (
     Manifest,
     ManifestArm,
@@ -50,6 +50,7 @@ __all__ = [
     "AcceptanceSource",
     "BootRecord",
     "FailedPhase",
+    "InFlightBoot",
     "Machine",
     "Manifest",
     "ManifestArm",

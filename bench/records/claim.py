@@ -1,6 +1,7 @@
 """The one writer of a results directory: `claim.json`, written by the driver that holds it
 (`bench.store.writer_claim`) and read by every other driver (which refuses), by `status`
-and by a takeover. Additive to the results contract: a directory without it is unclaimed.
+(who writes, and the boots in flight) and by a takeover. Additive to the results contract:
+a directory without it is unclaimed.
 """
 
 from __future__ import annotations
@@ -9,6 +10,19 @@ from pydantic import BaseModel, ConfigDict, Field
 
 CLAIM_FILE = "claim.json"
 CLAIM_VERSION = 1
+
+
+class InFlightBoot(BaseModel):
+    """A boot attempt the holder has launched and not yet recorded."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    boot_id: str = Field(description="The attempt's id (its boot row's name when it lands).")
+    arm: str = Field(description="Arm.")
+    boot: int = Field(description="0-based boot index within the arm.")
+    attempt: int = Field(description="Attempt number of this boot.")
+    host: str = Field(description="Node (label) the attempt runs on; a gang boot: its head.")
+    started_at: str = Field(description="When it was launched (UTC, ISO 8601).")
 
 
 class WriterClaim(BaseModel):
@@ -29,4 +43,7 @@ class WriterClaim(BaseModel):
     heartbeat_at: str = Field(description="The holder's last heartbeat (UTC, ISO 8601).")
     took_over: str | None = Field(
         None, description="The stale claim this one replaced: `host pid since` of its holder."
+    )
+    in_flight: list[InFlightBoot] = Field(
+        default_factory=list, description="Attempts launched and not yet recorded (additive)."
     )

@@ -10,9 +10,11 @@ crash between the two leaves an orphan probe file that loading ignores.
 
 `write` (atomic files, the writer), `load` (the typed manifest and the frames, refusing damage
 in one line), `validity` (count invariants checked at load), `references` (the gate's stored
-references), `writer_claim` (one writer per directory: `claim.json`).
+references), `writer_claim` (one writer per directory: `claim.json`), `campaign` (where a
+run stands, for `specab status`).
 """
 
+from bench.store.campaign import CampaignStatus, campaign_status
 from bench.store.load import Results, load_manifest, load_results
 from bench.store.references import load_reference, reference_path, save_reference
 from bench.store.write import (
@@ -24,7 +26,8 @@ from bench.store.write import (
 from bench.store.writer_claim import HeldClaim, acquire_claim, read_claim
 
 __all__ = [
-    "HeldClaim", "Results", "ResultsWriter", "acquire_claim", "atomic_write_bytes",
-    "atomic_write_json", "load_manifest", "load_reference", "load_results", "read_claim",
-    "reference_path", "save_reference", "write_parquet_atomic",
+    "CampaignStatus", "HeldClaim", "Results", "ResultsWriter", "acquire_claim",
+    "atomic_write_bytes", "atomic_write_json", "campaign_status", "load_manifest",
+    "load_reference", "load_results", "read_claim", "reference_path", "save_reference",
+    "write_parquet_atomic",
 ]  # fmt: skip

@@ -21,6 +21,7 @@ from bench.records import (
     PROBE_SCHEMA,
     SCHEMA_VERSION,
     BootRecord,
+    InFlightBoot,
     Manifest,
     ProbeRecord,
     boot_file_stem,
@@ -109,6 +110,11 @@ class ResultsWriter:
     def __init__(self, root: Path, claim: HeldClaim | None = None) -> None:
         self.root = Path(root)
         self.claim = claim  # this writer's hold on the directory (`writer_claim`)
+
+    def note_in_flight(self, boots: list[InFlightBoot]) -> None:
+        """The attempts launched and not yet written, into the claim (`specab status`)."""
+        if self.claim is not None:
+            self.claim.note_in_flight(boots)
 
     def close(self) -> None:
         """Give up the directory's claim (the end of the run, however it ended)."""

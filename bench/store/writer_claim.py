@@ -28,7 +28,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bench.errors import SpecabError
-from bench.records import CLAIM_FILE, WriterClaim
+from bench.records import CLAIM_FILE, InFlightBoot, WriterClaim
 
 HEARTBEAT_S = 30.0
 STALE_ENV = "SPECAB_CLAIM_STALE_S"
@@ -157,6 +157,17 @@ class HeldClaim:
                 file=self.root / CLAIM_FILE,
                 fix="let the current holder finish; then `run-ab --resume` continues",
             )
+
+    def note_in_flight(self, boots: list[InFlightBoot]) -> None:
+        """Record the attempts in flight (for `status`), when they changed; skipped while a
+        takeover decides (the next call writes them)."""
+        if boots == self.claim.in_flight:
+            return
+        with _Guard(self.root) as held:
+            current = read_claim(self.root) if held else None
+            if current is not None and current.token == self.claim.token:
+                self.claim = self.claim.model_copy(update={"in_flight": boots})
+                _replace(self.root / CLAIM_FILE, self.claim)
 
     def _heartbeat(self) -> None:
         while not self._stop.wait(HEARTBEAT_S):

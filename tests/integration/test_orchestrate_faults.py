@@ -9,6 +9,7 @@ boots per arm.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -258,6 +259,17 @@ def test_killed_orchestrator_then_resume(
         # at least one boot written and others in flight
         _wait_for(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 120)
         _wait_for(lambda: any(_alive(p) for p in _fake_pids(state)), 60)
+        # `specab status` reads the running campaign from the directory alone
+        shown = subprocess.run(
+            [sys.executable, "-m", "bench.cli", "status", str(root), "--json"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        status = json.loads(shown.stdout)
+        assert status["writer"]["pid"] == proc.pid and status["writer"]["gone"] is None
+        assert sum(a["ok"] for a in status["arms"]) >= 1
+        assert all(a["target"] == b for a in status["arms"])
         # a second driver on the same directory (a --resume started too early) is refused
         # in one line naming the one that holds it, before it starts Ray or writes anything
         second = _start_driver(spec, root, "--resume")

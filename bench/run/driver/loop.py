@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import time
 from collections import Counter, deque
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench.experiment import Experiment
-from bench.records import BootRecord, ProbeRecord
+from bench.records import BootRecord, InFlightBoot, ProbeRecord
 from bench.run.boot import BootRequest, failed_record
 from bench.run.driver.dispatch import Dispatcher, InFlight, Place
 from bench.run.driver.elimination import SelectionRun
@@ -44,6 +45,20 @@ _NODE_DEAD = ("ray: NodeDiedError", "ray: TaskUnschedulableError", "ray: NodeLos
 def _where(f: InFlight) -> str:
     """The attempt's node, or every member's node of a gang boot."""
     return ", ".join(n.label for n, _ in f.place.members) or f.place.node.label
+
+
+def _in_flight(f: InFlight) -> InFlightBoot:
+    """What `specab status` shows of a running attempt (from the claim)."""
+    a = f.spec.request.attempt
+    started = datetime.now(UTC) - timedelta(seconds=time.monotonic() - f.t0)
+    return InFlightBoot(
+        boot_id=a.boot_id,
+        arm=a.arm,
+        boot=a.boot,
+        attempt=a.number,
+        host=a.host,
+        started_at=started.isoformat(timespec="seconds"),
+    )
 
 
 def _task_spec_file(spec_file: Path) -> str:
@@ -121,6 +136,7 @@ class RunLoop:
                 todo.clear()  # sequential stop: launch nothing new, running boots finish
             if isinstance(self.seq, SelectionRun):
                 self.seq.prune(todo)  # a sweep's eliminated arms and settled groups
+            self.writer.note_in_flight([_in_flight(f) for f in self.dispatch.inflight.values()])
             self.progress.refresh()
 
     def _no_nodes_left(self, todo: deque[PlannedBoot]) -> None:

@@ -1,0 +1,135 @@
+"""Where a campaign stands, from its results directory alone (`specab status`): it works from
+a login node while a Slurm job on a compute node writes to shared storage.
+
+Per arm: boots ok of the target, failed attempts, attempts in flight and the hosts that ran
+them; who writes the directory now (the claim and its heartbeat), elapsed time and an ETA
+from the measured boot durations, the next planned look and the last failure's root cause.
+Counts only: verdicts come from `analyze` at looks and at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from bench.records import InFlightBoot, WriterClaim
+from bench.store.load import load_manifest, load_results
+from bench.store.writer_claim import describe, read_claim, stale_reason
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ArmProgress(_Model):
+    """One arm of the campaign."""
+
+    arm: str = Field(description="Arm name.")
+    target: int | None = Field(description="Boots per arm the experiment asks for.")
+    ok: int = Field(description="Ok boots recorded (distinct boot indices).")
+    failed: int = Field(description="Failed attempts recorded.")
+    in_flight: int = Field(description="Attempts running now (from the writer's claim).")
+    hosts: list[str] = Field(description="Hosts of its recorded and running attempts.")
+
+
+class Writer(_Model):
+    """Who writes the directory, from `claim.json`."""
+
+    holder: str = Field(description="Command, host, PID, since, last heartbeat.")
+    host: str = Field(description="Holder's host.")
+    pid: int = Field(description="Holder's PID on its host.")
+    heartbeat_age_s: float = Field(description="Seconds since the holder's last heartbeat.")
+    gone: str | None = Field(description="Why the holder looks gone, else None.")
+
+
+class CampaignStatus(_Model):
+    """`specab status DIR --json`."""
+
+    experiment: str = Field(description="Experiment name.")
+    results_dir: str = Field(description="The directory read.")
+    writer: Writer | None = Field(description="The driver writing it now, else None.")
+    arms: list[ArmProgress] = Field(description="Per arm, in the experiment's order.")
+    in_flight: list[InFlightBoot] = Field(description="Attempts running now.")
+    elapsed_s: float | None = Field(description="Since the first boot started.")
+    boot_s: float | None = Field(description="Median wall time of an ok boot attempt.")
+    eta_s: float | None = Field(description="Remaining boots x boot_s / boots at a time.")
+    next_look: int | None = Field(description="Next planned look (ok boots per arm).")
+    last_failure: str | None = Field(description="The latest failed attempt and its cause.")
+    note: str = Field(description="What these figures are (and are not).")
+
+
+def _writer(claim: WriterClaim | None) -> Writer | None:
+    if claim is None:
+        return None
+    age = (datetime.now(UTC) - datetime.fromisoformat(claim.heartbeat_at)).total_seconds()
+    return Writer(
+        holder=describe(claim),
+        host=claim.host,
+        pid=claim.pid,
+        heartbeat_age_s=max(age, 0.0),
+        gone=stale_reason(claim),
+    )
+
+
+def _arm(arm: str, target: int | None, boots: pd.DataFrame, running: list[InFlightBoot]) -> Any:
+    mine = boots[boots["arm"] == arm]
+    ok = mine[mine["status"] == "ok"]
+    hosts = sorted({*map(str, mine["host"]), *(b.host for b in running if b.arm == arm)} - {""})
+    return ArmProgress(
+        arm=arm,
+        target=target,
+        ok=int(ok["boot"].nunique()),
+        failed=int((mine["status"] != "ok").sum()),
+        in_flight=sum(b.arm == arm for b in running),
+        hosts=hosts,
+    )
+
+
+def _last_failure(boots: pd.DataFrame) -> str | None:
+    failed = boots[boots["status"] != "ok"]
+    if failed.empty:
+        return None
+    last = failed.sort_values("order").iloc[-1]
+    return f"{last['boot_id']} on {last['host'] or '?'}: {last['error']}"
+
+
+def campaign_status(root: Path) -> CampaignStatus:
+    """Read `root` (refusing damage in one line, as every reader does) into a status."""
+    root = Path(root)
+    manifest = load_manifest(root)
+    boots = load_results(root).boots
+    claim = read_claim(root)
+    writer = _writer(claim)
+    running = list(claim.in_flight) if claim is not None and writer and not writer.gone else []
+    exp = manifest.experiment_section()
+    target = getattr(exp, "boots_per_arm", None)
+    arms = [_arm(a, target, boots, running) for a in manifest.arm_names()]
+    ok = boots[boots["status"] == "ok"]
+    walls = (ok["finished_at"] - ok["started_at"]).dt.total_seconds().dropna()
+    boot_s = float(walls.median()) if len(walls) else None
+    starts = boots["started_at"].dropna()
+    elapsed = (datetime.now(UTC) - starts.min()).total_seconds() if len(starts) else None
+    remaining = sum(max((a.target or 0) - a.ok - a.in_flight, 0) for a in arms)
+    eta = None
+    if boot_s is not None and writer is not None and not writer.gone:
+        eta = math.ceil(remaining / max(len(running), 1)) * boot_s
+    done = min((a.ok for a in arms), default=0)
+    looks = manifest.looks or exp.looks or []
+    return CampaignStatus(
+        experiment=manifest.experiment,
+        results_dir=str(root),
+        writer=writer,
+        arms=arms,
+        in_flight=running,
+        elapsed_s=elapsed,
+        boot_s=boot_s,
+        eta_s=eta,
+        next_look=next((k for k in looks if k > done), None),
+        last_failure=_last_failure(boots),
+        note="counts only: verdicts come from `specab analyze` at the looks and at the end",
+    )

@@ -1,0 +1,101 @@
+"""`specab status DIR`: where a campaign stands, from the results directory alone. On a
+committed finished run (a failed attempt included), then with a live writer's claim holding
+boots in flight, then with a claim whose driver is gone. A real driver's status while it
+runs is checked in tests/integration/test_orchestrate_faults.py."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from bench.cli import run
+from bench.records import CLAIM_FILE, InFlightBoot
+from bench.store import acquire_claim, campaign_status, load_results
+
+SIM_AB = Path(__file__).resolve().parents[1] / "fixtures" / "goldens" / "results" / "sim-ab"
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    shutil.copytree(SIM_AB, tmp_path / "sim-ab")
+    return tmp_path / "sim-ab"
+
+
+def _running(arm: str, boot: int, host: str) -> InFlightBoot:
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    return InFlightBoot(
+        boot_id=f"{arm}__b{boot:03d}__a2", arm=arm, boot=boot, attempt=2, host=host, started_at=now
+    )
+
+
+def test_a_finished_run_has_no_writer_and_names_its_last_failure(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    boots = load_results(run_dir).boots
+    s = campaign_status(run_dir)
+    assert s.writer is None and s.in_flight == [] and s.eta_s is None
+    for a in s.arms:
+        mine = boots[boots["arm"] == a.arm]
+        assert a.target == 6 and a.ok == (mine["status"] == "ok").sum()
+        assert a.failed == (mine["status"] != "ok").sum()
+    failed = boots[boots["status"] != "ok"]
+    assert len(failed) >= 1 and s.last_failure is not None
+    assert failed.sort_values("order")["boot_id"].iloc[-1] in s.last_failure
+    assert s.boot_s is not None and s.boot_s > 0
+    assert run(["status", str(run_dir), "--json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["arms"][0]["ok"] == s.arms[0].ok and body["writer"] is None
+    assert "verdicts come from" in body["note"]
+
+
+def test_a_live_writer_with_boots_in_flight(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    held = acquire_claim(run_dir, "run-ab --resume")
+    try:
+        held.note_in_flight([_running("base", 5, "node-7"), _running("fix", 5, "node-8")])
+        s = campaign_status(run_dir)
+        assert s.writer is not None and s.writer.gone is None and s.writer.pid == held.claim.pid
+        assert [a.in_flight for a in s.arms if a.arm in ("base", "fix")] == [1, 1]
+        assert "node-7" in next(a for a in s.arms if a.arm == "base").hosts
+        assert s.eta_s is not None  # boots left, a measured boot time, a driver
+        assert run(["status", str(run_dir)]) == 0
+        view = capsys.readouterr().out
+        assert "run-ab --resume" in view and "running: base__b005__a2 on node-7" in view
+        assert "to go at this pace" in view
+    finally:
+        held.release()
+    assert not (run_dir / CLAIM_FILE).exists()
+
+
+def test_a_claim_whose_driver_is_gone_shows_no_boots_in_flight(run_dir: Path) -> None:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    held = acquire_claim(run_dir, "run-ab")
+    held.note_in_flight([_running("base", 5, "node-7")])
+    held._stop.set()  # the driver "dies": its claim stays behind with another PID
+    body = json.loads((run_dir / CLAIM_FILE).read_text())
+    (run_dir / CLAIM_FILE).write_text(json.dumps({**body, "pid": p.pid}))
+    s = campaign_status(run_dir)
+    assert s.writer is not None and s.writer.gone and "gone" in s.writer.gone
+    assert s.in_flight == [] and s.eta_s is None
+
+
+def test_watch_ends_by_itself_once_the_run_is_done(tmp_path: Path) -> None:
+    done = tmp_path / "done"
+    shutil.copytree(SIM_AB, done)
+    assert all(a.ok >= (a.target or 0) for a in campaign_status(done).arms)  # complete
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.cli", "status", str(done), "--watch", "--interval", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "no driver is writing it" in out.stdout
