@@ -15,7 +15,7 @@ CLAIM_VERSION = 1
 class InFlightBoot(BaseModel):
     """A boot attempt the holder has launched and not yet recorded."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     boot_id: str = Field(description="The attempt's id (its boot row's name when it lands).")
     arm: str = Field(description="Arm.")
@@ -28,7 +28,9 @@ class InFlightBoot(BaseModel):
 class WriterClaim(BaseModel):
     """Who writes this results directory now, and the heartbeat that proves it still does."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # keys a newer release adds are kept, not refused: the file is part of an additive
+    # contract that an older specab (or `status` on a login node) may read
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     claim_version: int = Field(CLAIM_VERSION, description="Version of this record.")
     token: str = Field(description="Random id of this claim; a boot is recorded only under it.")

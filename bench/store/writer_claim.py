@@ -1,7 +1,8 @@
 """One writer per results directory: the claim a driver holds for its lifetime.
 
-The primitive is an exclusive create (`O_CREAT | O_EXCL`) of `claim.json`, which is atomic
-locally, on NFS v3+ and on Lustre. `flock`/`fcntl` locks were not chosen: on NFS they depend
+The primitive is an exclusive create of `claim.json`: a finished temporary file hard-linked to
+that name (`link` fails when it exists), atomic locally, on NFS and on Lustre, and never
+half-written for a reader. `flock`/`fcntl` locks were not chosen: on NFS they depend
 on the lock daemon and on Lustre on the `flock` mount option, and a partitioned client's
 lock can vanish without its holder knowing. The holder rewrites its heartbeat every
 `HEARTBEAT_S`; a claim is stale when its driver is gone from this host (dead PID, or the PID
@@ -109,6 +110,17 @@ def _replace(path: Path, claim: WriterClaim) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     _write_new(tmp, claim)
     os.replace(tmp, path)
+
+
+def _create(path: Path, claim: WriterClaim) -> None:
+    """Create `path` with its whole content at once, or FileExistsError: a hard link of a
+    finished temporary file (atomic on NFS too), so no reader ever sees a half-written claim."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    _write_new(tmp, claim)
+    try:
+        os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 class _Guard:
@@ -219,7 +231,7 @@ def acquire_claim(root: Path, command: str) -> HeldClaim:
     path = root / CLAIM_FILE
     for _ in range(5):
         try:
-            _write_new(path, mine)
+            _create(path, mine)
             return HeldClaim(root, mine, created_root=created)
         except FileExistsError:
             pass

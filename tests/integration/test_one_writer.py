@@ -11,7 +11,6 @@ test_orchestrate_faults.py."""
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -71,7 +70,10 @@ def test_a_second_host_is_refused_then_takes_over_a_frozen_holder(
         assert read_claim(root).token == holder.token  # the refusal touched nothing
 
         _wait(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 120, "a first boot")
-        first.send_signal(signal.SIGSTOP)  # host 1's driver hangs; its boots may go on
+        # host 1's driver hangs (signalled in its host's PID namespace, where the claim's PID
+        # is its own); its boots may go on
+        stop = hosts.run("h1", ["kill", "-STOP", str(holder.pid)], timeout=30)
+        assert stop.returncode == 0, stop.stderr
         time.sleep(3)
         took = hosts.run(
             "h2", [*run_ab, "--resume"], cwd=shared, timeout=300, env={"SPECAB_CLAIM_STALE_S": "2"}
@@ -80,7 +82,7 @@ def test_a_second_host_is_refused_then_takes_over_a_frozen_holder(
         done = load_results(root)
         assert len(done.ok_boots()) == 2 * BOOTS
     finally:
-        first.send_signal(signal.SIGCONT)
+        hosts.run("h1", ["kill", "-CONT", str(holder.pid)], timeout=30)
     out, _ = first.communicate(timeout=180)
     # host 1 came back: it records nothing more and stops, naming why
     assert first.returncode == 2, out

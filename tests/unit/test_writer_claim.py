@@ -143,6 +143,12 @@ def test_a_holder_taken_over_records_nothing_and_its_heartbeat_stops(
     assert read_claim(writer.root).token == "successor"  # nor did its release remove it
 
 
+def test_a_newer_releases_claim_is_read_not_refused(tmp_path: Path) -> None:
+    _claim(tmp_path, pid=_pid(), pid_started=wc.pid_started(_pid()), added_later={"x": 1})
+    with pytest.raises(SpecabError, match="being written by"):  # a live holder, understood
+        acquire_claim(tmp_path, "run-ab")
+
+
 def test_a_damaged_claim_is_one_line(tmp_path: Path) -> None:
     (tmp_path / CLAIM_FILE).write_text("{not json")
     with pytest.raises(SpecabError) as err:
