@@ -57,7 +57,10 @@ class CampaignStatus(_Model):
     in_flight: list[InFlightBoot] = Field(description="Attempts running now.")
     elapsed_s: float | None = Field(description="Since the first boot started.")
     boot_s: float | None = Field(description="Median wall time of an ok boot attempt.")
-    eta_s: float | None = Field(description="Remaining boots x boot_s / boots at a time.")
+    eta_s: float | None = Field(
+        description="Remaining boots x boot_s / boots at a time (as many as run now, or as the "
+        "recorded boots overlapped)."
+    )
     next_look: int | None = Field(description="Next planned look (ok boots per arm).")
     last_failure: str | None = Field(description="The latest failed attempt and its cause.")
     note: str = Field(description="What these figures are (and are not).")
@@ -98,6 +101,15 @@ def _last_failure(boots: pd.DataFrame) -> str | None:
     return f"{last['boot_id']} on {last['host'] or '?'}: {last['error']}"
 
 
+def _at_a_time(ok: pd.DataFrame) -> int:
+    """Boots the run has been running at once: their summed wall time over its span."""
+    if len(ok) < 2:
+        return 1
+    span = (ok["finished_at"].max() - ok["started_at"].min()).total_seconds()
+    busy = (ok["finished_at"] - ok["started_at"]).dt.total_seconds().sum()
+    return max(round(busy / span), 1) if span > 0 else 1
+
+
 def campaign_status(root: Path) -> CampaignStatus:
     """Read `root` (refusing damage in one line, as every reader does) into a status."""
     root = Path(root)
@@ -117,7 +129,7 @@ def campaign_status(root: Path) -> CampaignStatus:
     remaining = sum(max((a.target or 0) - a.ok - a.in_flight, 0) for a in arms)
     eta = None
     if boot_s is not None and writer is not None and not writer.gone:
-        eta = math.ceil(remaining / max(len(running), 1)) * boot_s
+        eta = math.ceil(remaining / max(len(running), _at_a_time(ok), 1)) * boot_s
     done = min((a.ok for a in arms), default=0)
     looks = manifest.looks or exp.looks or []
     return CampaignStatus(
