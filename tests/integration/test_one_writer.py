@@ -11,6 +11,7 @@ test_orchestrate_faults.py."""
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -83,6 +84,8 @@ def test_a_second_host_is_refused_then_takes_over_a_frozen_holder(
         assert len(done.ok_boots()) == 2 * BOOTS
     finally:
         hosts.run("h1", ["kill", "-CONT", str(holder.pid)], timeout=30)
+        # nsenter stops itself when its child stops (job control): wake it too
+        first.send_signal(signal.SIGCONT)
     out, _ = first.communicate(timeout=180)
     # host 1 came back: it records nothing more and stops, naming why
     assert first.returncode == 2, out
