@@ -54,18 +54,14 @@ def parse_floats(text: str | None, option: str) -> list[float] | None:
 
 
 def check_margins(*, pos0: float | None, length: float | None, speed: float | None) -> None:
-    """A margin option is how much worse still counts as not worse: > 0, and a relative
-    (speed) margin < 1; a SpecabError naming the flag otherwise."""
-    import math
+    """The margin options, by the analysis's own rule (`stats.inputs.check_margin`)."""
+    from bench.stats.inputs import check_margin
 
-    for flag, value, limit in (
-        ("--margin-pos0", pos0, math.inf),
-        ("--margin-length", length, math.inf),
-        ("--margin-speed", speed, 1.0),
+    for metric, value in (
+        ("acceptance_pos0", pos0),
+        ("mean_accepted_length", length),
+        ("output_tokens_per_s", speed),
     ):
-        if value is not None and not 0 < value < limit:
-            raise SpecabError(
-                f"margin {value!r} must be > 0" + (" and < 1 (relative)" * (limit == 1.0)),
-                field=flag,
-                fix="use e.g. 0.02 (2 %)" if limit == 1.0 else "use a positive margin",
-            )
+        if value is not None:
+            with as_flags():
+                check_margin(metric, value, file=None, field=f"margins.{metric}")

@@ -8,21 +8,17 @@ Layout (see results/README.md, DESIGN.md "Results contract"):
 A boot's probe file is written before its boot row; the boot row is the commit marker, so a
 crash between the two leaves an orphan probe file that loading ignores.
 
-`write` (atomic files, the writer), `load` (the typed manifest and the frames, refusing damage
-in one line), `validity` (count invariants checked at load), `references` (the gate's stored
-references), `writer_claim` (one writer per directory: `claim.json`), `campaign` (where a
-run stands, for `specab status`).
+`atomic_files` (files never seen half-written), `write` (the writer), `load` (the typed
+manifest and the frames, refusing damage in one line), `validity` (count invariants checked
+at load), `references` (the gate's stored references), `writer_claim` (one writer per
+directory: `claim.json`), `campaign` (where a run stands, for `specab status`).
 """
 
+from bench.store.atomic_files import atomic_write_bytes, atomic_write_json
 from bench.store.campaign import CampaignStatus, campaign_status
 from bench.store.load import Results, load_manifest, load_results
 from bench.store.references import load_reference, reference_path, save_reference
-from bench.store.write import (
-    ResultsWriter,
-    atomic_write_bytes,
-    atomic_write_json,
-    write_parquet_atomic,
-)
+from bench.store.write import ResultsWriter, write_parquet_atomic
 from bench.store.writer_claim import HeldClaim, acquire_claim, read_claim
 
 __all__ = [

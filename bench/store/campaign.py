@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -79,7 +78,9 @@ def _writer(claim: WriterClaim | None) -> Writer | None:
     )
 
 
-def _arm(arm: str, target: int | None, boots: pd.DataFrame, running: list[InFlightBoot]) -> Any:
+def _arm(
+    arm: str, target: int | None, boots: pd.DataFrame, running: list[InFlightBoot]
+) -> ArmProgress:
     mine = boots[boots["arm"] == arm]
     ok = mine[mine["status"] == "ok"]
     hosts = sorted({*map(str, mine["host"]), *(b.host for b in running if b.arm == arm)} - {""})
@@ -101,13 +102,12 @@ def _last_failure(boots: pd.DataFrame) -> str | None:
     return f"{last['boot_id']} on {last['host'] or '?'}: {last['error']}"
 
 
-def _at_a_time(ok: pd.DataFrame) -> int:
+def _at_a_time(ok: pd.DataFrame, walls: pd.Series) -> int:
     """Boots the run has been running at once: their summed wall time over its span."""
-    if len(ok) < 2:
+    if len(walls) < 2:
         return 1
     span = (ok["finished_at"].max() - ok["started_at"].min()).total_seconds()
-    busy = (ok["finished_at"] - ok["started_at"]).dt.total_seconds().sum()
-    return max(round(busy / span), 1) if span > 0 else 1
+    return max(round(walls.sum() / span), 1) if span > 0 else 1
 
 
 def campaign_status(root: Path) -> CampaignStatus:
@@ -129,7 +129,7 @@ def campaign_status(root: Path) -> CampaignStatus:
     remaining = sum(max((a.target or 0) - a.ok - a.in_flight, 0) for a in arms)
     eta = None
     if boot_s is not None and writer is not None and not writer.gone:
-        eta = math.ceil(remaining / max(len(running), _at_a_time(ok), 1)) * boot_s
+        eta = math.ceil(remaining / max(len(running), _at_a_time(ok, walls), 1)) * boot_s
     done = min((a.ok for a in arms), default=0)
     looks = manifest.looks or exp.looks or []
     return CampaignStatus(

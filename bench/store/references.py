@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from bench import __version__
 from bench.errors import SpecabError
 from bench.records import REFERENCE_VERSION, Machine, Reference, ReferenceArm
-from bench.store.write import atomic_write_json
+from bench.store.atomic_files import atomic_write_json
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,34 +23,10 @@ from bench.records import (
     ProbeRecord,
     boot_file_stem,
 )
+from bench.store.atomic_files import atomic_write_bytes, atomic_write_json
 from bench.store.load import META_KEY as _META_KEY
 from bench.store.load import load_manifest
 from bench.store.writer_claim import CLAIM_FILES, HeldClaim, acquire_claim
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same directory and rename, so readers never see half.
-
-    The temp file is created with mode 0666 so the process umask applies as for any file
-    (mkstemp's 0600 would make shared results unreadable to the team)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_bytes(
-        path, (json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n").encode()
-    )
 
 
 def _with_version(table: pa.Table) -> pa.Table:

@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from bench.errors import SpecabError
 from bench.records import CLAIM_FILE, InFlightBoot, WriterClaim
+from bench.store.atomic_files import atomic_write_bytes, create_exclusive
 
 HEARTBEAT_S = 30.0
 STALE_ENV = "SPECAB_CLAIM_STALE_S"
@@ -98,29 +99,13 @@ def describe(claim: WriterClaim) -> str:
     )
 
 
-def _write_new(path: Path, claim: WriterClaim) -> None:
-    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(claim.model_dump_json(indent=1))
-        f.flush()
-        os.fsync(f.fileno())
-
-
 def _replace(path: Path, claim: WriterClaim) -> None:
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    _write_new(tmp, claim)
-    os.replace(tmp, path)
+    atomic_write_bytes(path, claim.model_dump_json(indent=1).encode())
 
 
 def _create(path: Path, claim: WriterClaim) -> None:
-    """Create `path` with its whole content at once, or FileExistsError: a hard link of a
-    finished temporary file (atomic on NFS too), so no reader ever sees a half-written claim."""
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    _write_new(tmp, claim)
-    try:
-        os.link(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """The claim, whole, or FileExistsError: no reader ever sees a half-written claim."""
+    create_exclusive(path, claim.model_dump_json(indent=1).encode())
 
 
 class _Guard:
@@ -173,8 +158,8 @@ class HeldClaim:
     def note_in_flight(self, boots: list[InFlightBoot]) -> None:
         """Record the attempts in flight (for `status`), when they changed; skipped while a
         takeover decides (the next call writes them)."""
-        if boots == self.claim.in_flight:
-            return
+        if [b.boot_id for b in boots] == [b.boot_id for b in self.claim.in_flight]:
+            return  # the same attempts (their start times are derived each call)
         with _Guard(self.root) as held:
             current = read_claim(self.root) if held else None
             if current is not None and current.token == self.claim.token:

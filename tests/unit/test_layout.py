@@ -38,7 +38,15 @@ EVERYONE = {"errors", "records", "__version__"}
 # a unit imports only units listed before it.
 LAYERS = {
     "records": ["boots_and_probes", "manifest", "reference", "claim"],
-    "store": ["validity", "load", "writer_claim", "write", "references", "campaign"],
+    "store": [
+        "atomic_files",
+        "validity",
+        "load",
+        "writer_claim",
+        "write",
+        "references",
+        "campaign",
+    ],
     "experiment": ["spec", "probes", "launch", "lint", "preflight", "manifest", "preview"],
     "stats": [
         "schema",

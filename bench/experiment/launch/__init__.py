@@ -15,6 +15,7 @@ from bench.experiment.launch.containers import (
 from bench.experiment.launch.environment import (
     REDACTED,
     base_env,
+    interpreter_env,
     interpreter_vllm_version,
     redact_env,
     supports_per_request_metrics,
@@ -61,6 +62,7 @@ __all__ = [
     "container_name",
     "container_supports_per_request",
     "effective_config",
+    "interpreter_env",
     "interpreter_vllm_version",
     "launch_plan",
     "materialize_overlay",

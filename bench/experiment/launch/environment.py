@@ -71,14 +71,21 @@ _DETECT = (
 )
 
 
+def interpreter_env(pythonpath: str) -> dict[str, str]:
+    """This process's environment for running an arm's interpreter with the arm's
+    PYTHONPATH (and not this process's)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    return env
+
+
 @functools.cache
 def vllm_package_dir(python: str, pythonpath: str = "") -> Path | None:
     """Where `python` would import vllm from, without importing it and without running any
     sitecustomize (`-S`: a patch runtime must not fire, or append to its report, here).
     None when the interpreter cannot run or finds no vllm."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    env = interpreter_env(pythonpath)
     try:
         out = subprocess.run(
             [python, "-S", "-c", _DETECT],

@@ -22,7 +22,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from bench.errors import SpecabError
-from bench.experiment.launch import ResolvedArm, launch_plan, vllm_package_dir
+from bench.experiment.launch import (
+    ResolvedArm,
+    interpreter_env,
+    launch_plan,
+    vllm_package_dir,
+)
 from bench.experiment.spec import Experiment
 
 SCRIPT = Path(__file__).with_name("parse_with_vllm.py")
@@ -73,9 +78,6 @@ def _store(key: str, answer: dict[str, str | None]) -> None:
 
 def _parse(python: str, pythonpath: str, argvs: list[list[str]]) -> list[dict[str, str | None]]:
     """vLLM's answers for `argvs`, or [] when this build has no parser specab can read."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
     try:
         out = subprocess.run(
             [python, str(SCRIPT)],
@@ -83,7 +85,7 @@ def _parse(python: str, pythonpath: str, argvs: list[list[str]]) -> list[dict[st
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
-            env=env,
+            env=interpreter_env(pythonpath),
             cwd="/",
         )
         body = json.loads(out.stdout.strip().splitlines()[-1])

@@ -8,6 +8,7 @@ from bench.stats.inputs.settings import (
     Prior,
     Settings,
     arm_names,
+    check_margin,
     effect_scale,
     margin_for,
     resolve_settings,
@@ -15,5 +16,5 @@ from bench.stats.inputs.settings import (
 
 __all__ = [
     "ArmData", "Dataset", "Prior", "Settings", "arm_data", "arm_names", "boot_values",
-    "effect_scale", "failed_counts", "margin_for", "resolve_settings",
+    "check_margin", "effect_scale", "failed_counts", "margin_for", "resolve_settings",
 ]  # fmt: skip

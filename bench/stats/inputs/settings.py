@@ -85,6 +85,19 @@ def _where(option: str, given: bool, manifest_field: str) -> str:
     return option if given else manifest_field
 
 
+def check_margin(metric: str, margin: float, *, file: str | None, field: str) -> None:
+    """A margin is how much worse still counts as not worse: > 0, and a relative (speed)
+    margin < 1; a SpecabError naming `field` otherwise."""
+    relative = metric == SPEED_METRIC
+    if not 0 < margin < (1 if relative else math.inf):
+        raise SpecabError(
+            f"margin {margin!r} must be > 0" + (" and < 1 (relative)" * relative),
+            file=file,
+            field=field,
+            fix="use e.g. 0.02 (2 %)" if relative else "use a positive margin",
+        )
+
+
 def resolve_settings(
     manifest: Manifest,
     arms: list[str],
@@ -127,16 +140,12 @@ def resolve_settings(
     ):
         if value is not None:
             margins[metric] = value
-        relative = metric == SPEED_METRIC
-        if not 0 < margins[metric] < (1 if relative else math.inf):
-            raise SpecabError(
-                f"margin {margins[metric]!r} must be > 0" + (" and < 1 (relative)" * relative),
-                file=None if value is not None else file,
-                field=_where(
-                    f"margins.{metric}", value is not None, f"experiment.margins.{metric}"
-                ),
-                fix="use e.g. 0.02 (2 %)" if relative else "use a positive margin",
-            )
+        check_margin(
+            metric,
+            margins[metric],
+            file=None if value is not None else file,
+            field=_where(f"margins.{metric}", value is not None, f"experiment.margins.{metric}"),
+        )
     lk = looks if looks is not None else (manifest.looks or exp.looks)
     look_t = tuple(int(x) for x in lk) if lk else None
     if look_t is not None and (look_t[0] < 2 or any(b <= a for a, b in pairwise(look_t))):
