@@ -11,6 +11,7 @@ from rich.console import Console
 
 if TYPE_CHECKING:
     from bench.experiment import Experiment, Preflight
+    from bench.experiment.launch import AppliedDiff
 
 console = Console(highlight=False, soft_wrap=True)
 
@@ -59,8 +60,11 @@ def validate(
                 or "(same)"
             )
             console.print(f"  env vs baseline: {diff}", markup=False)
+        diffs = a.diffs()
         for p in a.patches:
-            console.print(f"  patch: {p.stem} ({p})", markup=False)
+            console.print(
+                f"  patch: {p.stem} ({p}{_diff_note(diffs.get(p), p in diffs)})", markup=False
+            )
         for which, cfg in (("target", a.target_config), ("draft", a.draft_config)):
             if cfg is not None:
                 console.print(
@@ -174,3 +178,14 @@ def _print_sweep(spec: Any) -> None:
         groups.setdefault(c["group"], []).append(c["arm"])
     for group, arms in groups.items():
         console.print(f"  group {group}: {', '.join(arms)}", markup=False)
+
+
+def _diff_note(applied: AppliedDiff | None, is_diff: bool) -> str:
+    """What a diff patch does to this arm's build, for the arm's summary."""
+    if not is_diff:
+        return ""
+    if applied is None:
+        return ": a diff, applied when the boot starts"
+    files = ", ".join(m.path for m in applied.modules)
+    what = "already in" if applied.noop else "applies to"
+    return f": a diff that {what} {applied.build}, serving {files}"

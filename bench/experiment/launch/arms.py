@@ -27,6 +27,8 @@ from typing import Any
 
 from bench.errors import SpecabError
 from bench.experiment.launch.containers import DEFAULT_PYTHON, container_vllm_version
+from bench.experiment.launch.diff_builds import applied_diff
+from bench.experiment.launch.diffs import DIFF_SUFFIXES, AppliedDiff, is_diff
 from bench.experiment.launch.environment import interpreter_vllm_version, redact_env
 from bench.experiment.launch.overlays import effective_config
 from bench.experiment.spec import ArgValue, ContainerSpec, Experiment, resolve_path
@@ -71,6 +73,7 @@ class ResolvedArm:
     concurrency: int = 1  # probes in flight at once in a boot of this arm
     container: ContainerSpec | None = None  # the server runs in this image
     nodes: int = 1  # nodes one boot spans ([resources] nodes; >1: a gang boot)
+    patch_fields: tuple[str, ...] = ()  # where each patch is written (messages)
 
     @property
     def draft_model(self) -> str | None:
@@ -95,14 +98,7 @@ class ResolvedArm:
             "args": dict(sorted(self.args.items())),
             "speculative_config": self.speculative_config,
             "env": dict(sorted(redact_env(self.env).items())),
-            "patches": [
-                {
-                    "name": p.stem,
-                    "path": self._rel(p),
-                    "sha256": _file_sha256(p) if p.is_file() else None,
-                }
-                for p in self.patches
-            ],
+            "patches": [self._patch_definition(p) for p in self.patches],
             "target_config": self.target_config,
             "draft_config": self.draft_config,
             "effective_target_config": _maybe_effective(self.model, self.target_config),
@@ -114,6 +110,34 @@ class ResolvedArm:
             # Only when set: definitions (and hashes) of host, single-node arms are unchanged.
             **({"container": self.container.model_dump()} if self.container else {}),
             **({"nodes": self.nodes} if self.nodes > 1 else {}),
+        }
+
+    def _patch_definition(self, p: Path) -> dict[str, Any]:
+        entry = {
+            "name": p.stem,
+            "path": self._rel(p),
+            "sha256": _file_sha256(p) if p.is_file() else None,
+        }
+        if is_diff(p) and p.is_file():
+            applied = self.diffs().get(p)
+            entry.update(applied.definition() if applied else {"kind": "diff", "files": None})
+        return entry
+
+    def diffs(self) -> dict[Path, AppliedDiff | None]:
+        """Each diff patch applied to this arm's build (SpecabError: refused; None: an image
+        this machine cannot read, applied when the boot starts)."""
+        fields = self.patch_fields or tuple("patches" for _ in self.patches)
+        return {
+            p: applied_diff(
+                p,
+                python=self.python,
+                pythonpath=self.env.get("PYTHONPATH", ""),
+                container=self.container,
+                allow_noop=self.allow_noop_patches,
+                field=field,
+            )
+            for p, field in zip(self.patches, fields, strict=True)
+            if is_diff(p)
         }
 
     def vllm_version(self) -> str | None:
@@ -179,9 +203,13 @@ def _merged_args(spec: Experiment, spec_file: Path, name: str) -> dict[str, ArgV
     return args
 
 
-def _patch_files(spec: Experiment, spec_file: Path, name: str) -> tuple[Path, ...]:
-    """The server's patches, then the arm's: existing .py files with distinct stems."""
+def _patch_files(
+    spec: Experiment, spec_file: Path, name: str
+) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """The server's patches, then the arm's, and where each is written: existing .py
+    modules or unified diffs (.diff/.patch) with distinct stems."""
     patches: list[Path] = []
+    fields: list[str] = []
     sources = (
         ("server.patches", spec.server.patches),
         (f"arms({name}).patches", spec.arm(name).patches),
@@ -189,13 +217,15 @@ def _patch_files(spec: Experiment, spec_file: Path, name: str) -> tuple[Path, ..
     for where, src in sources:
         for i, value in enumerate(src):
             p = resolve_path(spec_file, value)
-            if p.suffix != ".py":
-                problem, fix = "a patch must be a Python file (.py)", "point at a .py patch module"
+            if p.suffix != ".py" and p.suffix not in DIFF_SUFFIXES:
+                problem = "a patch is a Python module (.py) or a unified diff (.diff, .patch)"
+                fix = "point at a .py patch module or at `git diff` output saved as .diff"
             elif not p.is_file():
                 problem = f"patch file {p} not found"
                 fix = "correct the path (relative to the experiment file)"
             else:
                 patches.append(p)
+                fields.append(f"{where}[{i}]")
                 continue
             raise SpecabError(problem, file=spec_file, field=f"{where}[{i}]", fix=fix)
     stems = [p.stem for p in patches]
@@ -207,7 +237,7 @@ def _patch_files(spec: Experiment, spec_file: Path, name: str) -> tuple[Path, ..
             field=f"arms({name}).patches",
             fix="rename one of the patch files or list it once",
         )
-    return tuple(patches)
+    return tuple(patches), tuple(fields)
 
 
 def speculative_and_concurrency(spec: Experiment, name: str) -> tuple[bool, int]:
@@ -238,13 +268,14 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
             else "remove draft_config from the no-speculation arm",
         )
     container = arm.container or srv.container
+    patches, patch_fields = _patch_files(spec, spec_file, name)
     resolved = ResolvedArm(
         name=name,
         model=_model_path(spec_file, srv.model),
         args=_merged_args(spec, spec_file, name),
         speculative_config=spec_cfg,
         env={**srv.env, **arm.env},
-        patches=_patch_files(spec, spec_file, name),
+        patches=patches,
         target_config=arm.target_config,
         draft_config=arm.draft_config,
         python=_interpreter(spec_file, arm.python or srv.python, container=container is not None),
@@ -256,6 +287,7 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         concurrency=concurrency,
         container=container,
         nodes=spec.resources.nodes,
+        patch_fields=patch_fields,
     )
     _check_gang(resolved)
     return resolved

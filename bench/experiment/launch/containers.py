@@ -11,7 +11,9 @@ decides what an arm runs except the image itself.
 
 from __future__ import annotations
 
+import base64
 import functools
+import json
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -191,3 +193,31 @@ def container_supports_timing(c: ContainerSpec, python: str) -> bool:
     """Whether the image's vLLM has `--enable-per-request-metrics` timings (see
     `supports_per_request_timing`, which reads a host interpreter's vLLM the same way)."""
     return _probe(_key(c), python, _TIMING_CODE) == "timing=yes"
+
+
+_FILES_CODE = (
+    "import base64, importlib.util, json, pathlib, sys\n"
+    "s = importlib.util.find_spec('vllm')\n"
+    "root = pathlib.Path(s.origin).parent.parent if s and s.origin else None\n"
+    "out = {}\n"
+    "for rel in json.loads(sys.argv[1]):\n"
+    "    p = root / rel if root else None\n"
+    "    out[rel] = base64.b64encode(p.read_bytes()).decode() if p and p.is_file() else None\n"
+    "print(json.dumps({'root': str(root) if root else None, 'files': out}))\n"
+)
+
+
+def container_vllm_files(
+    c: ContainerSpec, python: str, paths: tuple[str, ...]
+) -> tuple[str, dict[str, bytes | None]] | None:
+    """Files of the image's vLLM repository layout (vllm/...), read inside the image: where
+    the image keeps vllm, and each path's bytes (None: not there). None when the runtime or
+    the image is not available here."""
+    code = _FILES_CODE.replace("json.loads(sys.argv[1])", repr(list(paths)))
+    line = _probe(_key(c), python, code)
+    try:
+        data = json.loads(line)
+        files = {k: None if v is None else base64.b64decode(v) for k, v in data["files"].items()}
+        return str(data["root"]), files
+    except (ValueError, KeyError, TypeError):
+        return None

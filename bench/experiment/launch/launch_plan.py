@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.errors import SpecabError
+from bench.errors import BootFailed, SpecabError
 from bench.experiment.launch.arms import ResolvedArm
 from bench.experiment.launch.containers import ContainerRef, client_env, mount_paths, run_command
+from bench.experiment.launch.diffs import AppliedDiff
 from bench.experiment.launch.environment import base_env, redact_env
 from bench.experiment.launch.overlays import materialize_overlay
 from bench.experiment.launch.patches import (
@@ -193,7 +194,8 @@ def launch_plan(
     env = {**base_env(environ), **arm.env}
     patch_dir: PatchDir | None = None
     if arm.patches:
-        patch_dir = build_patch_dir(arm.patches, workdir / "patches", create=create)
+        diffs = _applied_diffs(arm, at_boot=create)
+        patch_dir = build_patch_dir(arm.patches, workdir / "patches", create=create, diffs=diffs)
         env["PYTHONPATH"] = os.pathsep.join(
             x for x in (str(patch_dir.path), env.get("PYTHONPATH", "")) if x
         )
@@ -225,6 +227,23 @@ def launch_plan(
         read_only=tuple(m for m in mounts if m in read_only),
         client_env=client_env({}, os.environ if environ is None else environ),
     )
+
+
+def _applied_diffs(arm: ResolvedArm, *, at_boot: bool) -> dict[Path, AppliedDiff]:
+    """The arm's diffs applied to the build this boot runs. At boot a refusal (this node's
+    build differs, an image read only now) fails the boot with preflight's own sentence."""
+    try:
+        found = arm.diffs()
+    except SpecabError as exc:
+        if not at_boot:
+            raise
+        raise BootFailed(f"diff patch refused by this node's build: {exc}") from None
+    missing = [p.name for p, a in found.items() if a is None]
+    if missing and at_boot:
+        raise BootFailed(
+            f"diff {missing[0]}: cannot read the vLLM files it changes in the arm's image here"
+        )
+    return {p: a for p, a in found.items() if a is not None}
 
 
 def check_patches_applied(plan: LaunchPlan) -> tuple[str, ...]:

@@ -1,7 +1,8 @@
 """Code patches: the generated PYTHONPATH directory and the proof that patches applied.
 
 The directory holds `sitecustomize.py` and `specab_patch.py` (copied from bench/experiment/runtime/,
-stdlib only) plus a copy of every patch file; it is named by a content hash and built
+stdlib only) plus a copy of every patch file and, for a diff, the patched modules it serves
+(`served/`); it is named by a content hash and built
 atomically, so repeat boots reuse it. Each boot gets its own report file (JSON lines that
 the runtime appends from every server process); `check_patch_report` reads it after /health.
 """
@@ -13,11 +14,13 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from bench.errors import BootFailed, SpecabError
+from bench.experiment.launch.diffs import AppliedDiff, is_diff
 
 RUNTIME_DIR = Path(__file__).parents[1] / "runtime"  # bench/experiment/runtime (a contract)
 RUNTIME_FILES = ("sitecustomize.py", "specab_patch.py")
@@ -53,15 +56,49 @@ def _read_patch(p: Path) -> bytes:
     return p.read_bytes()
 
 
+def _served_files(i: int, applied: AppliedDiff) -> list[tuple[str, bytes]]:
+    """A diff's patched modules as files of the patch directory."""
+    return [(f"served/{i:02d}_{applied.name}/{m.path}", m.patched) for m in applied.modules]
+
+
+def _diff_entry(i: int, applied: AppliedDiff, file: str, blob: bytes) -> dict[str, Any]:
+    modules = [
+        {
+            "module": m.module,
+            "path": m.path,
+            "file": served,
+            "original_sha256": m.original_sha256,
+        }
+        for m, (served, _) in zip(applied.modules, _served_files(i, applied), strict=True)
+    ]
+    return {
+        "name": applied.name,
+        "kind": "diff",
+        "file": file,
+        "sha256": hashlib.sha256(blob).hexdigest(),
+        "noop": applied.noop,
+        "modules": modules,
+    }
+
+
 def build_patch_dir(
-    patches: tuple[Path, ...] | list[Path], root: Path, *, create: bool = True
+    patches: tuple[Path, ...] | list[Path],
+    root: Path,
+    *,
+    create: bool = True,
+    diffs: Mapping[Path, AppliedDiff] | None = None,
 ) -> PatchDir:
     """Materialize (or reuse) the patch directory under `root`; a fresh report file per call.
-    With create=False only validate and return the would-be paths (report: a placeholder)."""
+    Diff patches (`.diff`) come applied to the arm's build in `diffs`: their patched
+    modules are served from the directory. With create=False only validate and return the
+    would-be paths (report: a placeholder)."""
     blobs = [(p.stem, _read_patch(p)) for p in patches]
+    found = diffs or {}
+    applied = {i: found[p] for i, p in enumerate(patches) if is_diff(p) and p in found}
+    served = [f for i, a in applied.items() for f in _served_files(i, a)]
     runtime = [(n, (RUNTIME_DIR / n).read_bytes()) for n in RUNTIME_FILES]
     h = hashlib.sha256()
-    for name, blob in [*runtime, *blobs]:
+    for name, blob in [*runtime, *blobs, *served]:
         h.update(name.encode() + b"\0" + hashlib.sha256(blob).digest())
     final = root / h.hexdigest()[:20]
     if not create:
@@ -75,11 +112,17 @@ def build_patch_dir(
             (tmp / "patches").mkdir()
             entries = []
             for i, (stem, blob) in enumerate(blobs):
-                file = f"patches/{i:02d}_{stem}.py"
+                file = f"patches/{i:02d}_{stem}{patches[i].suffix}"
                 (tmp / file).write_bytes(blob)
+                if i in applied:
+                    entries.append(_diff_entry(i, applied[i], file, blob))
+                    continue
                 entries.append(
                     {"name": stem, "file": file, "sha256": hashlib.sha256(blob).hexdigest()}
                 )
+            for file, blob in served:
+                (tmp / file).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / file).write_bytes(blob)
             # The manifest is written last: its presence marks a complete directory.
             (tmp / MANIFEST).write_text(json.dumps({"patches": entries}, indent=2) + "\n")
             try:

@@ -3,8 +3,9 @@
 `run-ab` and `boot` all run it; each problem is one `SpecabError` line (file, field, fix).
 
 Per arm, after the checks of `load_spec` and `resolve_arm` (schema, reserved flags, patch
-files present, distinct patch names): the probe sets load; every patch compiles (with this
-Python: a patch that needs a newer grammar than specab's is not caught); a given
+files present, distinct patch names): the probe sets load; every .py patch compiles (with
+this Python: a patch that needs a newer grammar than specab's is not caught); every diff
+patch applies to the arm's own vLLM (`launch/diffs.py`); a given
 `num_speculative_tokens` is a whole number >= 1; the target and draft models exist (the
 rules of `model_paths.py`); the arm's interpreter exists, imports vLLM, and that vLLM can serve
 `probes.acceptance_source = "per_request"` when it is asked for, and does not refuse the
@@ -25,6 +26,7 @@ from pathlib import Path
 from bench.errors import SpecabError
 from bench.experiment.launch import (
     ResolvedArm,
+    is_diff,
     measurement,
     resolve_arm,
     supports_per_request_metrics,
@@ -101,6 +103,7 @@ def preflight(
         unchecked += [arm.name] if missing else []
         if arm.container is None:  # a container's interpreter lives in its image
             _interpreter(spec, spec_file, arm, cluster=cluster)
+        warnings += _diffs_apply(arm)
         measurement(spec, spec_file, arm)  # what a boot measures: source, timings, lanes
     # with a cluster, by this machine's vLLM: the arm's interpreter is checked here too
     warnings += check_server_args(spec, spec_file, resolved, env)
@@ -128,7 +131,7 @@ def _patches_compile(spec: Experiment, spec_file: Path, arm: str, done: set[Path
     for where, values in sources:
         for i, value in enumerate(values):
             path = resolve_path(spec_file, value)
-            if path in done:
+            if path in done or is_diff(path):  # a diff is checked against the build
                 continue
             done.add(path)
             try:
@@ -147,6 +150,17 @@ def _patches_compile(spec: Experiment, spec_file: Path, arm: str, done: set[Path
                     field=f"{where}[{i}]",
                     fix="point at a Python source file",
                 ) from None
+
+
+def _diffs_apply(arm: ResolvedArm) -> list[str]:
+    """Every diff patch applies to the arm's own vLLM (refusals: `launch/diffs.py`); an
+    image this machine cannot read is left to the boot, with a warning."""
+    return [
+        f"arm {arm.name}: diff {p.name} is applied when the boot starts (the image "
+        f"{arm.container.image if arm.container else ''} cannot be read here)"
+        for p, applied in arm.diffs().items()
+        if applied is None
+    ]
 
 
 def _speculative_tokens(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:

@@ -20,7 +20,9 @@ the boot the same way. A patch that finds the build already behaves as fixed say
 equal its baseline) unless the arm sets `allow_noop_patches = true`.
 """
 
+import hashlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -178,11 +180,114 @@ def _after_fork_in_child():
         )
 
 
+class _PatchedSource(importlib.machinery.SourceFileLoader):
+    """Loads a module from its patched source: `__file__` stays the build's file (vLLM finds
+    data files beside its modules), the code object's file is the patched one (tracebacks,
+    and compile caches that hash traced files, see the patched text). No bytecode cache is
+    read or written, so an unpatched process never picks up patched code."""
+
+    def __init__(self, fullname, origin, patched, patch, noop):
+        super().__init__(fullname, origin)
+        self._patched = patched
+        self._patch = patch
+        self._noop = noop
+
+    def get_source(self, fullname):
+        with open(self._patched, encoding="utf-8") as f:
+            return f.read()
+
+    def get_code(self, fullname):
+        with open(self._patched, "rb") as f:
+            return compile(f.read(), self._patched, "exec", dont_inherit=True)
+
+    def exec_module(self, module):
+        super().exec_module(module)
+        what = "unchanged (the build already has it)" if self._noop else "patched"
+        report_applied(self._patch, f"served {what} {module.__name__}", changed=not self._noop)
+
+
+class _DiffFinder(importlib.abc.MetaPathFinder):
+    """Serves the modules a diff patch changes: the build's own spec (asked of the other
+    finders), its file checked against the sha256 the diff was applied to, then loaded
+    from the patched source."""
+
+    def __init__(self):
+        self.served = {}  # module name -> (patch name, module entry, patch_dir, noop)
+        self.finding = set()  # its own guard: the post-import finder asks this one
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.served or fullname in self.finding:
+            return None
+        patch, entry, patch_dir, noop = self.served[fullname]
+        self.finding.add(fullname)
+        try:
+            spec = None
+            for finder in sys.meta_path:
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self.finding.discard(fullname)
+        origin = getattr(spec, "origin", None)
+        if spec is None and entry["original_sha256"] is None and path:
+            origin = os.path.join(next(iter(path)), os.path.basename(entry["path"]))
+        if not origin or not _same_build(patch, entry, origin):
+            return spec
+        loader = _PatchedSource(
+            fullname, origin, os.path.join(patch_dir, entry["file"]), patch, noop
+        )
+        locations = getattr(spec, "submodule_search_locations", None)
+        return importlib.util.spec_from_file_location(
+            fullname, origin, loader=loader, submodule_search_locations=locations
+        )
+
+
+def _same_build(patch, entry, origin):
+    """The file this process would import is the one the diff was applied to."""
+    want = entry["original_sha256"]
+    try:
+        with open(origin, "rb") as f:
+            have = hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        have = None
+    if have == want:
+        return True
+    error = (
+        f"{entry['path']} here ({origin}) is not the file the diff was applied to "
+        f"(sha256 {str(have)[:12]}, expected {str(want)[:12]}): another vLLM build"
+    )
+    _write({"patch": patch, "event": "error", "error": error, "where": entry["module"]})
+    sys.stderr.write(f"specab: patch {patch!r}: {error}\n")
+    return False
+
+
+_diffs = _DiffFinder()
+
+
+def _serve_diff(patch_dir, entry):
+    for module in entry["modules"]:
+        name = module["module"]
+        _diffs.served[name] = (entry["name"], module, patch_dir, bool(entry.get("noop")))
+        _write({"patch": entry["name"], "event": "waiting", "module": name})
+    if _diffs not in sys.meta_path:
+        # After the post-import finder, which then wraps the patched loader: a .py patch's
+        # hooks on a module a diff changes still fire.
+        first = sys.meta_path[:1]
+        at = 1 if first and isinstance(first[0], _PostImportFinder) else 0
+        sys.meta_path.insert(at, _diffs)
+
+
 def run_patches(patch_dir):
-    """Run every patch listed in patch_dir/specab_patches.json (called by sitecustomize)."""
+    """Run every patch listed in patch_dir/specab_patches.json (called by sitecustomize):
+    a .py patch runs; a diff's patched modules are served from then on."""
     with open(os.path.join(patch_dir, "specab_patches.json"), encoding="utf-8") as f:
         entries = json.load(f)["patches"]
     for entry in entries:
+        if entry.get("kind") == "diff":
+            _serve_diff(patch_dir, entry)
+            continue
         name = entry["name"]
         path = os.path.join(patch_dir, entry["file"])
 
