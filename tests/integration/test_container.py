@@ -13,6 +13,9 @@
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import importlib.util
 import os
 import resource
 import shutil
@@ -31,6 +34,24 @@ from bench.experiment.launch import interpreter_vllm_version
 from bench.run import BootOutcome
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
+CORE = "vllm/v1/engine/core.py"  # imported by every engine-core process
+
+
+def _host_file(rel: str) -> bytes:
+    spec = importlib.util.find_spec("vllm")
+    assert spec is not None and spec.origin is not None
+    return (Path(spec.origin).parents[1] / rel).read_bytes()
+
+
+def _engine_core_diff(tmp_path: Path) -> Path:
+    """A diff against this vLLM's engine core (a comment: it must be served, not felt)."""
+    lines = _host_file(CORE).decode().splitlines(keepends=True)
+    changed = [*lines[:20], "# specab: served from a diff\n", *lines[20:]]
+    path = tmp_path / "engine_core_note.diff"
+    path.write_text("".join(difflib.unified_diff(lines, changed, f"a/{CORE}", f"b/{CORE}")))
+    return path
+
+
 IMAGE = "localhost/specab-test-hostusr:1"
 
 
@@ -194,16 +215,23 @@ def test_real_vllm_boot_in_a_podman_container(
     boot_once: Callable[..., BootOutcome],
 ) -> None:
     container = {"runtime": "podman", "image": podman_image, "options": _options()}
+    diff = _engine_core_diff(tmp_path)
     spec = real_experiment(
         tmp_path,
         tiny_models,
         name="in-podman",
-        server={"container": container, "python": sys.executable},
+        server={"container": container, "python": sys.executable, "patches": [str(diff)]},
         probes={"max_tokens": 16, "warmup": 1},
     )
     arm = resolve_arm(load_spec(spec), spec, "baseline")
     # the definition's vLLM version is read inside the image (here: the host's venv)
-    assert arm.definition()["vllm_version"] == interpreter_vllm_version(sys.executable)
+    definition = arm.definition()
+    assert definition["vllm_version"] == interpreter_vllm_version(sys.executable)
+    # a diff patch is applied to the files read inside the image, then served in it: the
+    # boot below is ok only if the engine process imported the patched module
+    (served,) = definition["patches"][0]["files"]
+    assert served["path"] == CORE
+    assert served["original_sha256"] == hashlib.sha256(_host_file(CORE)).hexdigest()
     t0 = time.monotonic()
     out = boot_once(spec, "baseline", tmp_path / "work")
     took = time.monotonic() - t0
