@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.stats.select import boots_to_select, mcb, replay_looks, spend
+from bench.stats.select import best_guess, boots_to_select, mcb, replay_looks, spend
 
 ALPHA = 0.05
 R = 2000
@@ -113,3 +113,49 @@ def test_best_estimate_tie_break_stops_only_on_a_clear_best() -> None:
     rep = _run(theta, sds, (3, 6), seed=3, margin=0.1, cheapest=False)
     assert float((rep.chosen == best).mean()) > 0.9
     assert np.all(rep.subset[rep.stopped & (rep.taken == 1)].sum(-1) == 1)
+
+
+def _budget_end(truth, b: int, noise: float, seed: int):
+    """Undecided groups of simulated sweeps, through the product's code: the stated
+    probability of `best_guess` and whether its best estimate was within 5 % of the best."""
+    rng = np.random.default_rng(seed)
+    theta = truth(rng)
+    k = theta.shape[-1]
+    sd = noise * np.where(np.arange(k) % 2, 1.0, 1.5)
+    values = theta[..., None] + sd[None, :, None] * rng.standard_normal((R, k, b))
+    m = -math.log1p(-0.05)
+    cost = np.broadcast_to(np.arange(k, dtype=float), (R, k))
+    rep = replay_looks(values, cost, (b,), (ALPHA,), margin=m, cheapest=True, fixed=True)
+    guess = best_guess(values, m)
+    right = theta[np.arange(R), guess.best] >= theta.max(axis=-1) - m
+    undecided = rep.chosen < 0
+    return guess.probability[undecided], right[undecided]
+
+
+def _one_best(rng):
+    """One configuration best, the others 5-10 % worse: wrong bets are possible."""
+    theta = np.log1p(-rng.uniform(0.05, 0.10, (R, 4)))
+    theta[np.arange(R), rng.integers(0, 4, R)] = 0.0
+    return theta
+
+
+def test_the_stated_probability_holds_when_a_wrong_bet_is_possible() -> None:
+    stated, right = _budget_end(_one_best, b=3, noise=0.05, seed=11)
+    assert stated.size > 0.8 * R  # 3 boots at 5 % noise: mostly undecided
+    # over all undecided groups, and among those stating 0.8 or more: about what is stated
+    assert abs(right.mean() - stated.mean()) < 0.04
+    high = stated >= 0.8
+    assert abs(right[high].mean() - stated[high].mean()) < 0.04
+    # the probability ranks: a higher stated probability is right more often
+    assert right[stated >= 0.85].mean() > right[stated < 0.75].mean() + 0.1
+
+
+def test_the_stated_probability_is_conservative_when_the_configurations_are_close() -> None:
+    def close(rng):  # the issue's sweeps: 4 configurations within 10 % of each other
+        return np.log1p(-rng.uniform(0.0, 0.10, (R, 4)))
+
+    stated, right = _budget_end(close, b=3, noise=0.05, seed=12)
+    assert right.mean() >= 0.9  # the best estimate is a good bet at this budget
+    for lo, hi in ((0.6, 0.8), (0.8, 1.0)):
+        s = (stated >= lo) & (stated < hi)
+        assert s.sum() > 100 and right[s].mean() >= stated[s].mean()

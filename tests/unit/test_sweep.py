@@ -13,7 +13,7 @@ import pytest
 from bench.errors import SpecabError
 from bench.experiment import build_manifest, load_spec, resolve_arm, sweep_cells
 from bench.records import Manifest
-from bench.simulate import simulate_frames, simulated_manifest
+from bench.simulate import SimParams, simulate_frames, simulated_manifest
 from bench.stats import analyze, selection_dropped
 
 HEAD = """
@@ -190,3 +190,28 @@ def test_constraints_exclude_configurations() -> None:
     assert sel is not None and sel.groups[0].status == "empty"
     assert all(not c.feasible for c in sel.groups[0].configs)
     assert np.isfinite(sel.alpha)
+
+
+def test_an_undecided_group_still_gets_the_best_estimate_and_its_probability() -> None:
+    # three boots of close configurations: no proof within 5 %, but a bet to act on
+    speed = {"k1-c1": 1.0, "k2-c1": 1.04, "k4-c1": 1.02}
+    probes, boots = simulate_frames(
+        dict.fromkeys(speed, 0.0),
+        boots=3,
+        prompts=20,
+        speed=speed,
+        seed=3,
+        params=SimParams(sigma_speed_boot=0.08),
+    )
+    out = analyze(probes, boots, _sweep_manifest(speed), n_resamples=100).to_json()
+    (group,) = out["selection"]["groups"]
+    assert group["status"] == "undecided" and group["chosen"] is None
+    p = group["best_estimate_probability"]
+    assert 0.0 < p < 1.0 and group["best_estimate"] in speed
+    assert group["boots_more"] is not None and group["boots_more"] > 0
+    k = group["best_estimate"].split("-")[0][1:]
+    assert (
+        f"best estimate: {group['best_estimate']} (k = {k}), within 5% of the best "
+        in (group["reason"])
+    )
+    assert f"with probability {p:.2f}" in group["reason"]

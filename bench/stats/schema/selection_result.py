@@ -60,6 +60,17 @@ class SelectionGroup(Frozen):
         description="Planning: boots per configuration at which the best, leading by the "
         "margin, would be proven with probability 0.95 (the group's largest boot SD).",
     )
+    best_estimate_probability: Num = Field(
+        None,
+        description="When undecided: the probability that best_estimate is within the margin "
+        "of the true best, from each configuration's boots (independent reference posteriors; "
+        "a bet, not the guarantee; calibration in docs/statistics.md).",
+    )
+    boots_more: Int | None = Field(
+        None,
+        description="When undecided: boots per configuration still to run before the plan "
+        "(boots_needed) would prove a choice.",
+    )
     boots_used: Int = Field(description="Boots the group ran that the selection counts.")
     boots_fixed: Int = Field(description="Boots a fixed design would run (configs x last look).")
     configs: list[SelectionConfig] = Field(description="Every configuration of the group.")

@@ -13,7 +13,8 @@ import pandas as pd
 
 from bench.records import Manifest, ManifestSweep, SweepCell
 from bench.stats.inputs import ArmData, arm_data, arm_names
-from bench.stats.schema import Selection, SelectionGroup
+from bench.stats.schema import Selection, SelectionConfig, SelectionGroup
+from bench.stats.select.best_guess import best_guess, more_boots
 from bench.stats.select.mcb import boots_to_select
 from bench.stats.select.replay import (
     METHOD,
@@ -78,6 +79,41 @@ def _paste(definition: Mapping[str, Any]) -> tuple[dict[str, Any] | None, str]:
     return cfg, f"--speculative-config {shlex.quote(json.dumps(cfg))}"
 
 
+def _bet(
+    rep: GroupReplay,
+    configs: list[SelectionConfig],
+    margin: float,
+    relative: bool,
+    sweep: ManifestSweep,
+    needed: int | None,
+) -> tuple[str, float, str] | None:
+    """An undecided group's bet: the best estimate among the configurations still in (on the
+    boots the last look used), P(it is within the margin of the true best), and the sentence."""
+    live = {c.arm: c for c in configs if c.eliminated_at_look is None and c.boots >= 2}
+    arms = [a for a in rep.arms if a in live]
+    if len(arms) < 2:
+        return None
+    width = max(live[a].boots for a in arms)
+    grid = np.full((len(arms), width), np.nan)
+    for i, a in enumerate(arms):
+        v = rep.values[rep.arms.index(a)][: live[a].boots]
+        grid[i, : v.size] = v
+    guess = best_guess(grid, margin)
+    if int(guess.best) < 0:
+        return None
+    arm, p = arms[int(guess.best)], float(guess.probability)
+    k = live[arm].speculative_tokens
+    more = more_boots(needed, min(live[a].boots for a in arms))
+    delta = _pct(float(sweep.margin), relative)
+    text = (
+        f"best estimate: {arm} (k = {k}), within {delta} of the best with probability "
+        f"{p:.2f} (a bet on these boots, not the guarantee)"
+    )
+    if more:
+        text += f"; about {more} more boots per configuration would prove a choice"
+    return arm, p, text
+
+
 def _group(
     rep: GroupReplay,
     cells: list[SweepCell],
@@ -104,19 +140,23 @@ def _group(
     needed = (
         boots_to_select(sd, margin, len(rep.arms), level) if taken and np.isfinite(sd) else None
     )
+    bet = _bet(rep, configs, margin, relative, sweep, needed) if taken and not chosen else None
+    reason = _reason(chosen, subset, sweep, level, needed) if taken else _empty(rep, looks)
     return SelectionGroup(
         group=cells[0].group if cells else "all",
         levels=levels,
         status="empty" if not taken else ("chosen" if chosen else "undecided"),
         chosen=chosen,
-        best_estimate=best,
         subset=subset,
-        reason=_reason(chosen, subset, sweep, level, needed) if taken else _empty(rep, looks),
+        reason=f"{reason}; {bet[2]}" if bet else reason,
         look=taken if looks and taken else None,
         level=level if taken else None,
         speculative_config=cfg,
         paste=paste,
         boots_needed=needed,
+        best_estimate=bet[0] if bet else best,
+        best_estimate_probability=bet[1] if bet else None,
+        boots_more=more_boots(needed, min(c.boots for c in configs)) if bet else None,
         boots_used=sum(c.boots for c in configs),
         boots_fixed=planned * len(cells),
         configs=configs,
