@@ -66,16 +66,28 @@ def register(app: typer.Typer) -> None:
                 "draft/target config mismatch (exit 2).",
             ),
         ] = False,
+        track: Annotated[
+            str | None,
+            typer.Option(
+                "--track",
+                metavar="URI",
+                help="Log each boot to MLflow as it lands, the verdicts at the end "
+                "(http://HOST:5000 or sqlite:///mlflow.db); a tracker that is down never "
+                "stops the run.",
+            ),
+        ] = None,
     ) -> int:
         """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
         from bench.experiment import load_spec
-        from bench.report import table_console
+        from bench.report import LiveTracker, table_console
         from bench.run import RunOptions
         from bench.run import run_ab as run
 
         spec = load_spec(experiment_file)
         root = results_dir or Path("results") / spec.experiment.name
         console = table_console()
+        note = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
+        tracker = LiveTracker(track, root, note) if track else None
         opts = RunOptions(
             results_dir=root,
             resume=resume,
@@ -85,10 +97,19 @@ def register(app: typer.Typer) -> None:
             common_random_numbers=common_random_numbers,
             compile_cache=compile_cache,
             strict=strict,
+            on_boot=tracker.boot_landed if tracker else None,
         )
-        summary = run(experiment_file, opts, console)
+        try:
+            summary = run(experiment_file, opts, console)
+        except BaseException:
+            if tracker is not None:
+                tracker.close()  # a refused file or a crash: nothing more to track
+            raise
         rerun = f"specab run-ab {experiment_file} --results-dir {root}"
-        return finish(summary, console, rerun, report=report)
+        rc = finish(summary, console, rerun, report=report)
+        if tracker is not None:
+            note(tracker.finish())
+        return rc
 
 
 def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -> int:

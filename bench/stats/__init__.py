@@ -12,7 +12,7 @@ split-arm), `gate` (non-inferiority against a stored reference), then `plan` and
 `plan_from_results` the power plan; `prior_from_results` a between-boot SD with its df from
 an A/A run. Simulated results with a known truth for tests: `bench.simulate`."""
 
-from bench.stats.analysis import COMPARISON_KEYS, analyze
+from bench.stats.analysis import COMPARISON_KEYS, analyze, per_boot
 from bench.stats.checks import check_selftest, count_checks, split_arm
 from bench.stats.compare import decide, level_name
 from bench.stats.describe import pooled_ratios
@@ -41,7 +41,7 @@ __all__ = [
     "COMPARISON_KEYS", "VERDICTS", "Analysis", "ArmResult", "BootMetrics", "Comparison",
     "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "PositionEstimate",
     "Prior", "Selection", "SelftestResult", "SplitCheck", "analyze", "boots_for_gate",
-    "check_selftest", "count_checks", "decide", "gate_check", "level_name",
+    "check_selftest", "count_checks", "decide", "gate_check", "level_name", "per_boot",
     "plan_from_results", "pooled_ratios", "prior_from_results", "selection_dropped",
     "split_arm",
 ]  # fmt: skip

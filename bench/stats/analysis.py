@@ -34,6 +34,7 @@ from bench.stats.compare import (
 )
 from bench.stats.describe import (
     arm_result,
+    boot_metrics,
     components,
     draft_length_notes,
     drift,
@@ -41,7 +42,7 @@ from bench.stats.describe import (
     sharing_note,
 )
 from bench.stats.inputs import Dataset, Prior, Settings, failed_counts
-from bench.stats.schema import Analysis, AnalysisSettings, Comparison, PriorInfo
+from bench.stats.schema import Analysis, AnalysisSettings, BootMetrics, Comparison, PriorInfo
 from bench.stats.select import selection, sweep_looks
 
 COMPARISON_KEYS = tuple(list(Comparison.model_fields)[:13])
@@ -108,6 +109,19 @@ def analyze(
         update["shared_machine"] = sharing
         update["notes"] = [*result.notes, sharing_note(sharing)]
     return result.model_copy(update=update) if update else result
+
+
+def per_boot(
+    probes: pd.DataFrame, boots: pd.DataFrame, manifest: Manifest
+) -> dict[str, list[BootMetrics]]:
+    """Each arm's per-boot values exactly as `analyze` reports them in `arms[].per_boot`
+    (on the prompts every ok boot has), without the estimates: what a live tracker logs as
+    boots land."""
+    unset: dict[str, Any] = dict.fromkeys(
+        ("baseline", "alpha", "margin_pos0", "margin_length", "margin_speed", "looks")
+    )
+    arms, _, ds = prepare(probes, boots, manifest, None, **unset)
+    return {a: boot_metrics(ds.arms[a]) for a in arms}
 
 
 def analyze_data(

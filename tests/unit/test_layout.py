@@ -61,7 +61,15 @@ LAYERS = {
         "analysis",
     ],
     "simulate": ["generative", "simulated_boots", "runs", "directory"],
-    "report": ["figures", "tables", "sections", "render", "console"],
+    "report": [
+        "figures",
+        "tables",
+        "sections",
+        "render",
+        "console",
+        "mlflow_runs",
+        "live_tracking",
+    ],
     "run": ["attempt", "node", "process", "boot", "placement", "driver"],
     "demo": [
         "tiny_models",

@@ -8,10 +8,11 @@ record once and nobody rewrites it afterwards."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.records import boot_file_stem
+from bench.records import BootRecord, boot_file_stem
 from bench.run.attempt import Attempt
 from bench.store import ResultsWriter, load_results
 
@@ -75,6 +76,9 @@ class RunOptions:
     compile_cache: bool = True
     num_cpus: int | None = None  # local Ray only
     strict: bool = False  # stop before anything is written when lint finds a mismatch
+    # Called in the driver after each boot's files are written (a live tracker): must return
+    # at once and never raise.
+    on_boot: Callable[[BootRecord], None] | None = None
 
 
 @dataclass

@@ -298,6 +298,8 @@ class RunLoop:
             node_counts[arm] = node_counts.get(arm, 0) + 1
         summary.busy_s += (record.boot_seconds or 0.0) + (record.probe_seconds or 0.0)
         self.progress.finished(record, time.monotonic() - f.t0)
+        if self.opts.on_boot is not None:
+            self.opts.on_boot(record)
 
     def _cancel_all(self) -> None:
         """Graceful cancel, then force. Boots that complete during the grace period are

@@ -5,7 +5,7 @@ draft lengths (`drafting`), mean accepted length as other tools define it (`peer
 drift from the first to the last pass within boots (`drift`), and whether boots measured
 speed with the machine shared (`machine_sharing`)."""
 
-from bench.stats.describe.arm_estimates import arm_metrics, arm_result, pooled_ratios
+from bench.stats.describe.arm_estimates import arm_metrics, arm_result, boot_metrics, pooled_ratios
 from bench.stats.describe.drafting import (
     draft_length_notes,
     draft_lengths,
@@ -32,7 +32,7 @@ from bench.stats.describe.variance import (
 )
 
 __all__ = [
-    "accepted_length", "arm_components", "arm_metrics", "arm_result", "components",
+    "accepted_length", "arm_components", "arm_metrics", "arm_result", "boot_metrics", "components",
     "conditional_band", "cumulative_band", "draft_length_notes", "draft_lengths",
     "drafted_band", "drafted_shares", "drift", "mean_draft_length", "null_estimate",
     "peer_lengths", "plan_boots_and_prompts", "pooled_components", "pooled_ratios",

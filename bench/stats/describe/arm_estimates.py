@@ -75,7 +75,8 @@ def _positions(ad: ArmData, alpha: float) -> list[PositionEstimate]:
     ]
 
 
-def _per_boot(ad: ArmData) -> list[BootMetrics]:
+def boot_metrics(ad: ArmData) -> list[BootMetrics]:
+    """Each ok boot's own values (`arms[].per_boot`), in boot order."""
     d = ad.drafts.sum(axis=1)
     nan = np.full(ad.n_boots, np.nan)
     pos0 = ad.per_pos[:, :, 0].sum(axis=1) / d if ad.speculative else nan
@@ -123,7 +124,7 @@ def arm_result(ad: ArmData, alpha: float, prior: Prior, failed: int) -> ArmResul
         per_position=_positions(ad, alpha) if ad.speculative else [],
         effective_boots=effective_boots(ad.drafts.sum(axis=1)) if spec else None,
         positions=ad.positions,
-        per_boot=_per_boot(ad),
+        per_boot=boot_metrics(ad),
         speculative=ad.speculative,
         concurrency=ad.concurrency,
         accepted_length=shares,
