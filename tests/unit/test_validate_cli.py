@@ -152,7 +152,7 @@ BAD = [
         'patches = ["fix_patch.py"]',
         'patches = ["probes.jsonl"]',
         "arms(fix).patches[0]",
-        "must be a Python file",
+        "a patch is a Python module (.py) or a unified diff",
     ),
     ('model = "models/target"', 'model = "./models/gone"', "server.model", "not found"),
     ('sets = ["probes.jsonl"]', 'sets = ["nope.jsonl"]', "probes.sets[0]", "not found"),
