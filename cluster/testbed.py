@@ -49,22 +49,36 @@ def refusal() -> str | None:
     return None
 
 
+def _is_ns_init(pid: int) -> bool:
+    """PID 1 of a PID namespace below ours (its `NSpid:` ends in 1)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    ns = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])
+    return len(ns) > 1 and ns[-1] == "1"
+
+
 def _init_pid(outer: int, deadline_s: float = 10.0) -> int:
-    """The holder's PID-namespace init (the child `unshare --fork` started)."""
+    """The holder's PID-namespace init (the child `unshare --fork` started), found by being
+    PID 1 of its namespace: not by depth, where a short-lived child of the holder's script
+    (its `touch`, say) could be taken for it and be gone a moment later."""
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        pid = outer
-        for _ in range(3):  # nsenter -> unshare -> init
-            kids = Path(f"/proc/{pid}/task/{pid}/children")
+        todo, found = [outer], None
+        while todo and found is None:  # nsenter execs unshare, which forks the init
+            pid = todo.pop()
+            if pid != outer and _is_ns_init(pid):
+                found = pid
+                break
             try:
-                children = kids.read_text().split()
+                todo += [
+                    int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+                ]
             except OSError:
-                break
-            if not children:
-                break
-            pid = int(children[0])
-        if pid != outer and Path(f"/proc/{pid}/root/tmp/.testbed-ready").exists():
-            return pid
+                continue
+        if found is not None and Path(f"/proc/{found}/root/tmp/.testbed-ready").exists():
+            return found
         time.sleep(0.05)
     raise RuntimeError("a host's holder did not come up")
 
