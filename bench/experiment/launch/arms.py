@@ -90,6 +90,7 @@ class ResolvedArm:
     def definition(self) -> dict[str, Any]:
         """JSON-able definition for the manifest: effective configs, patch sha256s, env
         with secrets redacted. Hashing it tells whether two arms (or runs) are the same."""
+        diffs = self.diffs()
         return {
             "name": self.name,
             "model": self.model,
@@ -98,7 +99,7 @@ class ResolvedArm:
             "args": dict(sorted(self.args.items())),
             "speculative_config": self.speculative_config,
             "env": dict(sorted(redact_env(self.env).items())),
-            "patches": [self._patch_definition(p) for p in self.patches],
+            "patches": [self._patch_definition(p, diffs) for p in self.patches],
             "target_config": self.target_config,
             "draft_config": self.draft_config,
             "effective_target_config": _maybe_effective(self.model, self.target_config),
@@ -112,20 +113,20 @@ class ResolvedArm:
             **({"nodes": self.nodes} if self.nodes > 1 else {}),
         }
 
-    def _patch_definition(self, p: Path) -> dict[str, Any]:
+    def _patch_definition(self, p: Path, diffs: dict[Path, AppliedDiff | None]) -> dict[str, Any]:
         entry = {
             "name": p.stem,
             "path": self._rel(p),
             "sha256": _file_sha256(p) if p.is_file() else None,
         }
-        if is_diff(p) and p.is_file():
-            applied = self.diffs().get(p)
+        if p in diffs:
+            applied = diffs[p]
             entry.update(applied.definition() if applied else {"kind": "diff", "files": None})
         return entry
 
     def diffs(self) -> dict[Path, AppliedDiff | None]:
-        """Each diff patch applied to this arm's build (SpecabError: refused; None: an image
-        this machine cannot read, applied when the boot starts)."""
+        """Each diff patch (present on disk) applied to this arm's build (SpecabError:
+        refused; None: an image this machine cannot read, applied when the boot starts)."""
         fields = self.patch_fields or tuple("patches" for _ in self.patches)
         return {
             p: applied_diff(
@@ -137,7 +138,7 @@ class ResolvedArm:
                 field=field,
             )
             for p, field in zip(self.patches, fields, strict=True)
-            if is_diff(p)
+            if is_diff(p) and p.is_file()
         }
 
     def vllm_version(self) -> str | None:

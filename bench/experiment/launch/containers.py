@@ -195,12 +195,12 @@ def container_supports_timing(c: ContainerSpec, python: str) -> bool:
     return _probe(_key(c), python, _TIMING_CODE) == "timing=yes"
 
 
-_FILES_CODE = (
-    "import base64, importlib.util, json, pathlib, sys\n"
+_FILES_CODE = (  # after a first line `PATHS = [...]`
+    "import base64, importlib.util, json, pathlib\n"
     "s = importlib.util.find_spec('vllm')\n"
     "root = pathlib.Path(s.origin).parent.parent if s and s.origin else None\n"
     "out = {}\n"
-    "for rel in json.loads(sys.argv[1]):\n"
+    "for rel in PATHS:\n"
     "    p = root / rel if root else None\n"
     "    out[rel] = base64.b64encode(p.read_bytes()).decode() if p and p.is_file() else None\n"
     "print(json.dumps({'root': str(root) if root else None, 'files': out}))\n"
@@ -213,8 +213,7 @@ def container_vllm_files(
     """Files of the image's vLLM repository layout (vllm/...), read inside the image: where
     the image keeps vllm, and each path's bytes (None: not there). None when the runtime or
     the image is not available here."""
-    code = _FILES_CODE.replace("json.loads(sys.argv[1])", repr(list(paths)))
-    line = _probe(_key(c), python, code)
+    line = _probe(_key(c), python, f"PATHS = {list(paths)!r}\n" + _FILES_CODE)
     try:
         data = json.loads(line)
         files = {k: None if v is None else base64.b64decode(v) for k, v in data["files"].items()}

@@ -121,23 +121,29 @@ def when_imported(module_name, fn):
     _write({"patch": patch, "event": "waiting", "module": module_name})
 
 
+def _spec_from_others(me, finding, fullname, path, target):
+    """The spec every other finder on sys.meta_path would give; `finding` guards against
+    being asked again for the same name while they answer."""
+    finding.add(fullname)
+    try:
+        for finder in sys.meta_path:
+            if finder is me or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                return spec
+        return None
+    finally:
+        finding.discard(fullname)
+
+
 class _PostImportFinder(importlib.abc.MetaPathFinder):
     """Finds nothing itself: asks the other finders, then makes the loader fire our hooks."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in _hooks or fullname in _finding:
             return None
-        _finding.add(fullname)
-        try:
-            spec = None
-            for finder in sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    break
-        finally:
-            _finding.discard(fullname)
+        spec = _spec_from_others(self, _finding, fullname, path, target)
         loader = getattr(spec, "loader", None)
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
@@ -219,17 +225,7 @@ class _DiffFinder(importlib.abc.MetaPathFinder):
         if fullname not in self.served or fullname in self.finding:
             return None
         patch, entry, patch_dir, noop = self.served[fullname]
-        self.finding.add(fullname)
-        try:
-            spec = None
-            for finder in sys.meta_path:
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    break
-        finally:
-            self.finding.discard(fullname)
+        spec = _spec_from_others(self, self.finding, fullname, path, target)
         origin = getattr(spec, "origin", None)
         if spec is None and entry["original_sha256"] is None and path:
             origin = os.path.join(next(iter(path)), os.path.basename(entry["path"]))

@@ -23,6 +23,8 @@ import numpy as np
 import scipy.stats as st
 from numpy.typing import NDArray
 
+from bench.stats.select.mcb import boot_stats
+
 F = NDArray[np.float64]
 B = NDArray[np.bool_]
 _NODES = (np.arange(2000, dtype=np.float64) + 0.5) / 2000  # midpoints of the quantile scale
@@ -41,12 +43,8 @@ def posterior_terms(values: F) -> tuple[F, F, F, B]:
     """Per configuration (..., K) from boot values (..., K, B) with NaN for missing boots:
     mean, SE of the mean, degrees of freedom, and whether it has the two boots a variance
     needs."""
-    ok = np.isfinite(values)
-    n = ok.sum(axis=-1).astype(np.float64)
-    x = np.where(ok, values, 0.0)
+    mean, var, n = boot_stats(values)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = x.sum(axis=-1) / n
-        var = (np.where(ok, values - mean[..., None], 0.0) ** 2).sum(axis=-1) / (n - 1)
         se = np.sqrt(var / n)
     usable = n >= 2
     # Identical boots (SE 0): the mean is known to float precision, not exactly.

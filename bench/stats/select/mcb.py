@@ -143,7 +143,9 @@ class Replay:
     level: F  # the last look's level (NaN: none)
 
 
-def _stats(values: F, n: int) -> tuple[F, F, F]:
+def boot_stats(values: F, n: int | None = None) -> tuple[F, F, F]:
+    """Per configuration, mean, variance and count of the first `n` finite boot values
+    (all with n None); NaN pads missing boots."""
     cut = values[..., :n]
     ok = np.isfinite(cut)
     cnt = ok.sum(axis=-1).astype(np.float64)
@@ -182,7 +184,7 @@ def replay_looks(
     level_out = np.full(shape[:-1], np.nan)
     stopped = np.zeros(shape[:-1], dtype=bool)
     for i, n in enumerate(looks if shape[-1] else ()):  # no arm: no look is taken
-        mean, var, cnt = _stats(values, n)
+        mean, var, cnt = boot_stats(values, n)
         reached = ~done & (fixed | np.all(~active | (cnt >= n), axis=-1))
         done |= ~reached
         if not reached.any():
