@@ -14,6 +14,8 @@ from the moment the server is launched:
     engine ready      "init engine (profile, create kv cache, warmup model) took"
     /health           the boot's boot_seconds (what run-ab waits for)
     probes            the boot's probe_seconds (warmup excluded), and per probe
+    machine CPU-s     CPU time the whole machine spent from launch to the end of the boot
+                      (/proc/stat; run it on an idle machine): what the boot costs a suite
 
 Variants (start-up settings to measure, not assumed): `default` (the demo as shipped), `uni`
 (`--distributed-executor-backend uni`: the worker runs inside the engine core process),
@@ -25,6 +27,7 @@ Times are this machine's: a CPU without AVX-512 is about 2-2.5x slower for vllm-
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -106,6 +109,13 @@ class LogClock(threading.Thread):
         }
 
 
+def machine_cpu_seconds() -> float:
+    """Busy CPU time of the whole machine so far (user+nice+system+irq+softirq+steal)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def boot(variant: str, arm: str, workdir: Path, seed: int) -> dict[str, float | None]:
     data = tomllib.loads(DEMO.read_text(encoding="utf-8"))
     args, env = VARIANTS[variant]
@@ -116,6 +126,7 @@ def boot(variant: str, arm: str, workdir: Path, seed: int) -> dict[str, float | 
     attempt = Attempt(arm, 0, 1, 0, 0, "bench", str(log))
     clock = LogClock(log)
     clock.start()
+    cpu0 = machine_cpu_seconds()
     try:
         out = guarded_boot(
             BootRequest(spec, str(DEMO), attempt, seed),
@@ -131,6 +142,7 @@ def boot(variant: str, arm: str, workdir: Path, seed: int) -> dict[str, float | 
     phases["/health"] = rec.boot_seconds
     phases["probes"] = rec.probe_seconds
     phases["per probe"] = (rec.probe_seconds or 0) / max(len(out.probes), 1)
+    phases["machine CPU-s"] = machine_cpu_seconds() - cpu0
     return phases
 
 
@@ -140,7 +152,7 @@ def main() -> None:
     parser.add_argument("--variant", action="append", choices=sorted(VARIANTS))
     parser.add_argument("--keep", type=Path, help="Keep the server logs in this directory.")
     args = parser.parse_args()
-    variants = args.variant or ["default"]
+    variants = list(dict.fromkeys(args.variant or ["default"]))  # each once: results by name
     print(f"cpu: {cpu_description()}")
     torch_s, vllm_s = import_seconds("torch"), import_seconds("vllm")
     print(f"fresh interpreter: import torch {torch_s:.1f} s, import vllm {vllm_s:.1f} s")
@@ -150,7 +162,7 @@ def main() -> None:
         where.mkdir(parents=True, exist_ok=True)
         for i, v in enumerate(variants):
             results[v] = boot(v, args.arm, where, seed=1000 + i)
-    names = [n for n, _ in MARKS] + ["/health", "probes", "per probe"]
+    names = [n for n, _ in MARKS] + ["/health", "probes", "per probe", "machine CPU-s"]
     print(f"{'seconds from launch':24s}" + "".join(f"{v:>10s}" for v in variants))
     for n in names:
         cells = "".join(

@@ -3,6 +3,8 @@ a prior between-boot SD (with its df) read from an A/A results directory."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -14,7 +16,7 @@ from bench.stats.describe import (
     pooled_components,
     pooled_sd,
 )
-from bench.stats.inputs import Prior, arm_data, arm_names, resolve_settings
+from bench.stats.inputs import ArmData, Prior, arm_data, arm_names, resolve_settings
 from bench.stats.methods import estimate
 from bench.stats.schema import Plan
 
@@ -56,6 +58,10 @@ def plan_from_results(
         source=source,
     )
     data = arm_data(probes, boots, arms, source).arms
+    family = primary_family_size(data, s.baseline, s.primary)
+    # Holm's first step tests at alpha / m: planned at the manifest's alpha, a run comparing
+    # several arms fell short (the demo's fixes were inconclusive on one CPU at 3 boots)
+    level = alpha if alpha is not None else s.alpha / family
     comps, counts = [], []
     for a in arms:
         if data[a].n_boots and data[a].speculative:  # acceptance: no-speculation arms have none
@@ -72,7 +78,7 @@ def plan_from_results(
     out = plan_boots_and_prompts(
         pooled,
         effect=effect,
-        alpha=s.alpha,
+        alpha=level,
         power=power,
         prompts_now=prompts_now,
         boot_cost_s=boot_cost,
@@ -81,10 +87,25 @@ def plan_from_results(
     return out.model_copy(
         update={
             "metric": metric,
+            "family_size": family,
+            "alpha_given": alpha is not None,
             "boots_measured": {a: data[a].n_boots for a in arms if data[a].speculative},
             "components": pooled,
         }
     )
+
+
+def primary_family_size(data: Mapping[str, ArmData], baseline: str, primary: Sequence[str]) -> int:
+    """Comparisons in the primary Holm family: each other arm against the baseline on each
+    primary metric both have (acceptance only between speculative arms)."""
+    n = sum(
+        1
+        for a in data
+        if a != baseline
+        for m in primary
+        if m not in METRICS or (data[a].speculative and data[baseline].speculative)
+    )
+    return max(n, 1)
 
 
 def _mean(col: pd.Series) -> float | None:

@@ -110,6 +110,26 @@ def test_plan_prints_boots_and_prompts(results: Path, capsys: pytest.CaptureFixt
     assert json.loads(capsys.readouterr().out)["metric"] == "mean_accepted_length"
 
 
+def test_plan_covers_every_comparison_of_the_primary_family(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two arms against the baseline on two primary metrics: 4 comparisons, so without
+    --alpha the plan is at alpha / 4 (Holm's first step) and asks for more boots."""
+    root = simulate_results(tmp_path / "exp", {"base": 0.0, "a": 0.1, "b": 0.1}, boots=4)
+    alpha = json.loads((root / "manifest.json").read_text())["alpha"]
+    args = ["plan", str(root), "--effect", "0.02", "--json"]
+    assert run(args) == 0
+    family = json.loads(capsys.readouterr().out)
+    assert family["family_size"] == 4 and family["alpha_given"] is False
+    assert family["alpha"] == pytest.approx(alpha / 4)
+    assert run([*args, "--alpha", str(alpha)]) == 0
+    one = json.loads(capsys.readouterr().out)
+    assert one["alpha"] == alpha and one["alpha_given"] is True
+    assert family["boots_per_arm"] > one["boots_per_arm"]
+    assert run(args[:-1]) == 0
+    assert "over its 4 primary comparisons" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "args,needle",
     [

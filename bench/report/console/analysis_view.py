@@ -217,11 +217,19 @@ def render_split(split: SplitCheck, out: Console) -> None:
     out.print(f"note: {split.note}", markup=False)
 
 
+def _family_note(p: Plan) -> str:
+    if p.alpha_given or not p.family_size or p.family_size < 2:
+        return ""
+    return (
+        f" (the experiment's alpha over its {p.family_size} primary comparisons: Holm's first step)"
+    )
+
+
 def render_plan(p: Plan, out: Console) -> None:
     out.print(
         f"[bold]{METRIC_LABEL[p.metric]}[/bold]: effect {p.effect} at {p.power:.0%} "
-        f"power, alpha {p.alpha}; pooled between-boot SD {_num(p.between_boot_sd, '.4g')} "
-        f"(measured boots per arm: {p.boots_measured})"
+        f"power, alpha {p.alpha:.3g}{_family_note(p)}; pooled between-boot SD "
+        f"{_num(p.between_boot_sd, '.4g')} (measured boots per arm: {p.boots_measured})"
     )
     n = p.boots_per_arm
     out.print(

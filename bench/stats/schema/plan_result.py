@@ -32,6 +32,12 @@ class Plan(Frozen):
         default_factory=dict, description="Ok boots per speculative arm it was measured on."
     )
     components: PooledComponents | None = Field(None, description="Pooled variance parts.")
+    family_size: int | None = Field(
+        None,
+        description="Comparisons in the primary Holm family; without --alpha the plan is at "
+        "the manifest's alpha over this (Holm's first step), so every comparison is covered.",
+    )
+    alpha_given: bool | None = Field(None, description="Whether --alpha set the level.")
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)
