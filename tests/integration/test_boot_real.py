@@ -29,6 +29,7 @@ from bench.run import (
     Ledger,
     NodeSetup,
     boot_seed,
+    cpu_binding_for,
     engine_seed,
     run_boot,
 )
@@ -74,13 +75,13 @@ class BootB:
 
 
 def _pin(core: int) -> dict[str, str]:
-    """The server's CPU binding (boots A and B run at once, one per core)."""
-    cores = sorted(os.sched_getaffinity(0))
+    """The server's CPU binding as a one-core run-ab slot gives it (boots A and B run at
+    once, one per core)."""
     return {
         "VLLM_CPU_KVCACHE_SPACE": "1",
         "HF_HUB_OFFLINE": "1",
         "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-        "VLLM_CPU_OMP_THREADS_BIND": str(cores[core % len(cores)]),
+        **cpu_binding_for(core % len(os.sched_getaffinity(0)), 1),
     }
 
 
