@@ -1,10 +1,20 @@
-"""Node-local scratch: a log written away from the results dir holds this run's lines only."""
+"""Node-local scratch: a log written away from the results dir holds this run's lines only;
+a slot's CPU binding."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
-from bench.run import MAX_LOG_BYTES, cache_state, fresh_node_log, read_log_tail, share_model_infos
+from bench.run import (
+    CPU_BIND,
+    MAX_LOG_BYTES,
+    cache_state,
+    cpu_binding_for,
+    fresh_node_log,
+    read_log_tail,
+    share_model_infos,
+)
 
 
 def test_a_node_log_starts_empty_and_is_per_results_dir(tmp_path: Path) -> None:
@@ -46,3 +56,13 @@ def test_every_arm_shares_the_model_infos_vllm_keeps_and_the_cache_stays_cold(
     own = tmp_path / "own-root"
     share_model_infos(a.parent / "c", {"VLLM_CACHE_ROOT": str(own)})  # the caller's root
     assert (a.parent / "c" / "modelinfos").resolve() == own / "modelinfos"
+
+
+def test_a_slot_binds_its_cores_and_sizes_the_openmp_pools_to_them() -> None:
+    cores = sorted(os.sched_getaffinity(0))
+    assert cpu_binding_for(None, 1) == {}  # no slot: vLLM's own binding
+    assert cpu_binding_for(0, 1) == {CPU_BIND: str(cores[0]), "OMP_NUM_THREADS": "1"}
+    assert cpu_binding_for(len(cores), 1) == {}  # beyond this machine's cores: no binding
+    if len(cores) >= 2:
+        two = cpu_binding_for(0, 2)
+        assert two == {CPU_BIND: f"{cores[0]},{cores[1]}", "OMP_NUM_THREADS": "2"}
