@@ -11,7 +11,7 @@ LOG=${2:?usage: tests/run-halves.sh PYTEST LOG}
 REAL="vllm"
 # OpenMP threads that wait by sleeping, not spinning: a vLLM server's pools spin between
 # ops on cores the other half needs (bench_boot_phases.py: one boot alone 62 -> 47 CPU-s;
-# numerics unchanged, the demo counted the very same acceptance with it).
+# numerics unchanged: the demo at concurrency 1 counted the very same acceptance with it).
 OMP_WAIT_POLICY=PASSIVE "$PYTEST" -p no:cacheprovider -m "$REAL" >"$LOG" 2>&1 &
 real=$!
 # A background job of a script ignores Ctrl-C: pass an interrupt on to it.
