@@ -247,11 +247,12 @@ def test_killed_orchestrator_then_resume(
     """Kill the driver mid-experiment; no server survives; --resume ends with exactly B ok
     boots per arm, none duplicated or lost."""
     b = 3
-    spec = fake_experiment(
-        tmp_path,
-        {"base": {"SPECAB_FAKE_PROBE_S": "0.7"}, "fix": {"SPECAB_FAKE_PROBE_S": "0.7"}},
-        boots_per_arm=b,
-    )
+    # every server after the first holds its completions until the driver is killed: under
+    # load the status and second-driver steps below outlasted a whole run of fast boots
+    hold = tmp_path / "hold"
+    hold.touch()
+    env = {"SPECAB_FAKE_PROBE_S": "0.2", "SPECAB_FAKE_HOLD": str(hold)}
+    spec = fake_experiment(tmp_path, {"base": env, "fix": env}, boots_per_arm=b)
     root = tmp_path / "results"
     state = tmp_path / "fake-state"
     proc = _start_driver(spec, root)
@@ -277,8 +278,10 @@ def test_killed_orchestrator_then_resume(
         assert second.returncode == 2, said
         assert f"(pid {proc.pid})" in said[-1] and "being written by `run-ab`" in said[-1], said
         proc.send_signal(sig)
+        hold.unlink()  # the boots in flight may finish in the driver's grace period
         out, _ = proc.communicate(timeout=90)
     finally:
+        hold.unlink(missing_ok=True)
         if proc.poll() is None:
             proc.kill()
             proc.wait()
