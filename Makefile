@@ -28,12 +28,13 @@ lint: install
 	$(BIN)/ruff check bench tests benchmarks
 	$(BIN)/mypy bench
 
-# `make test` runs the real-vLLM tests beside the rest (tests/run-halves.sh);
-# `make test PYTEST_ARGS=...` runs one plain pytest with those arguments instead.
-test: lint
+# `make test` runs lint and the real-vLLM tests beside the rest (tests/run-halves.sh);
+# `make test PYTEST_ARGS=...` runs lint, then one plain pytest with those arguments.
 ifeq ($(strip $(PYTEST_ARGS)),)
-	tests/run-halves.sh $(BIN)/pytest $(VENV)/real-tests.log
+test: install
+	tests/run-halves.sh $(BIN)/pytest $(VENV)/real-tests.log "$(MAKE) --no-print-directory lint"
 else
+test: lint
 	$(BIN)/pytest $(PYTEST_ARGS)
 endif
 
