@@ -208,6 +208,21 @@ def boot_once() -> Callable[..., BootOutcome]:
     return run_boot_once
 
 
+@pytest.fixture(scope="session", autouse=True)
+def primed_server_args(request: pytest.FixtureRequest) -> None:
+    """vLLM's parser answers for every shipped experiment's command lines, in one vLLM import
+    before the first test: validate, lint, preflight and the goldens each cost one cold
+    import (≈ 10 s on 2 cores) per shape they see first. Not in the real half (its boots
+    start their own servers; priming there too would import vLLM twice at once)."""
+    import os
+
+    from bench.experiment.preflight import prime_server_args
+
+    if any(item.get_closest_marker("vllm") is None for item in request.session.items):
+        root = Path(__file__).resolve().parents[1]
+        prime_server_args(sorted((root / "arms").rglob("*.toml")), os.environ)
+
+
 # ---------------------------------------------------------------------------- end run ---
 
 

@@ -22,7 +22,13 @@ from testbed_helpers import ROOT, Bed, namespace_hosts
 
 from bench.store import load_results
 
-pytestmark = [pytest.mark.ray, pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [
+    pytest.mark.testbed,
+    pytest.mark.ray,
+    pytest.mark.vllm,
+    pytest.mark.slow,
+    pytest.mark.timeout(900),
+]
 
 DEMO_PATCH = ROOT / "arms" / "demo" / "patches" / "cpu_sampler_fix.py"
 PROBE_LINES = ROOT / "arms" / "probes" / "python-code.jsonl"

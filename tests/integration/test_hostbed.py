@@ -33,7 +33,7 @@ from testbed_helpers import RAY, ROOT, Bed, namespace_hosts
 from bench.stats.compare import balanced
 from bench.store import load_results
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.testbed, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
 
 # Ray's defaults (ray_config_def.h): first check after 5 s, every 3 s, 10 s timeout, dead
 # after 5 failures; a raylet that cannot reach the GCS exits after 60 s.

@@ -31,7 +31,13 @@ from bench.cli import run
 from bench.demo import DemoModels
 from bench.store import load_results
 
-pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1200)]
+pytestmark = [
+    pytest.mark.testbed,
+    pytest.mark.vllm,
+    pytest.mark.ray,
+    pytest.mark.slow,
+    pytest.mark.timeout(1200),
+]
 
 # Concurrency 1 and 4 at K = REAL_K, one selection group over both: the cells double as the
 # real load test (per-request acceptance at concurrency 4, requests overlapping there).

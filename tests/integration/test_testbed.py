@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from testbed_helpers import TB, namespace_hosts
+
+pytestmark = [pytest.mark.testbed]
 
 SERVE = (
     "import http.server as h, sys; "

@@ -16,6 +16,7 @@ from test_bad_inputs import GOOD, base_dir, write_experiment
 
 from bench.cli import run
 from bench.experiment import preflight
+from bench.experiment.preflight import prime_server_args
 
 FAKES = Path(__file__).resolve().parents[1] / "fakes"
 
@@ -73,3 +74,36 @@ def test_a_build_without_a_parser_is_left_to_the_boot(tmp_path: Path) -> None:
     doc["server"]["args"] = {"no-such-flag": 1}  # type: ignore[index]
     spec = write_experiment(tmp_path, doc)
     assert preflight(spec).warnings == ()
+
+
+def test_priming_parses_several_files_in_one_import_that_their_checks_then_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`prime_server_args` (the suite primes the shipped experiments with it): one parser
+    run per interpreter for every file's lines, a file that does not load skipped; each
+    file's own check then answers from the cache. The real parser's answers are the first
+    test's; here a spy stands in for the vLLM import."""
+    monkeypatch.setenv("SPECAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    base_dir(tmp_path)
+    one = write_experiment(tmp_path, _doc(arms=[{"name": "base"}])).rename(tmp_path / "one.toml")
+    sweep = {"grid": {"args.max-model-len": [256, 512]}}
+    two = write_experiment(tmp_path, _doc(sweep=sweep)).rename(tmp_path / "two.toml")
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[experiment\n")
+    calls: list[list[list[str]]] = []
+
+    def spy(python: str, pythonpath: str, argvs: list[list[str]]) -> list[dict[str, str]]:
+        calls.append(argvs)
+        return [{"message": None, "version": "spy"} for _ in argvs]  # type: ignore[misc]
+
+    checks = importlib.import_module("bench.experiment.preflight.server_args")
+    monkeypatch.setattr(checks, "_parse", spy)
+    assert prime_server_args([one, broken, two], {"HF_HUB_OFFLINE": "1"}) == 1
+    assert len(calls) == 1 and len(calls[0]) == 3  # one arm + two cells, one import
+
+    def no_parse(*args: object, **kwargs: object) -> object:
+        raise AssertionError("parsed again instead of using the primed cache")
+
+    monkeypatch.setattr(checks, "_parse", no_parse)
+    assert preflight(one).warnings == () and preflight(two).warnings == ()

@@ -6,5 +6,6 @@ command line parsed by its own vLLM's parser, cached; `parse_with_vllm` is the s
 arm's interpreter runs)."""
 
 from bench.experiment.preflight.experiment_checks import Preflight, preflight
+from bench.experiment.preflight.server_args import prime_server_args
 
-__all__ = ["Preflight", "preflight"]
+__all__ = ["Preflight", "preflight", "prime_server_args"]

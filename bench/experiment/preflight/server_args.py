@@ -26,9 +26,10 @@ from bench.experiment.launch import (
     ResolvedArm,
     interpreter_env,
     launch_plan,
+    resolve_arm,
     vllm_package_dir,
 )
-from bench.experiment.spec import Experiment
+from bench.experiment.spec import Experiment, load_spec
 
 SCRIPT = Path(__file__).with_name("parse_with_vllm.py")
 CACHE_ENV = "SPECAB_CACHE_DIR"
@@ -139,15 +140,12 @@ def _field(spec: Experiment, arm: str, message: str) -> str:
     return f"arms({arm}).args"
 
 
-def check_server_args(
-    spec: Experiment,
-    spec_file: Path,
-    arms: Sequence[ResolvedArm],
-    environ: Mapping[str, str],
-) -> tuple[str, ...]:
-    """Refuse the first arm whose command line its vLLM refuses; the arms it could not
-    check here, one line each (containers)."""
-    groups: dict[tuple[str, str], list[tuple[ResolvedArm, list[str]]]] = {}
+Groups = dict[tuple[str, str], list[tuple[ResolvedArm, list[str]]]]
+
+
+def _group(arms: Sequence[ResolvedArm], environ: Mapping[str, str], groups: Groups) -> list[str]:
+    """Add each host arm's command-line shape to its interpreter's group; the container
+    arms' lines (checked when they boot)."""
     later: list[str] = []
     scratch = Path(tempfile.gettempdir()) / "specab-preflight"
     for arm in arms:
@@ -161,6 +159,40 @@ def check_server_args(
         groups.setdefault((arm.python, arm.env.get("PYTHONPATH", "")), []).append(
             (arm, _shape(plan.server_args))
         )
+    return later
+
+
+def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
+    """Parse the host arms' command lines of several experiment files in one vLLM import per
+    interpreter, into the cache `check_server_args` reads (the test suite primes it with the
+    shipped experiments). A file that does not load or resolve is skipped: its own check
+    names the mistake. Returns how many interpreters were asked."""
+    groups: Groups = {}
+    for f in files:
+        try:
+            spec = load_spec(f)
+            _group([resolve_arm(spec, f, a.name) for a in spec.arms], environ, groups)
+        except SpecabError:
+            continue
+    asked = 0
+    for (python, pythonpath), items in groups.items():
+        pkg = vllm_package_dir(python, pythonpath)
+        if pkg is not None:
+            _answers(python, pythonpath, build_id(pkg), [argv for _, argv in items])
+            asked += 1
+    return asked
+
+
+def check_server_args(
+    spec: Experiment,
+    spec_file: Path,
+    arms: Sequence[ResolvedArm],
+    environ: Mapping[str, str],
+) -> tuple[str, ...]:
+    """Refuse the first arm whose command line its vLLM refuses; the arms it could not
+    check here, one line each (containers)."""
+    groups: Groups = {}
+    later = _group(arms, environ, groups)
     for (python, pythonpath), items in groups.items():
         pkg = vllm_package_dir(python, pythonpath)
         if pkg is None:
