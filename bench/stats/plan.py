@@ -10,6 +10,7 @@ import pandas as pd
 
 from bench.errors import SpecabError
 from bench.records import METRICS, Manifest
+from bench.stats.compare import arm_metrics, comparison_keys
 from bench.stats.describe import (
     arm_components,
     plan_boots_and_prompts,
@@ -96,16 +97,9 @@ def plan_from_results(
 
 
 def primary_family_size(data: Mapping[str, ArmData], baseline: str, primary: Sequence[str]) -> int:
-    """Comparisons in the primary Holm family: each other arm against the baseline on each
-    primary metric both have (acceptance only between speculative arms)."""
-    n = sum(
-        1
-        for a in data
-        if a != baseline
-        for m in primary
-        if m not in METRICS or (data[a].speculative and data[baseline].speculative)
-    )
-    return max(n, 1)
+    """Comparisons in the primary Holm family, by the rule `analyze` builds it with."""
+    others = [a for a in data if a != baseline]
+    return max(len(comparison_keys(arm_metrics(data), baseline, others, primary)), 1)
 
 
 def _mean(col: pd.Series) -> float | None:

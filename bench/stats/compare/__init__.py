@@ -6,6 +6,7 @@ comparisons within hosts when hosts differ (`hosts`), speedups over no-speculati
 
 from bench.stats.compare.breakdown import breakdown
 from bench.stats.compare.comparisons import comparisons
+from bench.stats.compare.families import arm_metrics, comparison_keys
 from bench.stats.compare.hosts import (
     adjusted_difference,
     balanced,
@@ -19,7 +20,8 @@ from bench.stats.compare.speedups import order_notes, speed_notes, speedups
 from bench.stats.compare.why import level_name, why
 
 __all__ = [
-    "adjusted_difference", "balanced", "breakdown", "comparisons", "decide", "host_effect_p",
+    "adjusted_difference", "arm_metrics", "balanced", "breakdown", "comparison_keys",
+    "comparisons", "decide", "host_effect_p",
     "host_summary", "level_name", "order_notes", "position_comparisons",
     "position_differences", "prepare", "primary", "pseudo_pair", "speed_notes", "speedups",
     "why",

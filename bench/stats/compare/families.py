@@ -10,7 +10,7 @@ forms its own Holm family across arms (speed by default). All go through
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from bench.records import ALL_METRICS, METRICS, SPEED_METRIC
@@ -30,6 +30,20 @@ def estimates(data: Mapping[str, ArmData], prior: Prior) -> dict[str, dict[str, 
         e[SPEED_METRIC] = speed_est(ad)
         out[a] = e
     return out
+
+
+def arm_metrics(data: Mapping[str, ArmData]) -> dict[str, tuple[str, ...]]:
+    """The metrics each arm has (as `estimates` builds them): acceptance only when it
+    speculates, speed always."""
+    return {a: (*(METRICS if ad.speculative else ()), SPEED_METRIC) for a, ad in data.items()}
+
+
+def comparison_keys(
+    has: Mapping[str, Collection[str]], baseline: str, others: Sequence[str], metrics: Sequence[str]
+) -> list[tuple[str, str]]:
+    """(arm, metric) of every comparison with the baseline on `metrics` both arms have,
+    arm-major: the one rule for the families `analyze` tests and the family `plan` sizes."""
+    return [(a, m) for a in others for m in metrics if m in has[baseline] and m in has[a]]
 
 
 @dataclass(frozen=True)
@@ -73,10 +87,9 @@ def family_rows(
     """The primary family (arm-major, at `level`), then one family per secondary metric.
     `adjust`: (arm, metric) -> the (baseline, arm) estimates to compare instead (hosts)."""
     adj = adjust or {}
-    base = est[s.baseline]
 
     def keys(metrics: Sequence[str]) -> list[tuple[str, str]]:
-        return [(a, m) for a in others for m in metrics if m in base and m in est[a]]
+        return comparison_keys(est, s.baseline, others, metrics)
 
     rows = _family_rows(keys(s.primary), est, s, level, True, adj)
     for m in ALL_METRICS:
