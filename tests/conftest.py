@@ -212,13 +212,14 @@ def boot_once() -> Callable[..., BootOutcome]:
 def primed_server_args(request: pytest.FixtureRequest) -> None:
     """vLLM's parser answers for every shipped experiment's command lines, in one vLLM import
     before the first test: validate, lint, preflight and the goldens each cost one cold
-    import (≈ 10 s on 2 cores) per shape they see first. Not in the real half (its boots
-    start their own servers; priming there too would import vLLM twice at once)."""
+    import (≈ 10 s on 2 cores) per shape they see first. Not in the real half (real boots and
+    the test bed; priming there too would import vLLM twice at once)."""
     import os
 
     from bench.experiment.preflight import prime_server_args
 
-    if any(item.get_closest_marker("vllm") is None for item in request.session.items):
+    real = ("vllm", "testbed")  # the real half's markers (tests/run-halves.sh)
+    if any(all(item.get_closest_marker(m) is None for m in real) for item in request.session.items):
         root = Path(__file__).resolve().parents[1]
         prime_server_args(sorted((root / "arms").rglob("*.toml")), os.environ)
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# `make test`'s lint and pytest: lint and the suite in two halves, all at once. Tests that
-# boot real vLLM servers (marker vllm) pin their boots to this machine's cores, so they run one at a time in one
-# pytest, its output kept in a log printed at the end; a second pytest runs everything else
-# beside it (fake servers, the namespace test bed, unit tests). Measured on this 2-core VM:
-# 18 min for both halves at once vs 21 min one after the other (one real boot keeps ~1 core
-# busy; the rest waits on sockets, timers and Ray start-up much of the time).
+# `make test`'s lint and pytest, all at once. Tests that boot real vLLM servers (marker vllm)
+# pin their boots to this machine's cores, so they run one at a time in one pytest, with the
+# namespace test-bed tests (marker testbed), its output kept in a log printed at the end; a
+# second pytest runs everything else beside it (fake servers, unit tests). Measured on this
+# 2-core VM: 18 min for both halves at once vs 21 min one after the other (one real boot
+# keeps ~1 core busy; the rest waits on sockets, timers and Ray start-up much of the time).
 set -u
 PYTEST=${1:?usage: tests/run-halves.sh PYTEST LOG [LINT-COMMAND]}
 LOG=${2:?usage: tests/run-halves.sh PYTEST LOG [LINT-COMMAND]}
@@ -33,7 +33,7 @@ wait "$lint"
 lint_rc=$?
 echo "==================== lint (log: $LOG.lint) ===================="
 cat "$LOG.lint"
-echo "==================== real vLLM tests (log: $LOG) ===================="
+echo "==================== real vLLM and test-bed tests (log: $LOG) ===================="
 cat "$LOG"
-echo "exit status: lint $lint_rc, other tests $rest, real vLLM tests $real_rc"
+echo "exit status: lint $lint_rc, other tests $rest, real vLLM and test-bed tests $real_rc"
 [ "$lint_rc" -eq 0 ] && [ "$rest" -eq 0 ] && [ "$real_rc" -eq 0 ]

@@ -99,8 +99,9 @@ def test_priming_parses_several_files_in_one_import_that_their_checks_then_read(
 
     checks = importlib.import_module("bench.experiment.preflight.server_args")
     monkeypatch.setattr(checks, "_parse", spy)
-    assert prime_server_args([one, broken, two], {"HF_HUB_OFFLINE": "1"}) == 1
-    assert len(calls) == 1 and len(calls[0]) == 3  # one arm + two cells, one import
+    # five arms' lines (one, then two arms x two cells), three of them distinct: one import
+    assert prime_server_args([one, broken, two], {"HF_HUB_OFFLINE": "1"}) == 5
+    assert len(calls) == 1 and len(calls[0]) == 3
 
     def no_parse(*args: object, **kwargs: object) -> object:
         raise AssertionError("parsed again instead of using the primed cache")

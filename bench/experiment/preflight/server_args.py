@@ -18,7 +18,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from bench.errors import SpecabError
@@ -166,7 +166,7 @@ def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
     """Parse the host arms' command lines of several experiment files in one vLLM import per
     interpreter, into the cache `check_server_args` reads (the test suite primes it with the
     shipped experiments). A file that does not load or resolve is skipped: its own check
-    names the mistake. Returns how many interpreters were asked."""
+    names the mistake. Returns how many arms' command lines were answered."""
     groups: Groups = {}
     for f in files:
         try:
@@ -174,13 +174,18 @@ def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
             _group([resolve_arm(spec, f, a.name) for a in spec.arms], environ, groups)
         except SpecabError:
             continue
-    asked = 0
+    return sum(1 for _ in _answered(groups))
+
+
+def _answered(groups: Groups) -> Iterator[tuple[ResolvedArm, dict[str, str | None] | None]]:
+    """Each grouped arm with its answer, one vLLM import per interpreter for the lines the
+    cache lacks (an interpreter without vLLM: none; the interpreter check names it)."""
     for (python, pythonpath), items in groups.items():
         pkg = vllm_package_dir(python, pythonpath)
-        if pkg is not None:
-            _answers(python, pythonpath, build_id(pkg), [argv for _, argv in items])
-            asked += 1
-    return asked
+        if pkg is None:
+            continue
+        answers = _answers(python, pythonpath, build_id(pkg), [argv for _, argv in items])
+        yield from zip((arm for arm, _ in items), answers, strict=True)
 
 
 def check_server_args(
@@ -193,19 +198,14 @@ def check_server_args(
     check here, one line each (containers)."""
     groups: Groups = {}
     later = _group(arms, environ, groups)
-    for (python, pythonpath), items in groups.items():
-        pkg = vllm_package_dir(python, pythonpath)
-        if pkg is None:
-            continue  # the interpreter check refuses this arm by name
-        answers = _answers(python, pythonpath, build_id(pkg), [argv for _, argv in items])
-        for (arm, _), answer in zip(items, answers, strict=True):
-            if answer and answer.get("message"):
-                raise SpecabError(
-                    f"vLLM {answer.get('version')} ({python}) refuses the server's command "
-                    f"line: {answer['message']}",
-                    file=spec_file,
-                    field=_field(spec, arm.name, str(answer["message"])),
-                    fix="use a flag and value this vLLM accepts (its `--help` lists them), or "
-                    "an interpreter whose vLLM has it (`python =`)",
-                )
+    for arm, answer in _answered(groups):
+        if answer and answer.get("message"):
+            raise SpecabError(
+                f"vLLM {answer.get('version')} ({arm.python}) refuses the server's command "
+                f"line: {answer['message']}",
+                file=spec_file,
+                field=_field(spec, arm.name, str(answer["message"])),
+                fix="use a flag and value this vLLM accepts (its `--help` lists them), or "
+                "an interpreter whose vLLM has it (`python =`)",
+            )
     return tuple(later)
