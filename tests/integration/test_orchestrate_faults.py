@@ -247,18 +247,20 @@ def test_killed_orchestrator_then_resume(
     """Kill the driver mid-experiment; no server survives; --resume ends with exactly B ok
     boots per arm, none duplicated or lost."""
     b = 3
-    # every server after the first holds its completions until the driver is killed: under
-    # load the status and second-driver steps below outlasted a whole run of fast boots
+    # fix's servers hold their completions until the driver is killed: under load the status
+    # and second-driver steps below outlasted a whole run of fast boots. Holding boots by
+    # their index instead stalled every retry when the first boot failed on a loaded host.
     hold = tmp_path / "hold"
     hold.touch()
-    env = {"SPECAB_FAKE_PROBE_S": "0.2", "SPECAB_FAKE_HOLD": str(hold)}
-    spec = fake_experiment(tmp_path, {"base": env, "fix": env}, boots_per_arm=b)
+    env = {"SPECAB_FAKE_PROBE_S": "0.2"}
+    arms = {"base": env, "fix": {**env, "SPECAB_FAKE_HOLD": str(hold)}}
+    spec = fake_experiment(tmp_path, arms, boots_per_arm=b)
     root = tmp_path / "results"
     state = tmp_path / "fake-state"
     proc = _start_driver(spec, root)
     try:
         # at least one boot written and others in flight
-        _wait_for(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 120)
+        _wait_for(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 240)
         _wait_for(lambda: any(_alive(p) for p in _fake_pids(state)), 60)
         # `specab status` reads the running campaign from the directory alone
         shown = subprocess.run(
