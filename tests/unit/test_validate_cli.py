@@ -38,17 +38,27 @@ draft_config = { partial_rotary_factor = 1.0 }
 """
 
 
-@pytest.fixture
-def exp_dir(tmp_path: Path) -> Path:
+def write_exp_dir(root: Path) -> Path:
     for m in ("target", "draft"):
-        d = tmp_path / "models" / m
+        d = root / "models" / m
         d.mkdir(parents=True)
         (d / "config.json").write_text(json.dumps({"model_type": "qwen3", "head_dim": 64}))
         (d / "model.safetensors").write_bytes(b"w")
-    (tmp_path / "probes.jsonl").write_text('{"id": "a", "prompt": "def f():"}\n')
-    (tmp_path / "fix_patch.py").write_text("from specab_patch import report_applied\n")
-    (tmp_path / "exp.toml").write_text(GOOD)
-    return tmp_path
+    (root / "probes.jsonl").write_text('{"id": "a", "prompt": "def f():"}\n')
+    (root / "fix_patch.py").write_text("from specab_patch import report_applied\n")
+    (root / "exp.toml").write_text(GOOD)
+    return root
+
+
+def primed_experiments(root: Path) -> list[Path]:
+    """The command lines vLLM's parser answers here, parsed before the first test
+    (tests/conftest.py primes them all in one vLLM import)."""
+    return [write_exp_dir(root) / "exp.toml"]
+
+
+@pytest.fixture
+def exp_dir(tmp_path: Path) -> Path:
+    return write_exp_dir(tmp_path)
 
 
 def test_validate_prints_command_env_patches_overlays(
