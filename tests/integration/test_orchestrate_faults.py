@@ -124,6 +124,7 @@ def _per_boot_settings_reached_the_server(root: Path, boots: Any) -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.usefixtures("shared_ray")
 def test_arm_past_failure_limit_stops_the_run(
     tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -153,6 +154,7 @@ def test_arm_past_failure_limit_stops_the_run(
 
 
 @pytest.mark.ray
+@pytest.mark.usefixtures("shared_ray")
 def test_boot_lost_after_max_attempts(
     tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -417,6 +419,7 @@ def test_live_progress_renders_per_arm_counts() -> None:
 
 
 @pytest.mark.ray
+@pytest.mark.usefixtures("shared_ray")
 def test_resources_no_node_has_is_a_user_error_writing_nothing(
     tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -442,6 +445,7 @@ def _quiet_driver(spec: Path, root: Path, **kw: Any) -> Any:
 
 
 @pytest.mark.ray
+@pytest.mark.usefixtures("shared_ray")
 def test_user_error_found_inside_a_boot_reaches_the_user_whole(
     tmp_path: Path, fake_experiment: Callable[..., Path]
 ) -> None:
@@ -472,6 +476,7 @@ def test_user_error_found_inside_a_boot_reaches_the_user_whole(
 
 
 @pytest.mark.ray
+@pytest.mark.usefixtures("shared_ray")
 def test_bug_in_a_task_stops_the_run_with_its_traceback(
     tmp_path: Path, fake_experiment: Callable[..., Path]
 ) -> None:

@@ -13,7 +13,7 @@ import pytest
 from bench.cli import run
 from bench.store import load_results
 
-pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.usefixtures("shared_ray")]
 
 LOOKS = [2, 4]
 # With 2 boots per arm the boot-level test cannot reach look 1 of [2, 4]'s boundary (nominal

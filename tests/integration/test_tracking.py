@@ -14,7 +14,7 @@ import pytest
 from bench.cli import run
 from bench.store import load_results
 
-pytestmark = [pytest.mark.ray, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.usefixtures("shared_ray")]
 mlflow = pytest.importorskip("mlflow", reason="the tracking extra: pip install -e '.[tracking]'")
 
 ARMS = {"base": {"SPECAB_FAKE_ACCEPT": "0.5"}, "fix": {"SPECAB_FAKE_ACCEPT": "0.8"}}
