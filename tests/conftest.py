@@ -232,8 +232,8 @@ def primed_server_args(
         return
     root = Path(__file__).resolve().parents[1]
     files = sorted((root / "arms").rglob("*.toml"))
-    modules = {id(m): m for m in (getattr(i, "module", None) for i in items) if m is not None}
-    for module in modules.values():
+    modules = dict.fromkeys(m for m in (getattr(i, "module", None) for i in items) if m is not None)
+    for module in modules:
         make = getattr(module, "primed_experiments", None)
         if make is not None:
             files += make(tmp_path_factory.mktemp(f"primed-{module.__name__.rsplit('.', 1)[-1]}"))
@@ -258,25 +258,26 @@ def shared_ray() -> None:
         _SHARED_RAY["up"] = True
 
 
-@pytest.fixture(autouse=True)
-def _no_shared_ray_unasked(request: pytest.FixtureRequest) -> None:
-    """Shut the shared instance down before a test that did not ask for it (its own Ray,
-    an address, an environment its Ray workers must inherit)."""
-    if _SHARED_RAY["up"] and "shared_ray" not in request.fixturenames:
-        import ray
-
-        ray.shutdown()
-        _SHARED_RAY["up"] = False
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _shared_ray_ends_with_the_session() -> Iterator[None]:
-    yield
+def _end_shared_ray() -> None:
     if _SHARED_RAY["up"]:
         import ray
 
         ray.shutdown()
         _SHARED_RAY["up"] = False
+
+
+@pytest.fixture(autouse=True)
+def _no_shared_ray_unasked(request: pytest.FixtureRequest) -> None:
+    """Shut the shared instance down before a test that did not ask for it (its own Ray,
+    an address, an environment its Ray workers must inherit)."""
+    if "shared_ray" not in request.fixturenames:
+        _end_shared_ray()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_ray_ends_with_the_session() -> Iterator[None]:
+    yield
+    _end_shared_ray()
 
 
 # ---------------------------------------------------------------------------- end run ---

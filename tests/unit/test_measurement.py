@@ -196,7 +196,6 @@ def primed_experiments(root: Path) -> list[Path]:
 def test_validate_and_lint_handle_no_speculation_and_concurrency_arms(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-
     from bench.cli import run
     from bench.experiment import lint_file
 

@@ -23,7 +23,7 @@ def _doc(**server: object) -> dict[str, object]:
 
 
 def _sampler_doc(method: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads(json.dumps(GOOD))
+    doc: dict[str, Any] = _doc()
     doc["server"]["speculative_config"]["rejection_sample_method"] = method
     return doc
 
@@ -37,7 +37,7 @@ def primed_experiments(root: Path) -> list[Path]:
     (tests/conftest.py primes them all in one vLLM import; a local model has the hub id's
     command-line shape)."""
     docs = (_sampler_doc("synthetic"), _sampler_doc("standard"), _revision_doc("models/target"))
-    out = []
+    out = [base_dir(root / "good")]  # GOOD as it is, when test_bad_inputs is not collected
     for i, doc in enumerate(docs):
         base_dir(root / f"exp-{i}")
         out.append(write_experiment(root / f"exp-{i}", doc))
