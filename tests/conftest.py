@@ -216,22 +216,19 @@ def primed_server_args(
     test module builds (its `primed_experiments(dir) -> [experiment files]`, which its tests
     build their specs with), in one vLLM import before the first test: validate, lint,
     preflight and the goldens each cost one cold import (≈ 10 s on 2 cores) per shape they
-    see first. Not in the real half (real boots and the test bed; priming there too would
-    import vLLM twice at once)."""
+    see first. That import also fills vLLM's model-info cache, which every real boot reads:
+    a boot that misses it inspects its target and draft in fresh interpreters (+18 s to
+    /health, +23 CPU-s). Both halves of `make test` prime; they take turns (a lock in
+    `prime_server_args`), so the second finds everything cached."""
     import os
 
     from bench.experiment.preflight import prime_server_args
 
-    real = ("vllm", "testbed")  # the real half's markers (tests/run-halves.sh)
-    items = [
-        item
-        for item in request.session.items
-        if all(item.get_closest_marker(m) is None for m in real)
-    ]
-    if not items:
+    if not request.session.items:
         return
     root = Path(__file__).resolve().parents[1]
     files = sorted((root / "arms").rglob("*.toml"))
+    items = request.session.items
     modules = dict.fromkeys(m for m in (getattr(i, "module", None) for i in items) if m is not None)
     for module in modules:
         make = getattr(module, "primed_experiments", None)

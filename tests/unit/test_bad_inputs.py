@@ -75,7 +75,12 @@ def base_dir(root: Path) -> Path:
     for name, layers in (("target", 4), ("draft", 1)):
         d = root / "models" / name
         d.mkdir(parents=True)
-        cfg = {"model_type": "qwen3", "num_hidden_layers": layers, "vocab_size": 2048}
+        cfg = {
+            "model_type": "qwen3",
+            "architectures": ["Qwen3ForCausalLM"],
+            "num_hidden_layers": layers,
+            "vocab_size": 2048,
+        }
         (d / "config.json").write_text(json.dumps(cfg))
     (root / "probes.jsonl").write_text('{"id": "a", "prompt": "def f():"}\n')
     (root / "fix.py").write_text(PATCH)

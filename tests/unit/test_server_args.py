@@ -2,8 +2,9 @@
 for real) before anything is written: a sweep level or an arm flag that vLLM refuses is one
 line naming the experiment file, the cell or arm, its `args` field and vLLM's message, exit
 2, before the results directory exists. Answers are cached by build and argument shape, so
-a second look costs no vLLM import; a build without a parser specab can read (the fake
-vLLM of tests/fakes) is left to the boot."""
+a second look costs no vLLM import, and the import that parsed fills vLLM's model-info cache
+for the boots; a build without a parser specab can read (the fake vLLM of tests/fakes) is
+left to the boot."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def test_vllms_own_parser_refuses_a_sweep_level_then_an_arm_flag_then_passes(
 ) -> None:
     monkeypatch.setenv("SPECAB_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))
     base_dir(tmp_path)
     arms = [{"name": "base"}, {"name": "odd", "args": {"no-such-flag": 1}}]
     sweep = {"grid": {"args.max-model-len": ["lots", 512]}}
@@ -48,6 +50,9 @@ def test_vllms_own_parser_refuses_a_sweep_level_then_an_arm_flag_then_passes(
     assert not results.exists()  # refused before the results directory
     cached = list((tmp_path / "cache" / "vllm-args").glob("*.json"))
     assert len(cached) == 4  # every cell of both arms, parsed in one vLLM import
+    # that import also inspected the accepted line's architecture for the boots to come
+    infos = [p.name for p in (tmp_path / "vllm-cache" / "modelinfos").glob("*.json")]
+    assert infos == ["vllm-model_executor-models-qwen3-Qwen3ForCausalLM.json"]
 
     # from here on every answer is cached: no vLLM import may run
     def no_parse(*args: object, **kwargs: object) -> object:
@@ -93,8 +98,11 @@ def test_priming_parses_several_files_in_one_import_that_their_checks_then_read(
     broken.write_text("[experiment\n")
     calls: list[list[list[str]]] = []
 
-    def spy(python: str, pythonpath: str, argvs: list[list[str]]) -> list[dict[str, str]]:
+    def spy(
+        python: str, pythonpath: str, argvs: list[list[str]], warm: list[list[str]]
+    ) -> list[dict[str, str]]:
         calls.append(argvs)
+        assert len(warm) == len(argvs) and str(tmp_path / "models" / "target") in warm[0]
         return [{"message": None, "version": "spy"} for _ in argvs]  # type: ignore[misc]
 
     checks = importlib.import_module("bench.experiment.preflight.server_args")

@@ -1,21 +1,42 @@
 """Parse server command lines with the argument parser of the vLLM this interpreter imports.
 
 Run as a script by the arm's own interpreter (never imported by specab, which must not
-import vLLM): stdin is a JSON list of argument lists (what follows `python -m
-vllm.entrypoints.openai.api_server`); the last stdout line is JSON `{"parser": module or
-null, "version": vLLM's version, "results": [null | vLLM's message, ...]}`. It builds the
-parser `vllm serve` builds and runs the checks the server runs on its parsed arguments
-before it loads anything, so a refusal here is the one the server would print.
+import vLLM): stdin is JSON `{"argvs": [argument list, ...], "warm": [argument list, ...]}`
+(what follows `python -m vllm.entrypoints.openai.api_server`); the last stdout line is JSON
+`{"parser": module or null, "version": vLLM's version, "results": [null | vLLM's message,
+...]}`. It builds the parser `vllm serve` builds and runs the checks the server runs on its
+parsed arguments before it loads anything, so a refusal here is the one the server would
+print.
+
+Then, vLLM imported anyway, it imports the server's modules (their bytecode, see
+SERVER_MODULES) and fills vLLM's model-info cache for the `warm` command lines
+(their real model paths): the engine config a server builds, with vLLM's architecture
+inspection run in this process instead of in a fresh interpreter per architecture. A server
+that misses that cache starts such an interpreter for its target and for its draft: the
+demo's boot reached /health in 42 s instead of 24 and cost 73 CPU-s instead of 51 on a
+2-core machine (benchmarks/bench_boot_phases.py, variant coldinfo), and on a fresh machine
+the first two boots of a run each paid it, at the same time. Best effort: a line that fails
+here (a hub model, an overlay not built yet) is skipped and its first boot inspects as
+before.
 """
 
 import contextlib
 import importlib
 import io
 import json
+import os
 import sys
 from typing import Any
 
 PARSER_MODULES = ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args")
+# What a CPU server's processes import beyond the parser: importing them here writes their
+# bytecode once (an install without it, as `make install`'s `pip --no-compile`, left every
+# first boot compiling them, two boots at once doing it twice); ≈ 2 s once written.
+SERVER_MODULES = (
+    "vllm.entrypoints.openai.api_server",
+    "vllm.v1.engine.core",
+    "vllm.v1.worker.cpu_worker",
+)
 
 
 def _flexible_parser() -> Any:
@@ -61,12 +82,67 @@ def _check(module: Any, parser: Any, argv: list[str]) -> str | None:
     return None
 
 
+def _declared(model: Any) -> Any:
+    """The architectures a local model's config declares, else the model as given."""
+    try:
+        with open(os.path.join(str(model), "config.json"), encoding="utf-8") as f:
+            return json.load(f).get("architectures") or model
+    except (OSError, ValueError, AttributeError):
+        return model
+
+
+def _architectures(model: Any, speculative: Any) -> str:
+    """What decides the architectures a line inspects: the target's declared ones, the
+    speculative method and the draft's (copies of one model in several places count once)."""
+    spec = speculative if isinstance(speculative, dict) else {}
+    draft = (
+        [spec.get("method"), _declared(spec["model"])] if "model" in spec else spec.get("method")
+    )
+    return json.dumps([_declared(model), draft], sort_keys=True, default=str)
+
+
+def _engine_configs(parser: Any, argvs: list[list[str]]) -> None:
+    """Build each line's engine config (once per set of architectures), inspecting
+    its architectures in this process; vLLM writes what it inspected to its cache."""
+    try:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.model_executor.models import registry
+    except ImportError:
+        return
+    for name in SERVER_MODULES:
+        try:
+            importlib.import_module(name)
+        except BaseException:  # another layout: the boot compiles them
+            continue
+    if not hasattr(registry, "_run_in_subprocess"):
+        return  # another layout: leave the inspection to the boots
+    # vLLM inspects in a subprocess to keep CUDA out of a server's main process; this one
+    # serves nothing and exits next
+    registry._run_in_subprocess = lambda fn: fn()
+    seen: set[str] = set()
+    for argv in argvs:
+        try:
+            args = parser.parse_args(argv)
+            key = _architectures(args.model, args.speculative_config)
+            if key in seen:
+                continue
+            seen.add(key)
+            AsyncEngineArgs.from_cli_args(args).create_engine_config()
+        except BaseException:  # best effort: the boot inspects as before
+            continue
+
+
 def main() -> None:
-    argvs = json.load(sys.stdin)
+    body = json.load(sys.stdin)
+    argvs, warm = (body, []) if isinstance(body, list) else (body["argvs"], body["warm"])
+    os.environ["HF_HUB_OFFLINE"] = "1"  # the warm-up reads local models only
     with contextlib.redirect_stdout(sys.stderr):  # vLLM may log to stdout on import
         module, parser = _parser()
         version = getattr(sys.modules.get("vllm"), "__version__", None)
     results = [_check(module, parser, a) for a in argvs] if parser is not None else []
+    if parser is not None and warm:
+        with contextlib.redirect_stdout(sys.stderr), contextlib.redirect_stderr(io.StringIO()):
+            _engine_configs(parser, warm)
     name = getattr(module, "__name__", None)
     print(json.dumps({"parser": name, "version": version, "results": results}))
 

@@ -5,13 +5,17 @@ vLLM's own `serve` parser and its pre-load checks, once per interpreter for all 
 lines not seen before. Answers are cached by the interpreter, the vLLM build (its package
 path, distribution and `__init__.py` stamp) and the arguments (model paths aside), so a repeated
 `validate` or `run-ab` costs nothing and a new shape costs one vLLM import (≈ 5-10 s on a
-2-core machine). A refusal is one line naming the experiment file, the arm or sweep cell,
-its `args` field and vLLM's own message. A container arm's vLLM is inside its image: its
-command line is parsed when it boots (validate says so).
+2-core machine), which also fills vLLM's model-info cache for those lines so that the first
+boots need not inspect their architectures (parse_with_vllm.py). A refusal is one line
+naming the experiment file, the arm or sweep cell, its `args` field and vLLM's own message.
+A container arm's vLLM is inside its image: its command line is parsed when it boots
+(validate says so).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
@@ -77,12 +81,15 @@ def _store(key: str, answer: dict[str, str | None]) -> None:
         pass  # a read-only home: the check still ran, only its answer is not kept
 
 
-def _parse(python: str, pythonpath: str, argvs: list[list[str]]) -> list[dict[str, str | None]]:
-    """vLLM's answers for `argvs`, or [] when this build has no parser specab can read."""
+def _parse(
+    python: str, pythonpath: str, argvs: list[list[str]], warm: list[list[str]]
+) -> list[dict[str, str | None]]:
+    """vLLM's answers for `argvs`, or [] when this build has no parser specab can read; the
+    same import then fills vLLM's model-info cache for the `warm` lines (real paths)."""
     try:
         out = subprocess.run(
             [python, str(SCRIPT)],
-            input=json.dumps(argvs),
+            input=json.dumps({"argvs": argvs, "warm": warm}),
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
@@ -114,14 +121,17 @@ def _shape(argv: Sequence[str]) -> list[str]:
 
 
 def _answers(
-    python: str, pythonpath: str, build: str, argvs: list[list[str]]
+    python: str, pythonpath: str, build: str, lines: list[tuple[list[str], list[str]]]
 ) -> list[dict[str, str | None] | None]:
-    """One answer per argv (None: not checkable here), from the cache or one vLLM import."""
-    keys = [_key(python, build, argv) for argv in argvs]
+    """One answer per (shape, real argv) (None: not checkable here), from the cache or one
+    vLLM import, which also warms vLLM's model-info cache for the lines it parses."""
+    keys = [_key(python, build, shape) for shape, _ in lines]
     known = {k: _cached(k) for k in keys}
-    todo = {k: argv for k, argv in zip(keys, argvs, strict=True) if known[k] is None}
+    todo = {k: line for k, line in zip(keys, lines, strict=True) if known[k] is None}
     if todo:
-        for k, answer in zip(todo, _parse(python, pythonpath, list(todo.values())), strict=False):
+        shapes = [shape for shape, _ in todo.values()]
+        warm = [argv for k, (_, argv) in zip(keys, lines, strict=True) if k in todo]
+        for k, answer in zip(todo, _parse(python, pythonpath, shapes, warm), strict=False):
             known[k] = answer
             _store(k, answer)
     return [known[k] for k in keys]
@@ -140,7 +150,8 @@ def _field(spec: Experiment, arm: str, message: str) -> str:
     return f"arms({arm}).args"
 
 
-Groups = dict[tuple[str, str], list[tuple[ResolvedArm, list[str]]]]
+# per interpreter: each arm with its command line's shape and the line itself
+Groups = dict[tuple[str, str], list[tuple[ResolvedArm, list[str], list[str]]]]
 
 
 def _group(arms: Sequence[ResolvedArm], environ: Mapping[str, str], groups: Groups) -> list[str]:
@@ -157,7 +168,7 @@ def _group(arms: Sequence[ResolvedArm], environ: Mapping[str, str], groups: Grou
             continue
         plan = launch_plan(arm, scratch, engine_seed=None, environ=environ, create=False)
         groups.setdefault((arm.python, arm.env.get("PYTHONPATH", "")), []).append(
-            (arm, _shape(plan.server_args))
+            (arm, _shape(plan.server_args), plan.server_args)
         )
     return later
 
@@ -166,7 +177,8 @@ def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
     """Parse the host arms' command lines of several experiment files in one vLLM import per
     interpreter, into the cache `check_server_args` reads (the test suite primes it with the
     shipped experiments). A file that does not load or resolve is skipped: its own check
-    names the mistake. Returns how many arms' command lines were answered."""
+    names the mistake. Returns how many arms' command lines were answered. Primers at once
+    (the suite's two halves) take turns on a lock: the second reads what the first parsed."""
     groups: Groups = {}
     for f in files:
         try:
@@ -174,7 +186,14 @@ def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
             _group([resolve_arm(spec, f, a.name) for a in spec.arms], environ, groups)
         except SpecabError:
             continue
-    return sum(1 for _ in _answered(groups))
+    with contextlib.ExitStack() as stack:
+        try:
+            cache_dir().mkdir(parents=True, exist_ok=True)
+            lock = stack.enter_context(open(cache_dir() / ".prime.lock", "w"))
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        except OSError:
+            pass  # a read-only home: prime without taking turns
+        return sum(1 for _ in _answered(groups))
 
 
 def _answered(groups: Groups) -> Iterator[tuple[ResolvedArm, dict[str, str | None] | None]]:
@@ -184,8 +203,9 @@ def _answered(groups: Groups) -> Iterator[tuple[ResolvedArm, dict[str, str | Non
         pkg = vllm_package_dir(python, pythonpath)
         if pkg is None:
             continue
-        answers = _answers(python, pythonpath, build_id(pkg), [argv for _, argv in items])
-        yield from zip((arm for arm, _ in items), answers, strict=True)
+        lines = [(shape, argv) for _, shape, argv in items]
+        answers = _answers(python, pythonpath, build_id(pkg), lines)
+        yield from zip((arm for arm, _, _ in items), answers, strict=True)
 
 
 def check_server_args(
