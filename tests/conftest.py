@@ -208,6 +208,15 @@ def boot_once() -> Callable[..., BootOutcome]:
     return run_boot_once
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The test-bed tests that boot no vLLM first (stable: modules stay whole): in the real
+    half they wait on Ray and Slurm timers while the other half primes vLLM's caches, which
+    the real boots after them then find filled."""
+    items.sort(
+        key=lambda i: not (i.get_closest_marker("testbed") and not i.get_closest_marker("vllm"))
+    )
+
+
 @pytest.fixture(scope="session", autouse=True)
 def primed_server_args(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -216,19 +225,25 @@ def primed_server_args(
     test module builds (its `primed_experiments(dir) -> [experiment files]`, which its tests
     build their specs with), in one vLLM import before the first test: validate, lint,
     preflight and the goldens each cost one cold import (≈ 10 s on 2 cores) per shape they
-    see first. That import also fills vLLM's model-info cache, which every real boot reads:
-    a boot that misses it inspects its target and draft in fresh interpreters (+18 s to
-    /health, +23 CPU-s). Both halves of `make test` prime; they take turns (a lock in
-    `prime_server_args`), so the second finds everything cached."""
+    see first. That import also fills vLLM's model-info cache, which every real boot reads
+    (a boot that misses it inspects its target and draft in fresh interpreters: +18 s to
+    /health, +23 CPU-s). Not in the real half: it would import vLLM twice at once; there the
+    test-bed tests that boot no vLLM run first (`pytest_collection_modifyitems`), by which
+    time this half has primed."""
     import os
 
     from bench.experiment.preflight import prime_server_args
 
-    if not request.session.items:
+    real = ("vllm", "testbed")  # the real half's markers (tests/run-halves.sh)
+    items = [
+        item
+        for item in request.session.items
+        if all(item.get_closest_marker(m) is None for m in real)
+    ]
+    if not items:
         return
     root = Path(__file__).resolve().parents[1]
     files = sorted((root / "arms").rglob("*.toml"))
-    items = request.session.items
     modules = dict.fromkeys(m for m in (getattr(i, "module", None) for i in items) if m is not None)
     for module in modules:
         make = getattr(module, "primed_experiments", None)

@@ -102,7 +102,8 @@ def test_priming_parses_several_files_in_one_import_that_their_checks_then_read(
         python: str, pythonpath: str, argvs: list[list[str]], warm: list[list[str]]
     ) -> list[dict[str, str]]:
         calls.append(argvs)
-        assert len(warm) == len(argvs) and str(tmp_path / "models" / "target") in warm[0]
+        # every arm's own line (real model paths) for the model-info warm-up
+        assert len(warm) == 5 and all(str(tmp_path / "models" / "target") in w for w in warm)
         return [{"message": None, "version": "spy"} for _ in argvs]  # type: ignore[misc]
 
     checks = importlib.import_module("bench.experiment.preflight.server_args")

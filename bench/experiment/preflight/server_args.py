@@ -14,8 +14,6 @@ A container arm's vLLM is inside its image: its command line is parsed when it b
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -177,8 +175,7 @@ def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
     """Parse the host arms' command lines of several experiment files in one vLLM import per
     interpreter, into the cache `check_server_args` reads (the test suite primes it with the
     shipped experiments). A file that does not load or resolve is skipped: its own check
-    names the mistake. Returns how many arms' command lines were answered. Primers at once
-    (the suite's two halves) take turns on a lock: the second reads what the first parsed."""
+    names the mistake. Returns how many arms' command lines were answered."""
     groups: Groups = {}
     for f in files:
         try:
@@ -186,14 +183,7 @@ def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
             _group([resolve_arm(spec, f, a.name) for a in spec.arms], environ, groups)
         except SpecabError:
             continue
-    with contextlib.ExitStack() as stack:
-        try:
-            cache_dir().mkdir(parents=True, exist_ok=True)
-            lock = stack.enter_context(open(cache_dir() / ".prime.lock", "w"))
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        except OSError:
-            pass  # a read-only home: prime without taking turns
-        return sum(1 for _ in _answered(groups))
+    return sum(1 for _ in _answered(groups))
 
 
 def _answered(groups: Groups) -> Iterator[tuple[ResolvedArm, dict[str, str | None] | None]]:
