@@ -25,9 +25,11 @@ import importlib
 import io
 import json
 import os
+import signal
 import sys
 from typing import Any
 
+WARM_BUDGET_S = 60  # the warm-up's bound (≈ 2-5 s per set of architectures on 2 cores)
 PARSER_MODULES = ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args")
 # What a CPU server's processes import beyond the parser: importing them here writes their
 # bytecode once (an install without it, as `make install`'s `pip --no-compile`, left every
@@ -37,6 +39,14 @@ SERVER_MODULES = (
     "vllm.v1.engine.core",
     "vllm.v1.worker.cpu_worker",
 )
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def _out_of_time(signum: int, frame: Any) -> None:
+    raise _OutOfTime
 
 
 def _flexible_parser() -> Any:
@@ -112,6 +122,8 @@ def _engine_configs(parser: Any, argvs: list[list[str]]) -> None:
     for name in SERVER_MODULES:
         try:
             importlib.import_module(name)
+        except _OutOfTime:
+            raise
         except BaseException:  # another layout: the boot compiles them
             continue
     if not hasattr(registry, "_run_in_subprocess"):
@@ -128,6 +140,8 @@ def _engine_configs(parser: Any, argvs: list[list[str]]) -> None:
                 continue
             seen.add(key)
             AsyncEngineArgs.from_cli_args(args).create_engine_config()
+        except _OutOfTime:
+            raise
         except BaseException:  # best effort: the boot inspects as before
             continue
 
@@ -140,11 +154,20 @@ def main() -> None:
         module, parser = _parser()
         version = getattr(sys.modules.get("vllm"), "__version__", None)
     results = [_check(module, parser, a) for a in argvs] if parser is not None else []
-    if parser is not None and warm:
+    name = getattr(module, "__name__", None)
+    # the answers first: a warm-up that fails or runs long cannot cost them
+    print(json.dumps({"parser": name, "version": version, "results": results}), flush=True)
+    if parser is None or not warm:
+        return
+    signal.signal(signal.SIGALRM, _out_of_time)
+    signal.alarm(WARM_BUDGET_S)
+    try:
         with contextlib.redirect_stdout(sys.stderr), contextlib.redirect_stderr(io.StringIO()):
             _engine_configs(parser, warm)
-    name = getattr(module, "__name__", None)
-    print(json.dumps({"parser": name, "version": version, "results": results}))
+    except _OutOfTime:
+        pass  # what is left, the boots inspect as before
+    finally:
+        signal.alarm(0)
 
 
 if __name__ == "__main__":
