@@ -211,7 +211,8 @@ def boot_once() -> Callable[..., BootOutcome]:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The test-bed tests that boot no vLLM first (stable: modules stay whole): in the real
     half they wait on Ray and Slurm timers while the other half primes vLLM's caches, which
-    the real boots after them then find filled."""
+    the real boots after them then find filled (tests/run-halves.sh runs Ray's workers at
+    niceness 0: at Ray's 15 these tests took 1.8x as long beside the other half)."""
     items.sort(
         key=lambda i: not (i.get_closest_marker("testbed") and not i.get_closest_marker("vllm"))
     )
