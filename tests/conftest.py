@@ -208,16 +208,6 @@ def boot_once() -> Callable[..., BootOutcome]:
     return run_boot_once
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The test-bed tests that boot no vLLM first (stable: modules stay whole): in the real
-    half they wait on Ray and Slurm timers while the other half primes vLLM's caches, which
-    the real boots after them then find filled (tests/run-halves.sh runs Ray's workers at
-    niceness 0: at Ray's 15 these tests took 1.8x as long beside the other half)."""
-    items.sort(
-        key=lambda i: not (i.get_closest_marker("testbed") and not i.get_closest_marker("vllm"))
-    )
-
-
 @pytest.fixture(scope="session", autouse=True)
 def primed_server_args(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -228,9 +218,8 @@ def primed_server_args(
     preflight and the goldens each cost one cold import (≈ 10 s on 2 cores) per shape they
     see first. That import also fills vLLM's model-info cache, which every real boot reads
     (a boot that misses it inspects its target and draft in fresh interpreters: +18 s to
-    /health, +23 CPU-s). Not in the real half: it would import vLLM twice at once; there the
-    test-bed tests that boot no vLLM run first (`pytest_collection_modifyitems`), by which
-    time this half has primed."""
+    /health, +23 CPU-s). Not in the real half: it would import vLLM twice at once, and the
+    real boots find the cache this half fills (one that starts before inspects as before)."""
     import os
 
     from bench.experiment.preflight import prime_server_args

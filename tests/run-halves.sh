@@ -16,11 +16,6 @@ REAL="vllm or testbed"
 # before them: the halves leave part of a core idle while they wait on sockets and timers.
 bash -c "$LINT" >"$LOG.lint" 2>&1 &
 lint=$!
-# Ray starts its workers at niceness 15 (RAY_worker_niceness): every boot a test runs through
-# Ray, real or fake, then yielded the CPU to the other half's plain processes, and the
-# test-bed tests, which wait on timers in Ray-run processes, took 1.8x as long beside it.
-# Both halves at 0: the scheduler shares the two cores evenly.
-export RAY_worker_niceness=0
 # OpenMP threads that wait by sleeping, not spinning: a vLLM server's pools spin between
 # ops on cores the other half needs (bench_boot_phases.py: one boot alone 62 -> 47 CPU-s;
 # numerics unchanged: the demo at concurrency 1 counted the very same acceptance with it).
