@@ -111,9 +111,10 @@ def _architectures(model: Any, speculative: Any) -> str:
     return json.dumps([_declared(model), draft], sort_keys=True, default=str)
 
 
-def _engine_configs(parser: Any, argvs: list[list[str]]) -> None:
-    """Build each line's engine config (once per set of architectures), inspecting
-    its architectures in this process; vLLM writes what it inspected to its cache."""
+def _warm(parser: Any, argvs: list[list[str]]) -> None:
+    """Import the server's modules, then build each line's engine config (once per set of
+    architectures), inspecting its architectures in this process; vLLM writes what it
+    inspected to its cache."""
     try:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.model_executor.models import registry
@@ -148,7 +149,7 @@ def _engine_configs(parser: Any, argvs: list[list[str]]) -> None:
 
 def main() -> None:
     body = json.load(sys.stdin)
-    argvs, warm = (body, []) if isinstance(body, list) else (body["argvs"], body["warm"])
+    argvs, warm = body["argvs"], body["warm"]
     os.environ["HF_HUB_OFFLINE"] = "1"  # the warm-up reads local models only
     with contextlib.redirect_stdout(sys.stderr):  # vLLM may log to stdout on import
         module, parser = _parser()
@@ -163,7 +164,7 @@ def main() -> None:
     signal.alarm(WARM_BUDGET_S)
     try:
         with contextlib.redirect_stdout(sys.stderr), contextlib.redirect_stderr(io.StringIO()):
-            _engine_configs(parser, warm)
+            _warm(parser, warm)
     except _OutOfTime:
         pass  # what is left, the boots inspect as before
     finally:

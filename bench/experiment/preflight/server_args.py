@@ -125,11 +125,11 @@ def _answers(
     vLLM import, which also warms vLLM's model-info cache for the lines it parses."""
     keys = [_key(python, build, shape) for shape, _ in lines]
     known = {k: _cached(k) for k in keys}
-    todo = {k: line for k, line in zip(keys, lines, strict=True) if known[k] is None}
+    todo = {k: shape for k, (shape, _) in zip(keys, lines, strict=True) if known[k] is None}
     if todo:
-        shapes = [shape for shape, _ in todo.values()]
         warm = [argv for k, (_, argv) in zip(keys, lines, strict=True) if k in todo]
-        for k, answer in zip(todo, _parse(python, pythonpath, shapes, warm), strict=False):
+        answers = _parse(python, pythonpath, list(todo.values()), warm)
+        for k, answer in zip(todo, answers, strict=False):
             known[k] = answer
             _store(k, answer)
     return [known[k] for k in keys]
