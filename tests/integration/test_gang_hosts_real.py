@@ -69,8 +69,15 @@ def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
         server={
             "args": {"enforce-eager": True, "max-model-len": 512, "tensor-parallel-size": 2},
             "patches": [str(DEMO_PATCH)],
-            # vLLM's own process layout: the multi-node mp executor and its model workers
-            "env": {"VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"},
+            # vLLM's own process layout: the multi-node mp executor and its model workers.
+            # Without torch.compile: its model workers otherwise build inductor C++ kernels,
+            # cold in each host's own /tmp (≈ 50 CPU-s of the test here), which is not what
+            # this test is about (the single-process boots elsewhere compile nothing)
+            "env": {
+                "VLLM_CPU_KVCACHE_SPACE": "1",
+                "HF_HUB_OFFLINE": "1",
+                "TORCH_COMPILE_DISABLE": "1",
+            },
         },
         probes={"sets": [str(probes)], "max_tokens": 16, "warmup": 1},
         resources={"nodes": 2, "cpu": 1},
@@ -100,6 +107,11 @@ def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
     assert any(c in head for c in cores) and any(c in member for c in cores)
     # the boot is ok only if each member's patch check found the sampler patch applied in
     # that host's engine processes (a gang checks every member)
+    # each host's compile cache of the arm links vLLM's model-info cache (the member's node
+    # as the head's): no member inspects the architectures again in fresh interpreters
+    for host in ("h1", "h2"):
+        find = ["find", "/tmp/specab-work/gang-bed", "-name", "modelinfos", "-type", "l"]
+        assert bed.run(host, find).stdout.strip(), f"{host} did not share the model-info cache"
     deadline = time.monotonic() + 30  # nothing of the boot left on either host
     while (left := _servers(bed, "h1") + _servers(bed, "h2")) and time.monotonic() < deadline:
         time.sleep(0.5)

@@ -29,6 +29,7 @@ from bench.run.node import (
     node_ip,
     node_workdir,
     read_log_tail,
+    share_model_infos,
 )
 from bench.run.process import BootGuard, MemberProcess, MemberStart, exit_problem, start_member
 
@@ -86,6 +87,8 @@ class MemberActor:
         env = {**os.environ, CACHE_ROOT: str(cache), **cpu_binding_for(node.cpu_slot, node.cpu)}
         try:
             cache.mkdir(parents=True, exist_ok=True)
+            if ms.arm.container is None:  # as the head's node does (task._node_setup)
+                share_model_infos(cache, os.environ)
             guard_file = workdir / "pgids" / f"{ms.boot_id}.m{ms.rank}.{os.getpid()}"
             self._guard = BootGuard(guard_file, grace_s=5.0).__enter__()
             prepare_node(
