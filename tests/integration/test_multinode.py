@@ -300,7 +300,24 @@ def test_killed_driver_leaves_no_gang_member_on_any_node(
     if sig == signal.SIGTERM:
         assert proc.returncode == 130, out.decode()
     left = _all_gone(_fake_pids(state), 60)
-    assert left == [], f"gang processes outlived the driver: {left}"
+    assert left == [], f"gang processes outlived the driver: {left}; {_watchdogs()}"
+
+
+def _watchdogs() -> str:
+    """What a failure needs to tell which watchdog did not act: the live ones, and the
+    pgid files left on this machine's nodes."""
+    live = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            with contextlib.suppress(OSError):
+                argv = (p / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                if "reaper.py" in argv:
+                    live.append(f"{p.name}: {argv.strip()}")
+    files = {}
+    for f in Path(tempfile.gettempdir(), "specab-work", "fake", "pgids").glob("*"):
+        with contextlib.suppress(OSError):
+            files[f.name] = f.read_text().split()
+    return f"watchdogs alive {live}, pgid files {files}"
 
 
 @pytest.mark.ray

@@ -327,7 +327,15 @@ leader = subprocess.Popen(
      "print(c.pid, flush=True); time.sleep(600)"],
     start_new_session=True, stdout=subprocess.PIPE, text=True)
 guard.record(leader.pid, leader.pid)
-print(leader.pid, leader.stdout.readline().strip(), flush=True)
+child = leader.stdout.readline().strip()
+copy = 0
+if sys.argv[2] == "sigkill-forked":  # a fork that never execs: a copy of the pipe's write end
+    import os
+    copy = os.fork()
+    if copy == 0:
+        time.sleep(600)
+        os._exit(0)
+print(leader.pid, child, copy, flush=True)
 if sys.argv[2] == "exit":
     leader.kill(); leader.wait()
     guard.__exit__(None, None, None)
@@ -336,10 +344,11 @@ time.sleep(600)
 """
 
 
-@pytest.mark.parametrize("how", ["sigkill", "exit"])
+@pytest.mark.parametrize("how", ["sigkill", "sigkill-forked", "exit"])
 def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> None:
-    """The per-boot watchdog, without Ray: owner SIGKILLed -> the whole group dies; owner
-    done normally -> the watchdog exits without touching anything."""
+    """The per-boot watchdog, without Ray: owner SIGKILLed -> the whole group dies, also
+    while a forked copy of the owner still holds the pipe's write end (no EOF: the watchdog
+    sees the owner's pid gone); owner done normally -> the watchdog exits, touching nothing."""
     owner = subprocess.Popen(
         [sys.executable, "-c", OWNER, str(tmp_path / "pgids"), how],
         stdout=subprocess.PIPE,
@@ -347,13 +356,13 @@ def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> 
     )
     try:
         assert owner.stdout is not None
-        leader, child = (int(x) for x in owner.stdout.readline().split())
-        if how == "sigkill":
+        leader, child, copy = (int(x) for x in owner.stdout.readline().split())
+        if how.startswith("sigkill"):
             assert _alive(leader) and _alive(child)
             owner.kill()
             owner.wait()
             left = _wait_dead([leader, child], 15)
-            _kill_leftovers(left)
+            _kill_leftovers(left + ([copy] if copy else []))
             assert left == []
         else:
             assert owner.stdout.readline().strip() == "done"

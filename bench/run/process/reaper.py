@@ -18,13 +18,20 @@ The watchdog is detached (started through a short-lived intermediate process, in
 session) because a Ray worker SIGKILLs its direct children when it exits — that is also why
 the API-server leader dies on force-cancel while EngineCore, a grandchild, survives.
 
-Run as `python -I -S path/to/reaper.py [--detach] FD PGID_FILE GRACE_S` (stdlib only).
+The owner's death is also seen without the pipe: every second the watchdog checks that the
+owner's pid still runs with the start time it had (arguments OWNER_PID OWNER_START). A copy of
+the write end in another process (a fork that never exec'd) would otherwise hold the EOF off
+for as long as that process lives.
+
+Run as `python -I -S path/to/reaper.py [--detach] FD PGID_FILE GRACE_S OWNER_PID OWNER_START`
+(stdlib only).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -138,23 +145,46 @@ def _spawn(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
     )
 
 
+def _owner_gone(pid: int, start: int) -> bool:
+    """The owner no longer runs: its pid is gone, a zombie, or another process's now."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    fields = raw[raw.rindex(")") + 2 :].split()
+    return fields[0] in ("Z", "X") or int(fields[19]) != start
+
+
+def _wait_for_owner(fd: int, owner: int, owner_start: int) -> bool:
+    """Block until the boot ends (True: the "done" byte) or its owner dies (False: EOF, or
+    the owner gone while something else still holds a copy of the write end)."""
+    data = b""
+    while True:
+        try:
+            ready, _, _ = select.select([fd], [], [], 1.0)
+        except InterruptedError:
+            continue
+        if not ready:
+            if _owner_gone(owner, owner_start):
+                return False
+            continue
+        chunk = os.read(fd, 64)
+        if not chunk:
+            return False
+        data += chunk
+        if DONE in data:
+            return True
+
+
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "--detach":
         _spawn(argv[1:], int(argv[1]))  # the watchdog proper, re-parented when we exit
         return 0
     fd, pgid_file, grace_s = int(argv[0]), Path(argv[1]), float(argv[2])
+    owner, owner_start = int(argv[3]), int(argv[4])
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a terminal Ctrl-C is the driver's business
-    data = b""
-    while True:
-        try:
-            chunk = os.read(fd, 64)
-        except InterruptedError:
-            continue
-        if not chunk:
-            break
-        data += chunk
-        if DONE in data:
-            return 0  # the boot ended normally; its server is already stopped
+    if _wait_for_owner(fd, owner, owner_start):
+        return 0  # the boot ended normally; its server is already stopped
     clean_up(read_recorded(pgid_file), grace_s)
     pgid_file.unlink(missing_ok=True)
     return 0
@@ -172,8 +202,10 @@ class BootGuard:
         self.pgid_file.parent.mkdir(parents=True, exist_ok=True)
         self.pgid_file.write_text("")
         r, w = os.pipe()  # non-inheritable: only the watchdog (pass_fds) gets the read end
+        me = os.getpid()
+        argv = [str(r), str(self.pgid_file), str(self.grace_s), str(me), str(_start_time(me))]
         try:
-            _spawn(["--detach", str(r), str(self.pgid_file), str(self.grace_s)], r).wait()
+            _spawn(["--detach", *argv], r).wait()
         finally:
             os.close(r)
         self._w = w
