@@ -52,10 +52,16 @@ def share_model_infos(cache: Path, environ: Mapping[str, str]) -> None:
         Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vllm"
     )
     shared, link = Path(base) / MODEL_INFOS, cache / MODEL_INFOS
-    if link.exists() or link.is_symlink() or shared == link:
+    if shared == link or (link.exists() and not link.is_symlink()):
         return
+    shared.mkdir(parents=True, exist_ok=True)  # again, if the user's cache was removed
+    if link.is_symlink():
+        if os.readlink(link) == str(shared):
+            return
+        # a link to a cache that moved or is gone (another XDG_CACHE_HOME, a cleaned home):
+        # vLLM cannot write through it and would inspect again on every boot of the arm
+        link.unlink(missing_ok=True)
     try:
-        shared.mkdir(parents=True, exist_ok=True)
         cache.mkdir(parents=True, exist_ok=True)
         link.symlink_to(shared, target_is_directory=True)
     except FileExistsError:

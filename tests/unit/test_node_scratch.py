@@ -4,6 +4,7 @@ a slot's CPU binding."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 from bench.run import (
@@ -56,6 +57,16 @@ def test_every_arm_shares_the_model_infos_vllm_keeps_and_the_cache_stays_cold(
     own = tmp_path / "own-root"
     share_model_infos(a.parent / "c", {"VLLM_CACHE_ROOT": str(own)})  # the caller's root
     assert (a.parent / "c" / "modelinfos").resolve() == own / "modelinfos"
+    # the arm's cache outlives the user's: a later run with another cache home (or after
+    # the old one was removed) relinks instead of keeping a link vLLM cannot write through
+    moved = tmp_path / "moved-cache"
+    shutil.rmtree(default)
+    share_model_infos(a, {"XDG_CACHE_HOME": str(moved)})
+    assert (a / "modelinfos").resolve() == moved / "vllm" / "modelinfos"
+    assert (a / "modelinfos").is_dir()
+    shutil.rmtree(moved)  # the same home, cleaned: the directory comes back
+    share_model_infos(a, {"XDG_CACHE_HOME": str(moved)})
+    assert (a / "modelinfos").is_dir()
 
 
 def test_a_slot_binds_its_cores_and_sizes_the_openmp_pools_to_them() -> None:
