@@ -11,8 +11,8 @@ PYTEST_ARGS ?=
 # Python writes the bytecode of what it imports into .venv (and __pycache__ here) once, on
 # first use, as it does by default. An environment with PYTHONDONTWRITEBYTECODE=1 (some
 # sandboxes and CI images set it) made every process compile pandas, pyarrow, Ray, bench and
-# the rest of vLLM from source again, every time: `import bench.cli` 5.4 -> 3.0 CPU-s, the
-# engine core's vLLM imports 31 -> 13 CPU-s, in each of the suite's hundreds of processes.
+# most of vLLM from source again, every time: `import bench.cli, pandas, ray` 8.8 -> 3.2 CPU-s,
+# the engine core's vLLM imports 29.8 -> 13.4, in each of the suite's hundreds of processes.
 unexport PYTHONDONTWRITEBYTECODE
 
 $(STAMP): pyproject.toml Makefile

@@ -75,12 +75,18 @@ def read_pgids(pgid_file: Path) -> list[int]:
     return read_recorded(pgid_file).pgids
 
 
-def _start_time(pid: int) -> int | None:
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state first), or None if gone."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(raw[raw.rindex(")") + 2 :].split()[19])
+    return raw[raw.rindex(")") + 2 :].split()
+
+
+def _start_time(pid: int) -> int | None:
+    fields = _stat(pid)
+    return None if fields is None else int(fields[19])
 
 
 def _remove_containers(containers: list[tuple[str, str]], grace_s: float) -> None:
@@ -147,12 +153,8 @@ def _spawn(argv: list[str], fd: int) -> subprocess.Popen[bytes]:
 
 def _owner_gone(pid: int, start: int) -> bool:
     """The owner no longer runs: its pid is gone, a zombie, or another process's now."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    fields = raw[raw.rindex(")") + 2 :].split()
-    return fields[0] in ("Z", "X") or int(fields[19]) != start
+    fields = _stat(pid)
+    return fields is None or fields[0] in ("Z", "X") or int(fields[19]) != start
 
 
 def _wait_for_owner(fd: int, owner: int, owner_start: int) -> bool:
