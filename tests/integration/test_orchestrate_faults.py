@@ -460,20 +460,35 @@ def test_user_error_found_inside_a_boot_reaches_the_user_whole(
 ) -> None:
     """The fake's vLLM has no per-request metrics. Preflight finds that on the driver (the
     bad-input battery); here the node's request asks for them after preflight (as when the
-    node's vLLM differs from the driver's), so only the task can tell."""
+    node's vLLM differs from the driver's), so only the task can tell. The other boot, still
+    running, raises its own error when the run cancels it (as Ray's SIGINT deferral once did:
+    "'Handlers' object is not callable"): the user still sees the mistake, not that."""
     from bench.errors import SpecabError
+
+    started = tmp_path / "b-started"
 
     def task(a: Any) -> Any:  # pickled by value into the Ray worker
         import dataclasses
+        import time
 
         from bench.run.placement import run_attempt
 
+        if a.request.attempt.arm == "b":
+            started.touch()
+            try:
+                for _ in range(600):
+                    time.sleep(0.1)  # short: Ray's cancel interrupts between bytecodes
+            except KeyboardInterrupt:  # Ray's graceful cancel
+                raise TypeError("'Handlers' object is not callable") from None
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)  # b runs before a finds the mistake
         spec = a.request.spec
         probes = spec.probes.model_copy(update={"acceptance_source": "per_request"})
         req = dataclasses.replace(a.request, spec=spec.model_copy(update={"probes": probes}))
         return run_attempt(dataclasses.replace(a, request=req))
 
-    spec = fake_experiment(tmp_path, {"a": {}, "b": {}})
+    spec = fake_experiment(tmp_path, {"a": {}, "b": {}}, boots_per_arm=1)
     root = tmp_path / "results"
     with pytest.raises(SpecabError) as info:
         _quiet_driver(spec, root, task=task).run()

@@ -241,22 +241,31 @@ class RunLoop:
         )
         return "\n".join(lines)
 
-    def _result(self, ref: Any, f: InFlight) -> tuple[BootRecord, list[ProbeRecord]]:
-        """The task's record and probes; a record of our own when the task produced none."""
+    def _result(
+        self, ref: Any, f: InFlight, cancelled: bool = False
+    ) -> tuple[BootRecord, list[ProbeRecord]]:
+        """The task's record and probes; a record of our own when the task produced none.
+        A `cancelled` task's own error is the cancellation's doing, never raised: Ray's
+        graceful cancel interrupts its code anywhere (seen: Ray's own SIGINT deferral raising
+        TypeError as the task returned), and the error that stopped the run must stay the
+        one the user sees."""
         import ray
         from ray.exceptions import RayError, RayTaskError, TaskCancelledError
 
         try:
             res: TaskResult = ray.get(ref)
         except RayError as exc:
-            if isinstance(exc, RayTaskError) and not isinstance(exc, TaskCancelledError):
+            code_raised = isinstance(exc, RayTaskError) and not isinstance(exc, TaskCancelledError)
+            if code_raised and not cancelled:
                 raise  # the task's code raised: a bug, shown with its remote traceback
             text = str(exc).strip()  # worker or node died, task cancelled
             first = text.splitlines()[0] if text else ""
             error = f"ray: {type(exc).__name__} on {_where(f)}: {first}"
             return failed_record(f.spec.request, error, started_at=f.started_at), []
         if res.user_error is not None:
-            raise res.user_error
+            if not cancelled:
+                raise res.user_error
+            return failed_record(f.spec.request, str(res.user_error), started_at=f.started_at), []
         assert res.record is not None, "a task returns a record or a user error"
         log = self.writer.log_path(res.record.boot_id)
         if res.log_bytes is not None:
@@ -280,7 +289,7 @@ class RunLoop:
 
         `only_ok` (while cancelling): write only boots that completed, not the cancellations.
         """
-        record, probes = self._result(ref, f)
+        record, probes = self._result(ref, f, cancelled=only_ok)
         if only_ok and record.status != "ok":
             return record
         self._write(record, probes, f)
