@@ -9,6 +9,9 @@ set -u
 PYTEST=${1:?usage: tests/run-halves.sh PYTEST LOG [LINT-COMMAND]}
 LOG=${2:?usage: tests/run-halves.sh PYTEST LOG [LINT-COMMAND]}
 LINT=${3:-true}
+# pytest through tests/run_pytest.py: its status, without the interpreter's teardown (where
+# Ray's native threads once crashed the process after every test had passed).
+RUN=("$(dirname "$PYTEST")/python" "$(dirname "$0")/run_pytest.py")
 # The real half also takes the namespace test-bed tests: they wait on Ray and Slurm timers
 # more than they compute, and the other half was the longer one (CI: 26.7 vs 18.8 min).
 REAL="vllm or testbed"
@@ -19,13 +22,13 @@ lint=$!
 # OpenMP threads that wait by sleeping, not spinning: a vLLM server's pools spin between
 # ops on cores the other half needs (bench_boot_phases.py: one boot alone 62 -> 47 CPU-s;
 # numerics unchanged: the demo at concurrency 1 counted the very same acceptance with it).
-OMP_WAIT_POLICY=PASSIVE "$PYTEST" -p no:cacheprovider -m "$REAL" >"$LOG" 2>&1 &
+OMP_WAIT_POLICY=PASSIVE "${RUN[@]}" -p no:cacheprovider -m "$REAL" >"$LOG" 2>&1 &
 real=$!
 # A background job of a script ignores Ctrl-C: pass an interrupt on to it.
 trap 'kill -TERM "$real" "$lint" 2>/dev/null; wait "$real" "$lint"; exit 130' INT TERM
 # One OpenMP/BLAS thread there: the real half keeps both cores busy, and two threads per
 # torch op on busy cores ran a training test 9x slower than alone (CI: 73 s against 8 s).
-OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 "$PYTEST" -m "not ($REAL)"
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 "${RUN[@]}" -m "not ($REAL)"
 rest=$?
 wait "$real"
 real_rc=$?
