@@ -27,6 +27,7 @@ import pytest
 from testbed_helpers import TB
 
 from bench.cli import run
+from bench.run import node_workdir
 from bench.store import load_results
 
 REPO = Path(__file__).resolve().parents[2]
@@ -314,7 +315,7 @@ def _watchdogs() -> str:
                 if "reaper.py" in argv:
                     live.append(f"{p.name}: {argv.strip()}")
     files = {}
-    for f in Path(tempfile.gettempdir(), "specab-work", "fake", "pgids").glob("*"):
+    for f in (node_workdir("fake") / "pgids").glob("*"):
         with contextlib.suppress(OSError):
             files[f.name] = f.read_text().split()
     return f"watchdogs alive {live}, pgid files {files}"

@@ -162,10 +162,7 @@ def _wait_for_owner(fd: int, owner: int, owner_start: int) -> bool:
     the owner gone while something else still holds a copy of the write end)."""
     data = b""
     while True:
-        try:
-            ready, _, _ = select.select([fd], [], [], 1.0)
-        except InterruptedError:
-            continue
+        ready, _, _ = select.select([fd], [], [], 1.0)  # a signal retries it (PEP 475)
         if not ready:
             if _owner_gone(owner, owner_start):
                 return False
