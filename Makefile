@@ -38,13 +38,14 @@ lint: install
 	$(BIN)/mypy bench
 
 # `make test` runs lint and the real-vLLM tests beside the rest (tests/run-halves.sh);
-# `make test PYTEST_ARGS=...` runs lint, then one plain pytest with those arguments.
+# `make test PYTEST_ARGS=...` runs lint, then one pytest with those arguments; both through
+# tests/run_pytest.py (pytest's status, without the interpreter's teardown).
 ifeq ($(strip $(PYTEST_ARGS)),)
 test: install
 	tests/run-halves.sh $(BIN)/pytest $(VENV)/real-tests.log "$(MAKE) --no-print-directory lint"
 else
 test: lint
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/python tests/run_pytest.py $(PYTEST_ARGS)
 endif
 
 # The user guide: the experiment-file reference regenerated from the models, then a strict
