@@ -52,7 +52,9 @@ def _engine_core_diff(tmp_path: Path) -> Path:
     return path
 
 
-IMAGE = "localhost/specab-test-hostusr:1"
+# One image per pytest process: make test's two halves each build theirs, and one half's
+# `podman rmi -f` at its module's end would remove the other's running containers.
+IMAGE = f"localhost/specab-test-hostusr:{os.getpid()}"
 
 
 def fake_runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
