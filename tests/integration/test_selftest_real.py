@@ -37,6 +37,7 @@ from bench.experiment import (
     resume_changes,
 )
 from bench.run import engine_seed
+from bench.run.process import descendants
 from bench.store import load_manifest, load_results
 
 pytestmark = [pytest.mark.vllm, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -97,14 +98,7 @@ def _launch_seeds(root: Path, boot_ids: list[str]) -> list[int]:
 
 def _with_child(pids: list[int]) -> list[int]:
     """Those of `pids` that have started a child process (vLLM's engine core)."""
-    parents = set()
-    for p in os.listdir("/proc"):
-        if p.isdigit():
-            try:
-                parents.add(int(Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[1]))
-            except (OSError, IndexError, ValueError):
-                continue
-    return [p for p in pids if p in parents]
+    return [p for p in pids if descendants(p)]
 
 
 def _kill_mid_run(args: list[str], root: Path, cwd: Path) -> None:
