@@ -4,11 +4,10 @@ tokenizer and corpus (`tiny_models`), forwards written after vLLM's (`dflash`, `
 the fixed training recipes (`train`: target and draft; `distillation`: the drafters),
 building them (`drafters`, `build`), and the `make demo` entry (`python -m bench.demo`)."""
 
+from typing import TYPE_CHECKING, Any
+
 from bench.demo.build import build_demo_models, build_method_models, train_drafters
-from bench.demo.dflash import DFlashDraft, block_inputs, rope
-from bench.demo.distillation import distill, greedy_data, validate
 from bench.demo.drafters import build_dflash, build_eagle3, save_dflash, save_eagle3
-from bench.demo.eagle3 import Eagle3Head
 from bench.demo.tiny_models import (
     MODELS_SUBDIR,
     SHIPPED_DRAFT_ROTARY,
@@ -20,6 +19,33 @@ from bench.demo.tiny_models import (
     train_tokenizer,
 )
 from bench.demo.train import encode_corpus, first_target_loss, split
+
+if TYPE_CHECKING:
+    from bench.demo.dflash import DFlashDraft, block_inputs, rope
+    from bench.demo.distillation import distill, greedy_data, validate
+    from bench.demo.eagle3 import Eagle3Head
+
+# The forwards and the distillation import torch and transformers (≈ 7 CPU-s): loaded on
+# first use, so that `make demo`'s driver and every pytest process that only needs the
+# committed models' paths do not pay for them (PEP 562).
+_TORCH_MODULES = {
+    "DFlashDraft": "dflash",
+    "block_inputs": "dflash",
+    "rope": "dflash",
+    "distill": "distillation",
+    "greedy_data": "distillation",
+    "validate": "distillation",
+    "Eagle3Head": "eagle3",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _TORCH_MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{_TORCH_MODULES[name]}"), name)
+
 
 __all__ = [
     "MODELS_SUBDIR", "SHIPPED_DRAFT_ROTARY", "VOCAB_SIZE", "DFlashDraft", "DemoModels",
