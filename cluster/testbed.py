@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -124,16 +126,27 @@ def _shared_under_tmp(extra: list[str]) -> list[str]:
     return [p for p in under if not any(p != q and Path(p).is_relative_to(q) for q in under)]
 
 
+def _bridge_up() -> tuple[str, int, str]:
+    """A new bridge on a subnet no other bed uses: two beds may be up at once (make test runs
+    test-bed tests in both halves), and a subnet on two bridges would cross their routes."""
+    with open("/run/testbed.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        used = set(re.findall(r"inet 10\.99\.(\d+)\.254/", sh("ip", "-o", "-4", "addr").stdout))
+        tag = secrets.token_hex(2)
+        free = [n for n in range(100, 250) if str(n) not in used]
+        net = free[int(tag, 16) % len(free)]
+        bridge = f"tb{tag}"
+        sh("ip", "link", "add", bridge, "type", "bridge")
+        sh("ip", "addr", "add", f"{SUBNET.format(net=net, host=254)}/24", "dev", bridge)
+        sh("ip", "link", "set", bridge, "up")
+    return tag, net, bridge
+
+
 def up(n_hosts: int, state: Path, share: list[str] | None = None) -> dict[str, object]:
     why = refusal()
     if why:
         raise SystemExit(f"testbed: {why}")
-    tag = secrets.token_hex(2)
-    net = 100 + int(tag, 16) % 150
-    bridge = f"tb{tag}"
-    sh("ip", "link", "add", bridge, "type", "bridge")
-    sh("ip", "addr", "add", f"{SUBNET.format(net=net, host=254)}/24", "dev", bridge)
-    sh("ip", "link", "set", bridge, "up")
+    tag, net, bridge = _bridge_up()
     names = [f"h{i}" for i in range(1, n_hosts + 1)]
     addrs = {h: SUBNET.format(net=net, host=i) for i, h in enumerate(names, 1)}
     etc = Path(f"/run/testbed-{tag}")
