@@ -127,8 +127,8 @@ def _shared_under_tmp(extra: list[str]) -> list[str]:
 
 
 def _bridge_up() -> tuple[str, int, str]:
-    """A new bridge on a subnet no other bed uses: two beds may be up at once (make test runs
-    test-bed tests in both halves), and a subnet on two bridges would cross their routes."""
+    """A new bridge on a subnet no other bed uses: two beds may be up at once (two pytest
+    processes, or `up` run twice), and a subnet on two bridges would cross their routes."""
     with open("/run/testbed.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         used = set(re.findall(r"inet 10\.99\.(\d+)\.254/", sh("ip", "-o", "-4", "addr").stdout))

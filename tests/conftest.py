@@ -282,13 +282,6 @@ def _shared_ray_ends_with_the_session() -> Iterator[None]:
     _end_shared_ray()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked `beside` (test-bed tests that boot no vLLM, in make test's other half)
-    run last: beside the real half's later tests rather than this half's Ray-run
-    integration tests, beside which test-bed tests took ≈ 1.8x as long."""
-    items.sort(key=lambda item: item.get_closest_marker("beside") is not None)
-
-
 # ---------------------------------------------------------------------------- end run ---
 
 

@@ -14,9 +14,7 @@ LINT=${3:-true}
 RUN=("$(dirname "$PYTEST")/python" "$(dirname "$0")/run_pytest.py")
 # The real half also takes the namespace test-bed tests: they wait on Ray and Slurm timers
 # more than they compute, and the other half was the longer one (CI: 26.7 vs 18.8 min).
-# Since bytecode is written the real half is the longer (14:37 vs 11:01 here): two test-bed
-# tests that boot no vLLM (marker beside) run in the other half, after its unit tests.
-REAL="vllm or (testbed and not beside)"
+REAL="vllm or testbed"
 # Lint (ruff, mypy: about 30 s of one core on a fresh clone) beside the tests rather than
 # before them: the halves leave part of a core idle while they wait on sockets and timers.
 bash -c "$LINT" >"$LOG.lint" 2>&1 &

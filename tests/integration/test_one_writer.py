@@ -25,13 +25,7 @@ from testbed_helpers import Bed, namespace_hosts
 from bench.records import CLAIM_FILE
 from bench.store import load_results, read_claim
 
-pytestmark = [
-    pytest.mark.testbed,
-    pytest.mark.beside,
-    pytest.mark.ray,
-    pytest.mark.slow,
-    pytest.mark.timeout(600),
-]
+pytestmark = [pytest.mark.testbed, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
 
 BOOTS = 3
 

@@ -23,13 +23,7 @@ from testbed_helpers import ROOT, TB, Bed, namespace_hosts
 
 from bench.store import load_results
 
-pytestmark = [
-    pytest.mark.testbed,
-    pytest.mark.beside,
-    pytest.mark.ray,
-    pytest.mark.slow,
-    pytest.mark.timeout(600),
-]
+pytestmark = [pytest.mark.testbed, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
 CANCEL_BOUND_S = 60.0  # documented in docs/cluster.md
 
 
