@@ -1,6 +1,6 @@
 """The namespace test bed itself (cluster/testbed.py): three hosts, each with its own address,
 hostname, process table, /tmp and /dev/shm, reachable from each other by name; `down` leaves
-no process, namespace or link. Seconds, no vLLM."""
+no process, namespace or link; two beds up at once take different subnets. Seconds, no vLLM."""
 
 from __future__ import annotations
 
@@ -58,6 +58,22 @@ def test_three_hosts_are_separate_machines_and_leave_nothing(tmp_path: Path) -> 
         "tb" + bed.info["tag"]
         not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     )
+
+
+def test_two_beds_up_at_once_take_different_subnets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Tags "0064" and "00fa" both mapped to 10.99.200.0/24 when a bed's subnet came from its
+    tag alone: the second bed's bridge then shared the first's subnet and routes."""
+    tags = iter(["0064", "00fa"])
+    monkeypatch.setattr(TB.secrets, "token_hex", lambda n: next(tags))
+    with (
+        namespace_hosts(1, tmp_path / "a.json") as a,
+        namespace_hosts(1, tmp_path / "b.json") as b,
+    ):
+        assert a.info["net"] != b.info["net"]
+        for bed in (a, b):
+            assert bed.run("h1", ["hostname", "-I"]).stdout.split() == [bed.addr("h1")]
 
 
 def test_refusal_is_a_sentence_or_none() -> None:
