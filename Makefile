@@ -42,7 +42,7 @@ lint: install
 # tests/run_pytest.py (pytest's status, without the interpreter's teardown).
 ifeq ($(strip $(PYTEST_ARGS)),)
 test: install
-	tests/run-halves.sh $(BIN)/pytest $(VENV)/real-tests.log "$(MAKE) --no-print-directory lint"
+	tests/run-halves.sh $(BIN)/python $(VENV)/real-tests.log "$(MAKE) --no-print-directory lint"
 else
 test: lint
 	$(BIN)/python tests/run_pytest.py $(PYTEST_ARGS)

@@ -6,12 +6,12 @@
 # 2-core VM: 18 min for both halves at once vs 21 min one after the other (one real boot
 # keeps ~1 core busy; the rest waits on sockets, timers and Ray start-up much of the time).
 set -u
-PYTEST=${1:?usage: tests/run-halves.sh PYTEST LOG [LINT-COMMAND]}
-LOG=${2:?usage: tests/run-halves.sh PYTEST LOG [LINT-COMMAND]}
+PYTHON=${1:?usage: tests/run-halves.sh PYTHON LOG [LINT-COMMAND]}
+LOG=${2:?usage: tests/run-halves.sh PYTHON LOG [LINT-COMMAND]}
 LINT=${3:-true}
 # pytest through tests/run_pytest.py: its status, without the interpreter's teardown (where
 # Ray's native threads once crashed the process after every test had passed).
-RUN=("$(dirname "$PYTEST")/python" "$(dirname "$0")/run_pytest.py")
+RUN=("$PYTHON" "$(dirname "$0")/run_pytest.py")
 # The real half also takes the namespace test-bed tests: they wait on Ray and Slurm timers
 # more than they compute, and the other half was the longer one (CI: 26.7 vs 18.8 min).
 REAL="vllm or testbed"
