@@ -37,12 +37,12 @@ lint: install
 	$(BIN)/ruff check bench tests benchmarks
 	$(BIN)/mypy bench
 
-# `make test` runs lint and the real-vLLM tests beside the rest (tests/run-halves.sh);
-# `make test PYTEST_ARGS=...` runs lint, then one pytest with those arguments; both through
-# tests/run_pytest.py (pytest's status, without the interpreter's teardown).
+# `make test` runs lint beside three pytests (tests/run-lanes.sh: real vLLM, the test bed,
+# the rest); `make test PYTEST_ARGS=...` runs lint, then one pytest with those arguments;
+# both through tests/run_pytest.py (pytest's status, without the interpreter's teardown).
 ifeq ($(strip $(PYTEST_ARGS)),)
 test: install
-	tests/run-halves.sh $(BIN)/python $(VENV)/real-tests.log "$(MAKE) --no-print-directory lint"
+	tests/run-lanes.sh $(BIN)/python $(VENV)/real-tests.log "$(MAKE) --no-print-directory lint"
 else
 test: lint
 	$(BIN)/python tests/run_pytest.py $(PYTEST_ARGS)

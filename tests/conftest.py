@@ -224,7 +224,7 @@ def primed_server_args(
 
     from bench.experiment.preflight import prime_server_args
 
-    real = ("vllm", "testbed")  # the real and test-bed lanes (tests/run-halves.sh)
+    real = ("vllm", "testbed")  # the real and test-bed lanes (tests/run-lanes.sh)
     items = [
         item
         for item in request.session.items

@@ -9,8 +9,8 @@
 # keeps ~1 core busy; the rest waits on sockets, timers and Ray start-up much of the time);
 # then three lanes: 15:38 from a fresh clone, against 16:05-18:21 for two halves.
 set -u
-PYTHON=${1:?usage: tests/run-halves.sh PYTHON LOG [LINT-COMMAND]}
-LOG=${2:?usage: tests/run-halves.sh PYTHON LOG [LINT-COMMAND]}
+PYTHON=${1:?usage: tests/run-lanes.sh PYTHON LOG [LINT-COMMAND]}
+LOG=${2:?usage: tests/run-lanes.sh PYTHON LOG [LINT-COMMAND]}
 LINT=${3:-true}
 # pytest through tests/run_pytest.py: its status, without the interpreter's teardown (where
 # Ray's native threads once crashed the process after every test had passed).
