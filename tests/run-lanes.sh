@@ -7,7 +7,7 @@
 # servers, unit tests). The first two lanes' logs are printed at the end. Measured on a
 # 2-core VM: 18 min for two halves at once vs 21 min one after the other (one real boot
 # keeps ~1 core busy; the rest waits on sockets, timers and Ray start-up much of the time);
-# then three lanes: 15:38 from a fresh clone, against 16:05-18:21 for two halves.
+# then three lanes: 15:38-17:08 from fresh clones (3 runs), against 16:05-18:21 for two.
 set -u
 PYTHON=${1:?usage: tests/run-lanes.sh PYTHON LOG [LINT-COMMAND]}
 LOG=${2:?usage: tests/run-lanes.sh PYTHON LOG [LINT-COMMAND]}
