@@ -25,7 +25,7 @@ BED="testbed and not vllm"
 bash -c "$LINT" >"$LOG.lint" 2>&1 &
 lint=$!
 # OpenMP threads that wait by sleeping, not spinning: a vLLM server's pools spin between
-# ops on cores the other half needs (bench_boot_phases.py: one boot alone 62 -> 47 CPU-s;
+# ops on cores the other lanes need (bench_boot_phases.py: one boot alone 62 -> 47 CPU-s;
 # numerics unchanged: the demo at concurrency 1 counted the very same acceptance with it).
 OMP_WAIT_POLICY=PASSIVE "${RUN[@]}" -p no:cacheprovider -m "$REAL" >"$LOG" 2>&1 &
 real=$!
@@ -33,7 +33,7 @@ OMP_WAIT_POLICY=PASSIVE "${RUN[@]}" -p no:cacheprovider -m "$BED" >"$LOG.bed" 2>
 bed=$!
 # A background job of a script ignores Ctrl-C: pass an interrupt on to it.
 trap 'kill -TERM "$real" "$bed" "$lint" 2>/dev/null; wait "$real" "$bed" "$lint"; exit 130' INT TERM
-# One OpenMP/BLAS thread there: the real half keeps both cores busy, and two threads per
+# One OpenMP/BLAS thread there: the other lanes keep both cores busy, and two threads per
 # torch op on busy cores ran a training test 9x slower than alone (CI: 73 s against 8 s).
 OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 "${RUN[@]}" -m "not ($REAL or $BED)"
 rest=$?
