@@ -208,6 +208,14 @@ def boot_once() -> Callable[..., BootOutcome]:
     return run_boot_once
 
 
+_DESELECTED: list[pytest.Item] = []
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Keep what `-m` left out: `primed_server_args` primes the whole suite's lines."""
+    _DESELECTED.extend(items)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def primed_server_args(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -218,8 +226,11 @@ def primed_server_args(
     preflight and the goldens each cost one cold import (≈ 10 s on 2 cores) per shape they
     see first. That import also fills vLLM's model-info cache, which every real boot reads
     (a boot that misses it inspects its target and draft in fresh interpreters: +18 s to
-    /health, +23 CPU-s). Not in the real half: it would import vLLM twice at once, and the
-    real boots find the cache this half fills (one that starts before inspects as before)."""
+    /health, +23 CPU-s). The real lane primes the same lines (its deselected modules' too) before its
+    first boot: the lanes start together, and its first two boots missed that cache while the
+    other lane filled it (28 CPU-s). The product's lock (`_one_import_at_a_time`) makes the
+    later lane wait and read the first one's answers, so vLLM is imported once, not twice at
+    once. The test-bed lane boots no vLLM and primes nothing."""
     import os
 
     from bench.experiment.preflight import prime_server_args
@@ -230,11 +241,14 @@ def primed_server_args(
         for item in request.session.items
         if all(item.get_closest_marker(m) is None for m in real)
     ]
-    if not items:
+    boots = any(item.get_closest_marker("vllm") is not None for item in request.session.items)
+    if not items and not boots:
         return
     root = Path(__file__).resolve().parents[1]
     files = sorted((root / "arms").rglob("*.toml"))
-    modules = dict.fromkeys(m for m in (getattr(i, "module", None) for i in items) if m is not None)
+    # the deselected items too: each lane primes the same lines, whichever comes first
+    every = [*items, *_DESELECTED]
+    modules = dict.fromkeys(m for m in (getattr(i, "module", None) for i in every) if m is not None)
     for module in modules:
         make = getattr(module, "primed_experiments", None)
         if make is not None:

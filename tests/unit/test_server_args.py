@@ -117,3 +117,41 @@ def test_priming_parses_several_files_in_one_import_that_their_checks_then_read(
 
     monkeypatch.setattr(checks, "_parse", no_parse)
     assert preflight(one).warnings == () and preflight(two).warnings == ()
+
+
+def test_two_processes_priming_the_same_lines_at_once_import_vllm_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The suite's lanes prime together: the first holds the build's lock while its vLLM
+    parses, the second waits and reads the first's answers instead of importing vLLM at the
+    same time (which also left the real lane's first boots without vLLM's model-info cache).
+    Two threads stand in for the two processes: flock locks one open file, not one process."""
+    import threading
+    import time
+
+    monkeypatch.setenv("SPECAB_CACHE_DIR", str(tmp_path / "cache"))
+    base_dir(tmp_path)
+    one = write_experiment(tmp_path, _doc(arms=[{"name": "base"}]))
+    calls: list[str] = []
+
+    def slow_spy(
+        python: str, pythonpath: str, argvs: list[list[str]], warm: list[list[str]]
+    ) -> list[dict[str, str]]:
+        calls.append(threading.current_thread().name)
+        time.sleep(1.0)  # the other thread reaches the lock meanwhile
+        return [{"message": None, "version": "spy"} for _ in argvs]  # type: ignore[misc]
+
+    checks = importlib.import_module("bench.experiment.preflight.server_args")
+    monkeypatch.setattr(checks, "_parse", slow_spy)
+    answered: dict[str, int] = {}
+
+    def prime(name: str) -> None:
+        answered[name] = prime_server_args([one], {"HF_HUB_OFFLINE": "1"})
+
+    threads = [threading.Thread(target=prime, args=(n,), name=n) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=30)
+    assert answered == {"a": 1, "b": 1}
+    assert len(calls) == 1, calls  # one vLLM import for both

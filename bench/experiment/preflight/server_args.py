@@ -14,12 +14,15 @@ A container arm's vLLM is inside its image: its command line is parsed when it b
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import re
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -118,6 +121,37 @@ def _shape(argv: Sequence[str]) -> list[str]:
     return out
 
 
+@contextlib.contextmanager
+def _one_import_at_a_time(python: str, build: str) -> Iterator[None]:
+    """Hold this interpreter and build's lock in the cache while its vLLM parses: two specab
+    processes with the same new lines (two runs started together, the suite's lanes) import
+    vLLM once, not twice at once, and the second reads the first's answers. Best effort: a
+    cache where a lock cannot be taken (read-only, a file system without locks) or one held
+    past TIMEOUT_S is used unlocked, as before."""
+    lock = cache_dir() / f".{_key(python, build, [])[:16]}.lock"
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            except OSError:
+                break
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def _answers(
     python: str, pythonpath: str, build: str, lines: list[tuple[list[str], list[str]]]
 ) -> list[dict[str, str | None] | None]:
@@ -125,13 +159,17 @@ def _answers(
     vLLM import, which also warms vLLM's model-info cache for the lines it parses."""
     keys = [_key(python, build, shape) for shape, _ in lines]
     known = {k: _cached(k) for k in keys}
-    todo = {k: shape for k, (shape, _) in zip(keys, lines, strict=True) if known[k] is None}
-    if todo:
-        warm = [argv for k, (_, argv) in zip(keys, lines, strict=True) if k in todo]
-        answers = _parse(python, pythonpath, list(todo.values()), warm)
-        for k, answer in zip(todo, answers, strict=False):
-            known[k] = answer
-            _store(k, answer)
+    if all(known.values()):
+        return [known[k] for k in keys]
+    with _one_import_at_a_time(python, build):
+        known = {k: known[k] or _cached(k) for k in keys}  # another process may have parsed
+        todo = {k: shape for k, (shape, _) in zip(keys, lines, strict=True) if known[k] is None}
+        if todo:
+            warm = [argv for k, (_, argv) in zip(keys, lines, strict=True) if k in todo]
+            answers = _parse(python, pythonpath, list(todo.values()), warm)
+            for k, answer in zip(todo, answers, strict=False):
+                known[k] = answer
+                _store(k, answer)
     return [known[k] for k in keys]
 
 
