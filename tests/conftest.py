@@ -226,11 +226,12 @@ def primed_server_args(
     preflight and the goldens each cost one cold import (≈ 10 s on 2 cores) per shape they
     see first. That import also fills vLLM's model-info cache, which every real boot reads
     (a boot that misses it inspects its target and draft in fresh interpreters: +18 s to
-    /health, +23 CPU-s). The real lane primes the same lines (its deselected modules' too) before its
-    first boot: the lanes start together, and its first two boots missed that cache while the
-    other lane filled it (28 CPU-s). The product's lock (`_one_import_at_a_time`) makes the
-    later lane wait and read the first one's answers, so vLLM is imported once, not twice at
-    once. The test-bed lane boots no vLLM and primes nothing."""
+    /health, +23 CPU-s). The real lane primes the same lines (its deselected modules' too)
+    before its first boot: the lanes start together, and its first two boots missed that
+    cache while the other lane filled it (28 CPU-s). The product's lock
+    (`_one_import_at_a_time`) makes the later lane wait and read the first one's answers, so
+    vLLM is imported once, not twice at once. The test-bed lane boots no vLLM and primes
+    nothing."""
     import os
 
     from bench.experiment.preflight import prime_server_args

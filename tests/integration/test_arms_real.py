@@ -29,6 +29,8 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import re
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -107,6 +109,7 @@ class Boot:
     log: Path  # the server's log
     root: Path | None = None  # the results directory it was written to (`shipped`)
     pgids: tuple[int, ...] = ()  # the process groups it started (`shipped`)
+    ipc_dirs: tuple[str, ...] = ()  # its server's VLLM_RPC_BASE_PATH (`shipped`)
 
     @property
     def record(self) -> BootRecord:
@@ -142,9 +145,16 @@ def _written_boot(spec: Experiment, arm: str, tmp: Path) -> Boot:
     req = BootRequest(spec, str(DEMO), attempt, seed)
     node = NodeSetup(workdir=tmp / "work" / arm, log_file=writer.log_path(attempt.boot_id))
     started: list[int] = []
-    outcome = guarded_boot(req, node, on_started=lambda pid, pgid: started.append(pgid))
+    ipc: list[str] = []
+
+    def on_started(pid: int, pgid: int) -> None:
+        started.append(pgid)
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        ipc.extend(e.split(b"=", 1)[1].decode() for e in env if e.startswith(RPC))
+
+    outcome = guarded_boot(req, node, on_started=on_started)
     writer.write_boot(outcome.record, outcome.probes)
-    return Boot(outcome, node.workdir, node.log_file, writer.root, tuple(started))
+    return Boot(outcome, node.workdir, node.log_file, writer.root, tuple(started), tuple(ipc))
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +163,7 @@ def boots(
 ) -> dict[str, Boot]:
     tmp = tmp_path_factory.mktemp("arms-real")
     spec = pinned(demo_spec())
+    before = _vllm_sockets()
 
     def one(order: int, arm: str) -> tuple[str, Boot]:
         if arm == "shipped":
@@ -166,7 +177,19 @@ def boots(
         out = dict(pool.map(one, range(len(ARMS)), ARMS))
     summary = {a: [b.record.status, b.record.error, b.record.num_drafts] for a, b in out.items()}
     print("\nARMS-REAL " + json.dumps(summary, sort_keys=True))
+    _LEFT_IN_TMP.extend(sorted(_vllm_sockets() - before))
     return out
+
+
+RPC = b"VLLM_RPC_BASE_PATH="
+_LEFT_IN_TMP: list[str] = []  # vLLM sockets the four boots left in the temp dir
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+def _vllm_sockets() -> set[str]:
+    """Sockets named as vLLM names its ZeroMQ endpoints (a uuid4) in the system temp dir."""
+    tmp = Path(tempfile.gettempdir())
+    return {p.name for p in tmp.iterdir() if _UUID.fullmatch(p.name) and p.is_socket()}
 
 
 def _length(o: BootOutcome) -> float:
@@ -312,6 +335,14 @@ def test_no_process_of_the_boots_group_survives(boots: dict[str, Boot]) -> None:
     b = boots["shipped"]
     assert len(b.pgids) == 1
     assert group_members(b.pgids[0]) == []
+
+
+def test_the_boots_leave_no_vllm_socket_behind(boots: dict[str, Boot]) -> None:
+    """vLLM's ZeroMQ sockets live in a directory of the boot's own, gone after it (they used
+    to stay in the temp dir, 2 per boot, for good)."""
+    (ipc,) = boots["shipped"].ipc_dirs
+    assert Path(ipc).name.startswith("specab-ipc-") and not Path(ipc).exists()
+    assert _LEFT_IN_TMP == []
 
 
 def test_the_written_boot_loads_back(boots: dict[str, Boot]) -> None:
