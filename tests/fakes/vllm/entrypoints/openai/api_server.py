@@ -169,14 +169,19 @@ def main() -> None:
                 self._send(404, "{}")
                 return
             completions[0] += 1
+            member_fault = os.environ.get("SPECAB_FAKE_MEMBER_FAULT")
+            if gang is not None and completions[0] == 2 and member_fault == "die_mid_probe":
+                gang.tell_members_to_die()
+                # this request is in flight when its member dies: it never completes (real
+                # torch.distributed waits on the dead peer), whatever the machine's load
+                deadline = time.monotonic() + 30
+                while not gang.member_dead and time.monotonic() < deadline:
+                    time.sleep(0.05)
             if gang is not None and gang.member_dead:  # like vLLM: 500, then exit code 0
                 print("ERROR fake head: EngineDeadError (a member died)", flush=True)
                 self._send(500, json.dumps({"error": "EngineDeadError"}))
                 threading.Timer(0.2, os._exit, args=(0,)).start()
                 return
-            member_fault = os.environ.get("SPECAB_FAKE_MEMBER_FAULT")
-            if gang is not None and completions[0] == 2 and member_fault == "die_mid_probe":
-                gang.tell_members_to_die()
             if fault == "engine_error":
                 print(ENGINE_ERROR_LOG.read_text(), flush=True)
                 self._send(500, ENGINE_ERROR_BODY)
