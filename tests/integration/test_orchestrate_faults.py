@@ -339,6 +339,10 @@ leader = subprocess.Popen(
      "print(c.pid, flush=True); time.sleep(600)"],
     start_new_session=True, stdout=subprocess.PIPE, text=True)
 guard.record(leader.pid, leader.pid)
+sockets = Path(sys.argv[1]).with_name("sockets dir")  # the boot's vLLM sockets
+sockets.mkdir()
+(sockets / "ipc").write_text("")
+guard.directory(sockets)
 child = leader.stdout.readline().strip()
 copy = 0
 if sys.argv[2] == "sigkill-forked":  # a fork that never execs: a copy of the pipe's write end
@@ -360,7 +364,8 @@ time.sleep(600)
 def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> None:
     """The per-boot watchdog, without Ray: owner SIGKILLed -> the whole group dies, also
     while a forked copy of the owner still holds the pipe's write end (no EOF: the watchdog
-    sees the owner's pid gone); owner done normally -> the watchdog exits, touching nothing."""
+    sees the owner's pid gone), and the boot's socket directory is removed; owner done
+    normally -> the watchdog exits, touching nothing."""
     owner = subprocess.Popen(
         [sys.executable, "-c", OWNER, str(tmp_path / "pgids"), how],
         stdout=subprocess.PIPE,
@@ -376,10 +381,15 @@ def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> 
             left = _wait_dead([leader, child], 15)
             _kill_leftovers(left + ([copy] if copy else []))
             assert left == []
+            deadline = time.monotonic() + 10  # removed right after the kills
+            while (tmp_path / "sockets dir").exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert not (tmp_path / "sockets dir").exists()
         else:
             assert owner.stdout.readline().strip() == "done"
             time.sleep(1.0)
             assert _alive(child)  # the guard was released: it must not kill anything
+            assert (tmp_path / "sockets dir" / "ipc").exists()
             assert not (tmp_path / "pgids").exists()
             _kill_leftovers([child])
     finally:

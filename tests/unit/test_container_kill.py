@@ -155,7 +155,8 @@ def test_clean_up_kills_remembered_descendants_only_while_they_are_the_same(
 
 def test_guard_file_format_is_backward_compatible(tmp_path: Path) -> None:
     f = tmp_path / "g"
-    f.write_text("123\np 45 678\nc podman specab-x\n456\n")
+    f.write_text("123\np 45 678\nc podman specab-x\n456\nd /tmp/a dir\n")
     rec = read_recorded(f)
     assert rec.pgids == [123, 456] and rec.pids == {45: 678}
     assert rec.containers == [("podman", "specab-x")]
+    assert rec.directories == ["/tmp/a dir"]

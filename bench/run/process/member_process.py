@@ -38,9 +38,8 @@ from bench.run.process.root_cause import summarize_tail
 
 CAUSE_LINES = 2000  # log lines searched for the root-cause exception
 CONTAINER_GONE_S = 30.0  # after stop + rm: how long a container may take to disappear
-# vLLM's ZeroMQ sockets (ipc://<VLLM_RPC_BASE_PATH>/<uuid4>, default the temp dir) outlive
-# every stop: each boot left 2 in /tmp for good (1,700 in a day of suite runs here).
-RPC_ENV = "VLLM_RPC_BASE_PATH"
+# vLLM's ZeroMQ sockets (ipc://<dir>/<uuid4>, default the temp dir) outlive every stop
+RPC_ENV = "VLLM_RPC_BASE_PATH"  # each boot left 2 in /tmp for good: 1,700 in a day here
 _SUN_PATH_ROOM = 70  # a socket path is at most 107 bytes; the name after the dir takes 37
 
 
@@ -89,6 +88,8 @@ class Watch(Protocol):
     def remember(self, pids: dict[int, int]) -> None: ...
 
     def container(self, ref: ContainerRef) -> None: ...
+
+    def directory(self, path: Path) -> None: ...
 
 
 def container_exists(ref: ContainerRef) -> bool:
@@ -177,16 +178,16 @@ class MemberProcess(Lifecycle):
             self._on_started(self._proc.pid, self.pgid)
 
     def _env(self) -> dict[str, str]:
-        """The plan's environment, with a socket directory of this member's own unless the
-        arm sets one or the member runs in a container (whose /tmp goes with it)."""
+        """The plan's env, with a socket dir of this member's own (not in a container)."""
         env = dict(self.plan.env)
         if self.container is not None or RPC_ENV in env:
             return env
         if self._ipc_dir is None:
             self._ipc_dir = Path(tempfile.mkdtemp(prefix="specab-ipc-"))
-        if len(str(self._ipc_dir)) <= _SUN_PATH_ROOM:  # else vLLM's default, as before
-            env[RPC_ENV] = str(self._ipc_dir)
-        return env
+            if self._watch is not None:  # a killed owner's watchdog removes it
+                self._watch.directory(self._ipc_dir)
+        short = len(str(self._ipc_dir)) <= _SUN_PATH_ROOM  # else vLLM's default, as before
+        return {**env, RPC_ENV: str(self._ipc_dir)} if short else env
 
     def poll(self) -> int | None:
         """The leader's exit code, or None while it runs (or before it started)."""

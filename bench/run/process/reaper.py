@@ -12,7 +12,8 @@ reused pid is left alone), and removes every container the boot started (`<runti
 No polling of Ray, no shared state beyond one file. A gang boot has one watchdog per member,
 on the member's node, owned by the Ray worker that runs that member.
 
-File lines: `PGID`, `p PID STARTTIME` (a remembered descendant), `c RUNTIME NAME`.
+File lines: `PGID`, `p PID STARTTIME` (a remembered descendant), `c RUNTIME NAME`, `d PATH`
+(a directory of the boot's to remove once its processes are dead: vLLM's sockets).
 
 The watchdog is detached (started through a short-lived intermediate process, in its own
 session) because a Ray worker SIGKILLs its direct children when it exits — that is also why
@@ -32,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,6 +54,7 @@ class Recorded:
     pgids: list[int] = field(default_factory=list)
     pids: dict[int, int] = field(default_factory=dict)  # {pid: starttime}
     containers: list[tuple[str, str]] = field(default_factory=list)  # (runtime, name)
+    directories: list[str] = field(default_factory=list)
 
 
 def read_recorded(pgid_file: Path) -> Recorded:
@@ -68,6 +71,8 @@ def read_recorded(pgid_file: Path) -> Recorded:
             out.pids[int(parts[1])] = int(parts[2])
         elif len(parts) == 3 and parts[0] == "c":
             out.containers.append((parts[1], parts[2]))
+        elif line.startswith("d /"):
+            out.directories.append(line[2:])
     return out
 
 
@@ -114,6 +119,8 @@ def clean_up(rec: Recorded, grace_s: float) -> None:
         if _start_time(pid) == start:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
+    for path in rec.directories:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _group_alive(pgid: int) -> bool:
@@ -227,6 +234,10 @@ class BootGuard:
     def container(self, ref: Any) -> None:
         """A container (`.runtime`, `.name`) to remove, written before it is started."""
         self._append(f"c {ref.runtime} {ref.name}")
+
+    def directory(self, path: Path) -> None:
+        """A directory (absolute) to remove after the boot's processes are killed."""
+        self._append(f"d {Path(path).resolve()}")
 
     def pgids(self) -> list[int]:
         return read_pgids(self.pgid_file)
