@@ -327,7 +327,7 @@ def test_killed_orchestrator_then_resume(
 
 
 OWNER = """
-import subprocess, sys, time
+import os, subprocess, sys, time
 from pathlib import Path
 from bench.run.process import BootGuard
 guard = BootGuard(Path(sys.argv[1]), grace_s=2.0)
@@ -346,26 +346,38 @@ guard.directory(sockets)
 child = leader.stdout.readline().strip()
 copy = 0
 if sys.argv[2] == "sigkill-forked":  # a fork that never execs: a copy of the pipe's write end
-    import os
     copy = os.fork()
     if copy == 0:
         time.sleep(600)
         os._exit(0)
 print(leader.pid, child, copy, flush=True)
-if sys.argv[2] == "exit":
+def running(pid):
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] not in "ZX"
+    except OSError:
+        return False
+if sys.argv[2] == "exit":  # the server stopped whole, as MemberProcess.stop leaves it
+    os.killpg(leader.pid, 9)
+    while running(child):
+        time.sleep(0.05)
+if sys.argv[2] in ("exit", "exit-left"):  # exit-left: the leader dead, its child running
     leader.kill(); leader.wait()
     guard.__exit__(None, None, None)
+    print("done", flush=True)
+if sys.argv[2] == "raised":  # a stop cut short: Ray's SIGTERM raised SystemExit in it
+    guard.__exit__(SystemExit, SystemExit(1), None)
     print("done", flush=True)
 time.sleep(600)
 """
 
 
-@pytest.mark.parametrize("how", ["sigkill", "sigkill-forked", "exit"])
+@pytest.mark.parametrize("how", ["sigkill", "sigkill-forked", "raised", "exit-left", "exit"])
 def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> None:
     """The per-boot watchdog, without Ray: owner SIGKILLed -> the whole group dies, also
     while a forked copy of the owner still holds the pipe's write end (no EOF: the watchdog
-    sees the owner's pid gone), and the boot's socket directory is removed; owner done
-    normally -> the watchdog exits, touching nothing."""
+    sees the owner's pid gone), and the boot's socket directory is removed; the same when
+    the owner leaves the guard by an exception, or normally with a recorded group still
+    running; owner done normally, its group gone -> the watchdog exits, touching nothing."""
     owner = subprocess.Popen(
         [sys.executable, "-c", OWNER, str(tmp_path / "pgids"), how],
         stdout=subprocess.PIPE,
@@ -374,10 +386,13 @@ def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> 
     try:
         assert owner.stdout is not None
         leader, child, copy = (int(x) for x in owner.stdout.readline().split())
-        if how.startswith("sigkill"):
-            assert _alive(leader) and _alive(child)
-            owner.kill()
-            owner.wait()
+        if how != "exit":
+            assert _alive(child)
+            if how.startswith("sigkill"):
+                owner.kill()
+                owner.wait()
+            else:
+                assert owner.stdout.readline().strip() == "done"
             left = _wait_dead([leader, child], 15)
             _kill_leftovers(left + ([copy] if copy else []))
             assert left == []
@@ -387,11 +402,9 @@ def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> 
             assert not (tmp_path / "sockets dir").exists()
         else:
             assert owner.stdout.readline().strip() == "done"
-            time.sleep(1.0)
-            assert _alive(child)  # the guard was released: it must not kill anything
+            time.sleep(1.0)  # the guard was released: the watchdog must remove nothing
             assert (tmp_path / "sockets dir" / "ipc").exists()
             assert not (tmp_path / "pgids").exists()
-            _kill_leftovers([child])
     finally:
         owner.kill()
         owner.wait()
@@ -569,3 +582,49 @@ def test_bug_inside_a_boot_propagates_and_stops_the_server(
     with pytest.raises(ValueError, match="bug in a callback"):
         boot_once(spec, "a", tmp_path / "work", on_started=on_started)
     assert len(groups) == 1 and group_members(groups[0]) == []
+
+
+SLOW_RAYLET = """
+import os, sys
+from pathlib import Path
+import ray, ray._private.node as node_mod, ray._private.services as services
+from bench.run.placement import connect
+real_get, real_time, calls = services.get_node, node_mod.time, []
+class Clock:  # Ray's fixed 30 s wait for the raylet, over at once after the first miss
+    def __getattr__(self, name):
+        return getattr(real_time, name)
+    def monotonic(self):
+        return real_time.monotonic() + (31.0 if calls else 0.0)
+def get_node(*args, **kwargs):
+    calls.append(1)
+    if len(calls) == 1:
+        raise RuntimeError("injected: the raylet has not registered yet")
+    return real_get(*args, **kwargs)
+services.get_node, node_mod.time = get_node, Clock()
+assert connect(None, num_cpus=1) is True
+assert ray.cluster_resources().get("CPU") == 1.0
+def children():
+    for p in Path("/proc").iterdir():
+        try:
+            stat = (p / "stat").read_text()
+        except OSError:
+            continue
+        if p.name.isdigit() and stat.rsplit(") ", 1)[1].split()[1] == str(os.getpid()):
+            yield stat[stat.index("(") + 1 : stat.rindex(")")]
+print(" ".join(sorted(children())), flush=True)
+ray.shutdown()
+"""
+
+
+@pytest.mark.ray
+def test_a_local_ray_whose_raylet_misses_rays_30_s_start_is_stopped_and_started_again() -> None:
+    """Ray gives a local raylet a fixed 30 s to register, then raises and loses its processes
+    (a busy 2-core node, the driver pinned to one core, missed it once): `connect` stops what
+    that start left, with Ray's own `kill_all_processes`, and starts once more. The miss is
+    injected (Ray cannot be made slow on demand); both starts are real."""
+    out = subprocess.run(
+        [sys.executable, "-c", SLOW_RAYLET], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    names = out.stdout.split()
+    assert names.count("gcs_server") == 1 and names.count("raylet") == 1, names

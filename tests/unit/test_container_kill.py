@@ -122,11 +122,14 @@ def test_watchdog_removes_the_container_when_the_owner_dies(tmp_path: Path, runt
         inside = _container_pid(tmp_path, "specab-owner-m0")
         rec = read_recorded(tmp_path / "guard")
         assert rec.containers == [(runtime, "specab-owner-m0")] and len(rec.pgids) == 1
+        (cwd,) = (Path(d) for d in rec.directories)  # the member's own empty cwd
+        assert cwd.name.startswith("specab-server-cwd-") and cwd.is_dir()
         owner.kill()  # a force-cancelled Ray worker
         owner.wait()
         assert _wait(lambda: not _alive(inside)), "the container outlived its boot's owner"
         ref = ContainerRef(runtime, "specab-owner-m0")
         assert _wait(lambda: not container_exists(ref))
+        assert _wait(lambda: not cwd.exists()), "the member's cwd outlived its boot's owner"
     finally:
         owner.kill()
         owner.wait()

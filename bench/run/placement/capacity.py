@@ -77,13 +77,18 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
         "logging_level": "ERROR",
     }
     if address is None:
-        ray.init(
-            address="local",  # never silently join someone else's `ray start` cluster
-            include_dashboard=False,
-            object_store_memory=80 * 2**20,
-            num_cpus=num_cpus or os.cpu_count() or 1,
-            **common,
-        )
+        local: dict[str, Any] = {
+            "address": "local",  # never silently join someone else's `ray start` cluster
+            "include_dashboard": False,
+            "object_store_memory": 80 * 2**20,
+            "num_cpus": num_cpus or os.cpu_count() or 1,
+        }
+        try:
+            ray.init(**local, **common)
+        except Exception as exc:  # Ray raises a bare Exception for this one
+            if not _stopped_a_slow_start(exc):
+                raise
+            ray.init(**local, **common)  # once more: a busy node's raylet may be slow, once
         return True
     try:
         ray.init(address=address, **common)
@@ -95,6 +100,24 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
             "to run on local Ray",
         ) from None
     return True
+
+
+def _stopped_a_slow_start(exc: Exception) -> bool:
+    """Stop what a local start left when its raylet did not register in Ray's fixed 30 s
+    (seen on a busy 2-core machine, the driver pinned to one core); True if it was that.
+
+    Ray loses the `Node` when its constructor raises, so it is taken from the traceback to
+    run Ray's own `kill_all_processes` (GCS, raylet and the rest that start spawned)."""
+    if "timed out during startup" not in str(exc):
+        return False
+    tb = exc.__traceback__
+    while tb is not None:
+        node: Any = tb.tb_frame.f_locals.get("self")
+        if type(node).__name__ == "Node" and hasattr(node, "kill_all_processes"):
+            node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def cluster_slots(res: ResourcesSection, spec_file: str | Path) -> list[NodeSlots]:

@@ -16,7 +16,8 @@ from pathlib import Path
 import httpx
 
 from bench.experiment import ContainerRef
-from bench.run.process.member_process import MemberProcess, Plan, Watch
+from bench.run.process.lifecycle import Plan, Watch
+from bench.run.process.member_process import MemberProcess
 from bench.run.process.procfs import descendants, group_members, log_tail
 from bench.run.process.root_cause import summarize_tail
 

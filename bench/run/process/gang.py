@@ -33,7 +33,8 @@ from bench.experiment import (
     member_command,
 )
 from bench.run.process.api_server import ServerProcess
-from bench.run.process.member_process import Lifecycle, MemberProcess, Watch
+from bench.run.process.lifecycle import Lifecycle, Watch
+from bench.run.process.member_process import MemberProcess
 from bench.run.process.root_cause import summarize_tail
 
 MONITOR_INTERVAL_S = 1.0

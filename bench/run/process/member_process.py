@@ -20,11 +20,11 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
-from typing import IO, Protocol, Self
+from typing import IO
 
 from bench.errors import BootFailed
 from bench.experiment import ContainerRef
+from bench.run.process.lifecycle import Lifecycle, Plan, Watch
 from bench.run.process.procfs import (
     LOG_TAIL_LINES,
     descendants,
@@ -41,55 +41,6 @@ CONTAINER_GONE_S = 30.0  # after stop + rm: how long a container may take to dis
 # vLLM's ZeroMQ sockets (ipc://<dir>/<uuid4>, default the temp dir) outlive every stop
 RPC_ENV = "VLLM_RPC_BASE_PATH"  # each boot left 2 in /tmp for good: 1,700 in a day here
 _SUN_PATH_ROOM = 70  # a socket path is at most 107 bytes; the name after the dir takes 37
-
-
-class Lifecycle:
-    """A context manager that starts on enter (stopping whatever started when that fails, so
-    no error path leaks a process) and stops on exit."""
-
-    def start(self) -> None:
-        raise NotImplementedError
-
-    def stop(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self) -> Self:
-        try:
-            self.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-
-class Plan(Protocol):
-    """What a member process needs: its argv and whole environment (tests pass their own)."""
-
-    @property
-    def argv(self) -> list[str]: ...
-
-    @property
-    def env(self) -> dict[str, str]: ...
-
-
-class Watch(Protocol):
-    """What the node's watchdog (`reaper.BootGuard`) must know to clean up after us."""
-
-    def record(self, pid: int, pgid: int) -> None: ...
-
-    def remember(self, pids: dict[int, int]) -> None: ...
-
-    def container(self, ref: ContainerRef) -> None: ...
-
-    def directory(self, path: Path) -> None: ...
 
 
 def container_exists(ref: ContainerRef) -> bool:
@@ -146,7 +97,7 @@ class MemberProcess(Lifecycle):
     def launch(self, argv: list[str]) -> None:
         """Start `argv` in its own session, output appended to the log file."""
         if self._cwd is None and self._own_cwd is None:
-            self._own_cwd = Path(tempfile.mkdtemp(prefix="specab-server-cwd-"))
+            self._own_cwd = self._own_dir("specab-server-cwd-")
         cwd = self._cwd or self._own_cwd
         assert cwd is not None
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,15 +128,20 @@ class MemberProcess(Lifecycle):
         if self._on_started is not None:
             self._on_started(self._proc.pid, self.pgid)
 
+    def _own_dir(self, prefix: str) -> Path:
+        """A temp dir of this member's, removed after the stop (by the watchdog if we die)."""
+        path = Path(tempfile.mkdtemp(prefix=prefix))
+        if self._watch is not None:
+            self._watch.directory(path)
+        return path
+
     def _env(self) -> dict[str, str]:
         """The plan's env, with a socket dir of this member's own (not in a container)."""
         env = dict(self.plan.env)
         if self.container is not None or RPC_ENV in env:
             return env
         if self._ipc_dir is None:
-            self._ipc_dir = Path(tempfile.mkdtemp(prefix="specab-ipc-"))
-            if self._watch is not None:  # a killed owner's watchdog removes it
-                self._watch.directory(self._ipc_dir)
+            self._ipc_dir = self._own_dir("specab-ipc-")
         short = len(str(self._ipc_dir)) <= _SUN_PATH_ROOM  # else vLLM's default, as before
         return {**env, RPC_ENV: str(self._ipc_dir)} if short else env
 

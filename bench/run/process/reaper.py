@@ -4,7 +4,8 @@ Why: `ray.cancel(force=True)`, a node's raylet dying, or a SIGKILLed driver (Ray
 the job's workers) end the Ray worker that runs a boot without any cleanup code running. The
 server sits in its own session, so its API server and EngineCore children would survive as
 orphans. The watchdog is a tiny separate process holding the read end of a pipe whose write
-end only the worker has: EOF without a "done" byte means the worker died, and the watchdog
+end only the worker has: EOF without a "done" byte means the worker died (or left the guard
+by an exception, or with a recorded process still running), and the watchdog
 SIGTERMs, then SIGKILLs, every process group the boot recorded (`on_started` appends each
 pgid to a file), every descendant remembered while the server ran (same start time only: a
 reused pid is left alone), and removes every container the boot started (`<runtime> stop
@@ -131,6 +132,31 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
+def _running_stat(pid: int) -> list[str] | None:
+    """`_stat` of a process that runs: None if it is gone or a zombie (it only awaits reaping)."""
+    fields = _stat(pid)
+    return fields if fields is not None and fields[0] not in ("Z", "X") else None
+
+
+def _group_running(pgid: int) -> bool:
+    if not _group_alive(pgid):
+        return False
+    return any(
+        p.name.isdigit() and (f := _running_stat(int(p.name))) is not None and f[2] == str(pgid)
+        for p in Path("/proc").iterdir()
+    )
+
+
+def still_running(rec: Recorded) -> bool:
+    """A recorded group has a running process, or a remembered descendant still runs."""
+    if any(_group_running(p) for p in rec.pgids):
+        return True
+    return any(
+        (f := _running_stat(pid)) is not None and int(f[19]) == start
+        for pid, start in rec.pids.items()
+    )
+
+
 def kill_groups(pgids: list[int], grace_s: float) -> None:
     """SIGTERM each group, wait up to `grace_s`, then SIGKILL whatever is left."""
     for pgid in pgids:
@@ -248,12 +274,19 @@ class BootGuard:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        """The "done" byte only when the block ended normally and nothing it recorded still
+        runs. Otherwise EOF alone: the watchdog cleans up, then removes the file. A stop cut
+        short (Ray's SIGTERM raises SystemExit inside it, then SIGKILLs the leader) left a
+        server's group unsignalled, and "done" let its children outlive the boot."""
+        ended = exc_type is None and not still_running(read_recorded(self.pgid_file))
         if self._w is not None:
-            with contextlib.suppress(OSError):
-                os.write(self._w, DONE)
+            if ended:
+                with contextlib.suppress(OSError):
+                    os.write(self._w, DONE)
             os.close(self._w)
             self._w = None
-        self.pgid_file.unlink(missing_ok=True)
+        if ended:
+            self.pgid_file.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ from bench.experiment import (
 from bench.run.node import member_log_name
 from bench.run.process.api_server import ServerProcess, free_port
 from bench.run.process.gang import GangServer, LocalMember, MemberHandle, MemberStart
-from bench.run.process.member_process import Watch
+from bench.run.process.lifecycle import Watch
 
 
 class MemberLauncher(Protocol):
