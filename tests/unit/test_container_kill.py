@@ -163,3 +163,23 @@ def test_guard_file_format_is_backward_compatible(tmp_path: Path) -> None:
     assert rec.pgids == [123, 456] and rec.pids == {45: 678}
     assert rec.containers == [("podman", "specab-x")]
     assert rec.directories == ["/tmp/a dir"]
+
+
+def test_a_guard_cut_short_while_starting_its_watchdog_leaves_no_file_and_no_fd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Ray cancel can interrupt `BootGuard.__enter__` while it starts the watchdog: the
+    guard file (empty guard files were found left behind) and the pipe go with it."""
+    import importlib
+
+    reaper = importlib.import_module("bench.run.process.reaper")
+
+    def interrupted(argv: list[str], fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reaper, "_spawn", interrupted)
+    fds = set(os.listdir("/proc/self/fd"))
+    with pytest.raises(KeyboardInterrupt):
+        BootGuard(tmp_path / "g").__enter__()
+    assert not (tmp_path / "g").exists()
+    assert set(os.listdir("/proc/self/fd")) == fds

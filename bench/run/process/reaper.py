@@ -238,6 +238,10 @@ class BootGuard:
         argv = [str(r), str(self.pgid_file), str(self.grace_s), str(me), str(_start_time(me))]
         try:
             _spawn(["--detach", *argv], r).wait()
+        except BaseException:  # cut short (a Ray cancel): leave no file and no open write end
+            os.close(w)  # a watchdog already started sees EOF, finds nothing and exits
+            self.pgid_file.unlink(missing_ok=True)
+            raise
         finally:
             os.close(r)
         self._w = w
