@@ -132,27 +132,16 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _running_stat(pid: int) -> list[str] | None:
-    """`_stat` of a process that runs: None if it is gone or a zombie (it only awaits reaping)."""
-    fields = _stat(pid)
-    return fields if fields is not None and fields[0] not in ("Z", "X") else None
-
-
-def _group_running(pgid: int) -> bool:
-    if not _group_alive(pgid):
-        return False
-    return any(
-        p.name.isdigit() and (f := _running_stat(int(p.name))) is not None and f[2] == str(pgid)
-        for p in Path("/proc").iterdir()
-    )
-
-
 def still_running(rec: Recorded) -> bool:
-    """A recorded group has a running process, or a remembered descendant still runs."""
-    if any(_group_running(p) for p in rec.pgids):
+    """A recorded group has a process that is not a zombie, or a remembered descendant is
+    still the same running process. The owner's side only: `procfs` is bench's, and the
+    watchdog runs this file as a stdlib-only script."""
+    from bench.run.process.procfs import group_members, proc_stat
+
+    if any(_group_alive(p) and group_members(p) for p in rec.pgids):
         return True
     return any(
-        (f := _running_stat(pid)) is not None and int(f[19]) == start
+        (st := proc_stat(pid)) is not None and st[0] != "Z" and st[3] == start
         for pid, start in rec.pids.items()
     )
 
