@@ -1,0 +1,121 @@
+"""The suite's floor on this machine: each lane of `make test` alone, then their sum.
+
+    .venv/bin/python benchmarks/bench_lanes.py [--lanes real,bed,other,lint] [--out DIR]
+
+`make test` runs lint and three pytests at once (tests/run-lanes.sh). Where they keep every
+core busy, no schedule can end before the work of all of them is done:
+
+    floor = sum over lanes of (CPU-s alone) / cores
+
+This runs each lane alone, one after the other, with the markers and the environment
+tests/run-lanes.sh gives it, and prints per lane its wall, its CPU-s (the whole machine's,
+from /proc/stat: run it on an idle machine) and the cores it kept busy; then the sum and the
+floor. A `make test` run well above the floor lost time to the lanes slowing each other
+(shared caches, Ray daemons living longer); a floor above the budget means less work, not a
+better schedule. Each lane's pytest output goes to DIR (its slowest tests at the end).
+Lint runs without mypy's and ruff's caches; for the pytests' fresh-clone figures, give the
+run an empty `XDG_CACHE_HOME` outside /tmp (vLLM's caches live there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+ROOT = Path(__file__).resolve().parents[1]
+LANES_SCRIPT = ROOT / "tests" / "run-lanes.sh"
+
+
+def _markers() -> dict[str, str]:
+    """The lanes' marker expressions, read from tests/run-lanes.sh (one source of truth)."""
+    text = LANES_SCRIPT.read_text()
+    found = {k: re.search(rf'^{k}="([^"]+)"$', text, re.M) for k in ("REAL", "BED")}
+    missing = [k for k, m in found.items() if m is None]
+    if missing:
+        sys.exit(f"{LANES_SCRIPT}: no {missing} marker line; update {__file__}")
+    real, bed = (m.group(1) for m in found.values() if m is not None)
+    return {"real": real, "bed": bed, "other": f"not ({real} or {bed})"}
+
+
+def _commands(python: str, out: Path) -> dict[str, tuple[list[str], dict[str, str]]]:
+    pytest = [python, str(ROOT / "tests" / "run_pytest.py"), "-p", "no:cacheprovider"]
+    marks = _markers()
+    passive = {"OMP_WAIT_POLICY": "PASSIVE"}
+    one_thread = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    return {
+        "real": ([*pytest, "-m", marks["real"]], passive),
+        "bed": ([*pytest, "-m", marks["bed"]], passive),
+        "other": ([*pytest, "-m", marks["other"]], one_thread),
+        # mypy and ruff without their caches, as on a fresh clone
+        "lint": (
+            ["make", "--no-print-directory", "lint"],
+            {"MYPY_CACHE_DIR": str(out / "mypy-cache"), "RUFF_NO_CACHE": "true"},
+        ),
+    }
+
+
+def _machine_cpu_seconds() -> float:
+    """CPU-s every process on the machine has used (user, nice, system, irq, softirq, steal)."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq + steal) / ticks
+
+
+def _run_lane(
+    name: str, argv: list[str], extra: dict[str, str], out: Path
+) -> tuple[float, float, int]:
+    env = {**os.environ, **extra}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as the Makefile: bytecode written once, reused
+    log = out / f"{name}.log"
+    cpu0, t0 = _machine_cpu_seconds(), time.monotonic()
+    with log.open("w") as fh:
+        rc = subprocess.run(argv, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
+    return time.monotonic() - t0, _machine_cpu_seconds() - cpu0, rc
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--lanes", default="real,bed,other,lint", help="comma-separated subset")
+    ap.add_argument("--out", type=Path, default=None, help="where each lane's log goes")
+    args = ap.parse_args()
+    lanes = [x.strip() for x in args.lanes.split(",") if x.strip()]
+    unknown = sorted(set(lanes) - {"real", "bed", "other", "lint"})
+    if unknown:
+        sys.exit(f"--lanes: unknown {unknown}; choose from bed, lint, other, real")
+    out = args.out or Path(tempfile.mkdtemp(prefix="specab-bench-lanes-"))
+    out.mkdir(parents=True, exist_ok=True)
+    commands = _commands(str(Path(sys.executable)), out)
+    cores = len(os.sched_getaffinity(0))
+    console = Console()
+    table = Table(title=f"each lane alone ({cores} cores; logs in {out})")
+    for col in ("lane", "wall", "CPU-s", "cores busy", "status"):
+        table.add_column(col, justify="left" if col == "lane" else "right")
+    total_cpu = total_wall = 0.0
+    for name in lanes:
+        argv, extra = commands[name]
+        console.print(f"running {name}: {' '.join(argv[1:] if name != 'lint' else argv)}")
+        wall, cpu, rc = _run_lane(name, argv, extra, out)
+        total_cpu, total_wall = total_cpu + cpu, total_wall + wall
+        table.add_row(name, f"{wall:.0f} s", f"{cpu:.0f}", f"{cpu / wall:.2f}", f"rc {rc}")
+    table.add_row("sum", f"{total_wall:.0f} s", f"{total_cpu:.0f}", "", "")
+    console.print(table)
+    floor = total_cpu / cores
+    console.print(
+        f"floor of these lanes at once: {total_cpu:.0f} CPU-s / {cores} cores = "
+        f"{floor:.0f} s ({floor / 60:.1f} min), before the install; one after the other "
+        f"they took {total_wall / 60:.1f} min"
+    )
+
+
+if __name__ == "__main__":
+    main()
