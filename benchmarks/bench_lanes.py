@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+# the machine's busy CPU-s from /proc/stat, as the boot benchmark measures it (this folder)
+from bench_boot_phases import machine_cpu_seconds
 from rich.console import Console
 from rich.table import Table
 
@@ -38,11 +40,13 @@ LANES_SCRIPT = ROOT / "tests" / "run-lanes.sh"
 def _markers() -> dict[str, str]:
     """The lanes' marker expressions, read from tests/run-lanes.sh (one source of truth)."""
     text = LANES_SCRIPT.read_text()
-    found = {k: re.search(rf'^{k}="([^"]+)"$', text, re.M) for k in ("REAL", "BED")}
-    missing = [k for k, m in found.items() if m is None]
-    if missing:
-        sys.exit(f"{LANES_SCRIPT}: no {missing} marker line; update {__file__}")
-    real, bed = (m.group(1) for m in found.values() if m is not None)
+    marks = {}
+    for key in ("REAL", "BED"):
+        line = re.search(rf'^{key}="([^"]+)"$', text, re.M)
+        if line is None:
+            sys.exit(f"{LANES_SCRIPT}: no {key}=... marker line; update {__file__}")
+        marks[key] = line.group(1)
+    real, bed = marks["REAL"], marks["BED"]
     return {"real": real, "bed": bed, "other": f"not ({real} or {bed})"}
 
 
@@ -63,24 +67,16 @@ def _commands(python: str, out: Path) -> dict[str, tuple[list[str], dict[str, st
     }
 
 
-def _machine_cpu_seconds() -> float:
-    """CPU-s every process on the machine has used (user, nice, system, irq, softirq, steal)."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system + irq + softirq + steal) / ticks
-
-
 def _run_lane(
     name: str, argv: list[str], extra: dict[str, str], out: Path
 ) -> tuple[float, float, int]:
     env = {**os.environ, **extra}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as the Makefile: bytecode written once, reused
     log = out / f"{name}.log"
-    cpu0, t0 = _machine_cpu_seconds(), time.monotonic()
+    cpu0, t0 = machine_cpu_seconds(), time.monotonic()
     with log.open("w") as fh:
         rc = subprocess.run(argv, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
-    return time.monotonic() - t0, _machine_cpu_seconds() - cpu0, rc
+    return time.monotonic() - t0, machine_cpu_seconds() - cpu0, rc
 
 
 def main() -> None:
@@ -91,7 +87,7 @@ def main() -> None:
     lanes = [x.strip() for x in args.lanes.split(",") if x.strip()]
     unknown = sorted(set(lanes) - {"real", "bed", "other", "lint"})
     if unknown:
-        sys.exit(f"--lanes: unknown {unknown}; choose from bed, lint, other, real")
+        ap.error(f"--lanes: unknown {unknown}; choose from bed, lint, other, real")
     out = args.out or Path(tempfile.mkdtemp(prefix="specab-bench-lanes-"))
     out.mkdir(parents=True, exist_ok=True)
     commands = _commands(str(Path(sys.executable)), out)
@@ -103,7 +99,7 @@ def main() -> None:
     total_cpu = total_wall = 0.0
     for name in lanes:
         argv, extra = commands[name]
-        console.print(f"running {name}: {' '.join(argv[1:] if name != 'lint' else argv)}")
+        console.print(f"running {name}: {' '.join(argv)}")
         wall, cpu, rc = _run_lane(name, argv, extra, out)
         total_cpu, total_wall = total_cpu + cpu, total_wall + wall
         table.add_row(name, f"{wall:.0f} s", f"{cpu:.0f}", f"{cpu / wall:.2f}", f"rc {rc}")
