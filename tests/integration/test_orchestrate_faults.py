@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from bench.cli import run
+from bench.experiment import REDACTED as REDACTED_TEXT
 from bench.records import CLAIM_FILE, BootRecord
 from bench.store import load_results
 
@@ -628,3 +629,66 @@ def test_a_local_ray_whose_raylet_misses_rays_30_s_start_is_stopped_and_started_
     assert out.returncode == 0, out.stderr[-3000:]
     names = out.stdout.split()
     assert names.count("gcs_server") == 1 and names.count("raylet") == 1, names
+
+
+SECRET_KEY = "sk-specab-fake-0123456789"
+SECRET_TOKEN = "hf_specab_fake_abcdefgh"
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("shared_ray")
+def test_a_server_that_requires_a_key_is_measured_and_the_key_is_stored_nowhere(
+    tmp_path: Path,
+    fake_experiment: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The fake requires VLLM_API_KEY as vLLM does and echoes it into its log; an arm with
+    `api-key` boots ok beside one without, and neither the results directory nor the MLflow
+    store it is exported to holds the key or the token."""
+    spec = fake_experiment(
+        tmp_path,
+        {"plain": {}, "keyed": {"HF_TOKEN": SECRET_TOKEN, "SPECAB_FAKE_ECHO_ENV": "VLLM_API_KEY"}},
+        arm_extra={"keyed": {"args": {"api-key": SECRET_KEY}}},
+    )
+    root = tmp_path / "results"
+    assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
+    assert _ok_per_arm(root) == {"keyed": [0, 1], "plain": [0, 1]}
+    logs = [p.read_text() for p in (root / "logs").glob("keyed*.log")]
+    assert logs and all(f"VLLM_API_KEY={REDACTED_TEXT}" in t for t in logs)
+    monkeypatch.chdir(tmp_path)  # MLflow's sqlite store keeps artifacts in ./mlruns
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert run(["export", "mlflow", str(root), "--tracking-uri", uri, "--experiment", "k"]) == 0
+    out = capsys.readouterr().out
+    for path in [p for p in tmp_path.rglob("*") if p.is_file()]:
+        if path.name == "exp.toml":
+            continue  # the user's own file
+        data = path.read_bytes()
+        assert SECRET_KEY.encode() not in data and SECRET_TOKEN.encode() not in data, path
+    assert SECRET_KEY not in out
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("shared_ray")
+def test_a_key_the_probes_lack_stops_the_run_at_the_first_boot(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A server that requires a key specab was not given (an image's own VLLM_API_KEY): one
+    root-cause line, no retry."""
+    spec = fake_experiment(
+        tmp_path,
+        {"foreign": {"SPECAB_FAKE_REQUIRED_KEY": SECRET_KEY}},
+        boots_per_arm=2,
+        resources={"cpu": 2},  # one boot at a time: the first failure is the only one
+        experiment={"max_attempts": 3},
+    )
+    root = tmp_path / "results"
+    rc = run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert "failed in a way no retry mends: the server requires an API key" in out
+    boots = load_results(root).boots
+    assert len(boots) == 1 and boots["status"].tolist() == ["failed"]
+    error = boots["error"].iloc[0]
+    assert error.startswith("the server requires an API key; the probes sent none"), error
+    assert "HTTP 401" in error and SECRET_KEY not in error

@@ -15,11 +15,9 @@ from bench.experiment.launch.containers import (
 )
 from bench.experiment.launch.diffs import AppliedDiff, is_diff
 from bench.experiment.launch.environment import (
-    REDACTED,
     base_env,
     interpreter_env,
     interpreter_vllm_version,
-    redact_env,
     supports_per_request_metrics,
     supports_per_request_timing,
     vllm_package_dir,
@@ -47,6 +45,16 @@ from bench.experiment.launch.patches import (
     read_report,
 )
 from bench.experiment.launch.synthetic import synthetic_truth
+from bench.experiment.spec import (
+    REDACTED,
+    auth_headers,
+    is_secret_env,
+    is_secret_flag,
+    redact_args,
+    redact_env,
+    scrub,
+    secret_values,
+)
 
 __all__ = [
     "REDACTED",
@@ -58,6 +66,7 @@ __all__ = [
     "Measurement",
     "MemberCommand",
     "ResolvedArm",
+    "auth_headers",
     "base_env",
     "build_patch_dir",
     "check_patch_report",
@@ -68,6 +77,8 @@ __all__ = [
     "interpreter_env",
     "interpreter_vllm_version",
     "is_diff",
+    "is_secret_env",
+    "is_secret_flag",
     "launch_plan",
     "materialize_overlay",
     "measurement",
@@ -76,9 +87,12 @@ __all__ = [
     "mirror_rope_fields",
     "mount_paths",
     "read_report",
+    "redact_args",
     "redact_env",
     "render_args",
     "resolve_arm",
+    "scrub",
+    "secret_values",
     "speculative_and_concurrency",
     "supports_per_request_metrics",
     "supports_per_request_timing",

@@ -28,10 +28,19 @@ from typing import Any
 from bench.errors import SpecabError
 from bench.experiment.launch.containers import DEFAULT_PYTHON, container_vllm_version
 from bench.experiment.launch.diff_builds import applied_diff
-from bench.experiment.launch.diffs import DIFF_SUFFIXES, AppliedDiff, is_diff
-from bench.experiment.launch.environment import interpreter_vllm_version, redact_env
+from bench.experiment.launch.diffs import AppliedDiff, is_diff
+from bench.experiment.launch.environment import interpreter_vllm_version
 from bench.experiment.launch.overlays import effective_config
-from bench.experiment.spec import ArgValue, ContainerSpec, Experiment, resolve_path
+from bench.experiment.launch.patches import arm_patch_files
+from bench.experiment.spec import (
+    ArgValue,
+    ContainerSpec,
+    Experiment,
+    redact_args,
+    redact_env,
+    refuse_secret_flag,
+    resolve_path,
+)
 
 # Flags the boot sets itself; an arm that sets them would silently be overridden.
 _RESERVED_FLAGS = {
@@ -88,15 +97,16 @@ class ResolvedArm:
         return int(k) if isinstance(k, int | float | str) and str(k).isdigit() else 0
 
     def definition(self) -> dict[str, Any]:
-        """JSON-able definition for the manifest: effective configs, patch sha256s, env
-        with secrets redacted. Hashing it tells whether two arms (or runs) are the same."""
+        """JSON-able definition for the manifest: effective configs, patch sha256s, args and
+        env with secrets redacted. Hashing it tells whether two arms (or runs) are the same;
+        a secret's value is not part of it (two arms that differ only in a key hash alike)."""
         diffs = self.diffs()
         return {
             "name": self.name,
             "model": self.model,
             "python": self.python,
             "vllm_version": self.vllm_version(),
-            "args": dict(sorted(self.args.items())),
+            "args": dict(sorted(redact_args(self.args).items())),
             "speculative_config": self.speculative_config,
             "env": dict(sorted(redact_env(self.env).items())),
             "patches": [self._patch_definition(p, diffs) for p in self.patches],
@@ -200,45 +210,9 @@ def _merged_args(spec: Experiment, spec_file: Path, name: str) -> dict[str, ArgV
                     field=f"{where}.{key}",
                     fix=f"remove it; {_RESERVED_FLAGS[flag]}",
                 )
+            refuse_secret_flag(flag, value, file=spec_file, field=f"{where}.{key}")
             args[flag] = value
     return args
-
-
-def _patch_files(
-    spec: Experiment, spec_file: Path, name: str
-) -> tuple[tuple[Path, ...], tuple[str, ...]]:
-    """The server's patches, then the arm's, and where each is written: existing .py
-    modules or unified diffs (.diff/.patch) with distinct stems."""
-    patches: list[Path] = []
-    fields: list[str] = []
-    sources = (
-        ("server.patches", spec.server.patches),
-        (f"arms({name}).patches", spec.arm(name).patches),
-    )
-    for where, src in sources:
-        for i, value in enumerate(src):
-            p = resolve_path(spec_file, value)
-            if p.suffix != ".py" and p.suffix not in DIFF_SUFFIXES:
-                problem = "a patch is a Python module (.py) or a unified diff (.diff, .patch)"
-                fix = "point at a .py patch module or at `git diff` output saved as .diff"
-            elif not p.is_file():
-                problem = f"patch file {p} not found"
-                fix = "correct the path (relative to the experiment file)"
-            else:
-                patches.append(p)
-                fields.append(f"{where}[{i}]")
-                continue
-            raise SpecabError(problem, file=spec_file, field=f"{where}[{i}]", fix=fix)
-    stems = [p.stem for p in patches]
-    dup = sorted({s for s in stems if stems.count(s) > 1})
-    if dup:
-        raise SpecabError(
-            f"two patches share the name {dup[0]!r} (patches are named by file stem)",
-            file=spec_file,
-            field=f"arms({name}).patches",
-            fix="rename one of the patch files or list it once",
-        )
-    return tuple(patches), tuple(fields)
 
 
 def speculative_and_concurrency(spec: Experiment, name: str) -> tuple[bool, int]:
@@ -269,7 +243,7 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
             else "remove draft_config from the no-speculation arm",
         )
     container = arm.container or srv.container
-    patches, patch_fields = _patch_files(spec, spec_file, name)
+    patches, patch_fields = arm_patch_files(spec, spec_file, name)
     resolved = ResolvedArm(
         name=name,
         model=_model_path(spec_file, srv.model),

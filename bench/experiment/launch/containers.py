@@ -19,8 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.experiment.launch.environment import REDACTED, redact_env
-from bench.experiment.spec import ContainerSpec
+from bench.experiment.spec import ContainerSpec, is_secret_env
 
 # The caller's variables that describe the host, not the server: never passed into the
 # image (its own PATH, HOME and libraries must stay as the image built them).
@@ -114,7 +113,7 @@ def run_command(
         cmd += ["--label", f"{k}={v}"]
     for k, v in sorted(server_env(env).items()):
         # A secret's value never appears on a command line: `-e NAME` reads the CLI's env.
-        cmd += ["-e", k if redact_env({k: v})[k] == REDACTED else f"{k}={v}"]
+        cmd += ["-e", k if is_secret_env(k) else f"{k}={v}"]
     for m in mounts:
         cmd += ["-v", f"{m}:{m}" + (":ro" if m in ro else "")]
     return [*cmd, *c.options, c.image, *argv]

@@ -1,4 +1,4 @@
-"""The server's environment: a whitelisted base (like pyperf's), secret redaction, and what an
+"""The server's environment: a whitelisted base (like pyperf's) and what an
 interpreter would serve with: its vLLM version, where it imports vLLM from and whether that
 vLLM can report per-request acceptance and per-request timings (read from its source, never
 imported)."""
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,13 +22,6 @@ _BASE_ENV_PREFIXES = (
     "PYTORCH_", "NCCL_", "TRITON_", "TRANSFORMERS_", "KMP_", "MKL_", "ROCR_", "HIP_",
     "FLASHINFER_", "TORCHINDUCTOR_", "GLOO_", "UCX_",
 )  # fmt: skip
-_SECRET_RE = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
-REDACTED = "<redacted>"
-
-
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """Copy of `env` with values of names containing KEY/TOKEN/SECRET/PASSWORD redacted."""
-    return {k: (REDACTED if _SECRET_RE.search(k) else v) for k, v in env.items()}
 
 
 def base_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -145,6 +137,6 @@ def supports_per_request_timing(python: str, pythonpath: str = "") -> bool:
 
 
 __all__ = [
-    "REDACTED", "base_env", "interpreter_vllm_version", "redact_env",
+    "base_env", "interpreter_vllm_version",
     "supports_per_request_metrics", "supports_per_request_timing", "vllm_package_dir",
 ]  # fmt: skip

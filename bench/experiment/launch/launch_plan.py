@@ -16,7 +16,7 @@ from bench.errors import BootFailed, SpecabError
 from bench.experiment.launch.arms import ResolvedArm
 from bench.experiment.launch.containers import ContainerRef, client_env, mount_paths, run_command
 from bench.experiment.launch.diffs import AppliedDiff
-from bench.experiment.launch.environment import base_env, redact_env
+from bench.experiment.launch.environment import base_env
 from bench.experiment.launch.overlays import materialize_overlay
 from bench.experiment.launch.patches import (
     PatchDir,
@@ -24,7 +24,7 @@ from bench.experiment.launch.patches import (
     check_patch_report,
     install_runner,
 )
-from bench.experiment.spec import ArgValue, ContainerSpec
+from bench.experiment.spec import ArgValue, ContainerSpec, auth_headers, redact_env, secret_flag_env
 
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 
@@ -50,6 +50,11 @@ class LaunchPlan:
 
     def redacted_env(self) -> dict[str, str]:
         return redact_env(self.env)
+
+    @property
+    def client_headers(self) -> dict[str, str]:
+        """What a client of this server sends (the API key it will require, if any)."""
+        return auth_headers(self.env)
 
     @property
     def server_args(self) -> list[str]:
@@ -187,11 +192,13 @@ def launch_plan(
     if arm.nodes > 1:
         args.pop("distributed-executor-backend", None)  # gang_flags sets it, once
 
+    env = {**base_env(environ), **arm.env}
+    for flag in [f for f in args if secret_flag_env(f) and isinstance(args[f], str)]:
+        env[str(secret_flag_env(flag))] = str(args.pop(flag))  # never on a command line
     argv = [arm.python, "-m", SERVER_MODULE, "--model", model, *render_args(args)]
     if spec_cfg:
         argv += ["--speculative-config", json.dumps(spec_cfg, sort_keys=True)]
 
-    env = {**base_env(environ), **arm.env}
     patch_dir: PatchDir | None = None
     if arm.patches:
         diffs = _applied_diffs(arm, at_boot=create)

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BootFailed, SpecabError
-from bench.experiment.launch.diffs import AppliedDiff, is_diff
+from bench.experiment.launch.diffs import DIFF_SUFFIXES, AppliedDiff, is_diff
+from bench.experiment.spec import Experiment, resolve_path
 
 RUNTIME_DIR = Path(__file__).parents[1] / "runtime"  # bench/experiment/runtime (a contract)
 RUNTIME_FILES = ("sitecustomize.py", "specab_patch.py")
@@ -248,3 +249,40 @@ def _why_not_applied(mine: list[dict[str, Any]], engine: set[int]) -> str:
     if waiting:
         return f"module(s) {', '.join(waiting)} never imported in {_ENGINE}"
     return f"it never called report_applied in {_ENGINE}"
+
+
+def arm_patch_files(
+    spec: Experiment, spec_file: Path, name: str
+) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """The server's patches, then the arm's, and where each is written: existing .py
+    modules or unified diffs (.diff/.patch) with distinct stems."""
+    patches: list[Path] = []
+    fields: list[str] = []
+    sources = (
+        ("server.patches", spec.server.patches),
+        (f"arms({name}).patches", spec.arm(name).patches),
+    )
+    for where, src in sources:
+        for i, value in enumerate(src):
+            p = resolve_path(spec_file, value)
+            if p.suffix != ".py" and p.suffix not in DIFF_SUFFIXES:
+                problem = "a patch is a Python module (.py) or a unified diff (.diff, .patch)"
+                fix = "point at a .py patch module or at `git diff` output saved as .diff"
+            elif not p.is_file():
+                problem = f"patch file {p} not found"
+                fix = "correct the path (relative to the experiment file)"
+            else:
+                patches.append(p)
+                fields.append(f"{where}[{i}]")
+                continue
+            raise SpecabError(problem, file=spec_file, field=f"{where}[{i}]", fix=fix)
+    stems = [p.stem for p in patches]
+    dup = sorted({s for s in stems if stems.count(s) > 1})
+    if dup:
+        raise SpecabError(
+            f"two patches share the name {dup[0]!r} (patches are named by file stem)",
+            file=spec_file,
+            field=f"arms({name}).patches",
+            fix="rename one of the patch files or list it once",
+        )
+    return tuple(patches), tuple(fields)

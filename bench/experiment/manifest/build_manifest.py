@@ -36,7 +36,7 @@ def build_manifest(
         "created_at": _now().isoformat(),
         "specab_version": __version__,
         "spec_file": Path(spec_file).name,
-        "spec": spec.model_dump(mode="json"),
+        "spec": spec.redacted_dump(),
         "spec_sha256": spec.sha256(),
         "arms": [
             {

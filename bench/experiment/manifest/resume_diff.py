@@ -209,7 +209,7 @@ def _spec(
             )
         return {}
     try:
-        then = Experiment.model_validate(old["spec"]).model_dump(mode="json")
+        then = Experiment.model_validate(old["spec"]).redacted_dump()
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])

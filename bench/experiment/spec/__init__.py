@@ -1,7 +1,8 @@
 """The experiment file (TOML) as frozen pydantic models and its loader: `[experiment]`,
 `[server]`, `[[arms]]` (`experiment_file`), `[probes]` (`probes_section`), `[resources]` and
 containers (`resources`), margins and the primary family (`margins`), `[sweep]` and the arms
-it generates (`sweep`); how a validation error becomes one line (`error_lines`), and the
+it generates (`sweep`); which settings are secret and their redacted form
+(`secret_settings`); how a validation error becomes one line (`error_lines`), and the
 reference page generated from the models (`reference_page`)."""
 
 from bench.experiment.spec.experiment_file import (
@@ -17,9 +18,24 @@ from bench.experiment.spec.experiment_file import (
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.reference_page import experiment_reference_markdown
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
+from bench.experiment.spec.secret_settings import (
+    API_KEY_ENV,
+    REDACTED,
+    auth_headers,
+    is_secret_env,
+    is_secret_flag,
+    redact_args,
+    redact_env,
+    refuse_secret_flag,
+    scrub,
+    secret_flag_env,
+    secret_values,
+)
 from bench.experiment.spec.sweep import SweepSection, sweep_cells
 
 __all__ = [
+    "API_KEY_ENV",
+    "REDACTED",
     "ArgValue",
     "ArmSpec",
     "ContainerSpec",
@@ -28,10 +44,19 @@ __all__ = [
     "ResourcesSection",
     "ServerSection",
     "SweepSection",
+    "auth_headers",
     "experiment_reference_markdown",
+    "is_secret_env",
+    "is_secret_flag",
     "json_schema",
     "load_spec",
     "parse_spec",
+    "redact_args",
+    "redact_env",
+    "refuse_secret_flag",
     "resolve_path",
+    "scrub",
+    "secret_flag_env",
+    "secret_values",
     "sweep_cells",
 ]

@@ -21,6 +21,13 @@ from bench.experiment.spec.error_lines import FIXES, UNION_TAGS, render_loc
 from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
+from bench.experiment.spec.secret_settings import (
+    REDACTED,
+    is_secret_env,
+    is_secret_flag,
+    redact_args,
+    redact_env,
+)
 from bench.experiment.spec.sweep import SweepSection, expand_sweep
 
 ArgValue = str | int | float | bool | None
@@ -219,10 +226,23 @@ class Experiment(_Model):
         names = ", ".join(a.name for a in self.arms)
         raise SpecabError(f"no arm named {name!r}", field="--arm", fix=f"use one of: {names}")
 
+    def redacted_dump(self) -> dict[str, Any]:
+        """The spec as JSON with every secret `args` and `env` value redacted (what the
+        manifest stores and the hash covers: a key never reaches a file)."""
+        body = self.model_dump(mode="json")
+        for table in [body["server"], *body["arms"]]:
+            table["args"] = redact_args(table.get("args") or {})
+            table["env"] = redact_env(table.get("env") or {})
+        sweep = body.get("sweep") or {}
+        for axis, levels in (sweep.get("grid") or {}).items():
+            kind, _, name = axis.partition(".")
+            if (kind == "args" and is_secret_flag(name)) or (kind == "env" and is_secret_env(name)):
+                sweep["grid"][axis] = [REDACTED for _ in levels]
+        return body
+
     def sha256(self) -> str:
-        return hashlib.sha256(
-            json.dumps(self.model_dump(mode="json"), sort_keys=True).encode()
-        ).hexdigest()
+        """The redacted spec's hash (two runs that differ only in a key are the same)."""
+        return hashlib.sha256(json.dumps(self.redacted_dump(), sort_keys=True).encode()).hexdigest()
 
 
 def parse_spec(data: dict[str, Any], file: Path) -> Experiment:

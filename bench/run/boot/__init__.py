@@ -25,10 +25,11 @@ from bench.run.boot.one_boot import (
     run_boot,
 )
 from bench.run.boot.probe_loop import Measured, check_boot_total, measure
-from bench.run.boot.requests import Sampling, request_body, run_probe
+from bench.run.boot.requests import API_KEY_REFUSED, Sampling, request_body, run_probe
 
 __all__ = [
-    "BootOutcome", "BootRequest", "Measured", "NodeSetup", "Sampling", "SpecCounts",
+    "API_KEY_REFUSED", "BootOutcome", "BootRequest", "Measured", "NodeSetup", "Sampling",
+    "SpecCounts",
     "check_boot_total", "check_counts", "counts_from_response", "drafted_per_position",
     "failed_record", "guarded_boot", "lane_of", "measure", "one_line", "parse_metrics_text",
     "positions_in_metrics", "prepare_node", "request_body", "run_boot", "run_probe",

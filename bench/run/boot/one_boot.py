@@ -30,6 +30,8 @@ from bench.experiment import (
     measurement,
     probe_sets_sha256,
     resolve_arm,
+    scrub,
+    secret_values,
     speculative_and_concurrency,
 )
 from bench.records import BootRecord, FailedPhase, ProbeRecord
@@ -37,7 +39,7 @@ from bench.run.attempt import Attempt
 from bench.run.boot.counters import SpecCounts, scrape_k
 from bench.run.boot.node_prep import prepare_node
 from bench.run.boot.probe_loop import Measured, check_boot_total, measure
-from bench.run.boot.requests import Sampling
+from bench.run.boot.requests import API_KEY_REFUSED, Sampling
 from bench.run.process import (
     CAUSE_LINES,
     GangServer,
@@ -187,6 +189,9 @@ def run_boot(
         error = one_line(f"{type(exc).__name__}: {exc}")
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
+    if error is not None:  # a log line quoted in it may hold a secret the server was given
+        env = {**os.environ, **node.server_env, **arm.env}
+        error = scrub(error, secret_values(env, arm.args))
     record = _record(req, node, t, measured, error)
     if record.status == "ok" and measured is not None:
         return BootOutcome(record, measured.records, measured.deltas)
@@ -212,7 +217,9 @@ def _measure_served(
     t.phase = "first_request"
     with (
         gang.watching() if gang is not None else contextlib.nullcontext(),
-        httpx.Client(base_url=server.base_url, timeout=60, trust_env=False) as client,
+        httpx.Client(
+            base_url=server.base_url, timeout=60, trust_env=False, headers=plan.client_headers
+        ) as client,
     ):
         t.vllm_version = _vllm_version(client)
         if t.k < 1 and how.speculative:  # the method's default (e.g. MTP n_predict)
@@ -237,7 +244,7 @@ def _measure_served(
 def _with_root_cause(reason: str, phase: FailedPhase | None, log_file: Path) -> str:
     """A request that failed names the server's own exception from its log first: the HTTP
     500 envelope ("EngineCore encountered an issue. See stack trace ...") says nothing."""
-    if phase not in ("first_request", "probes"):
+    if phase not in ("first_request", "probes") or reason.startswith(API_KEY_REFUSED):
         return reason  # start-up failures carry it already; the rest are specab's checks
     cause = root_cause(log_tail(log_file, CAUSE_LINES))
     if cause is None or cause in reason:

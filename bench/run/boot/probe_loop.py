@@ -165,7 +165,10 @@ def measure(
         if warmup == 0 and on_response is not None:
             on_response()  # lanes cannot tell which request came first: count it as probes
         base = client.base_url
-        new = lane_client or (lambda: httpx.Client(base_url=base, timeout=60, trust_env=False))
+        headers = client.headers  # the API key, when the server requires one
+        new = lane_client or (
+            lambda: httpx.Client(base_url=base, timeout=60, trust_env=False, headers=headers)
+        )
         return _concurrent(client, new, probes, rows, model, sampling, concurrency)
     t0 = time.perf_counter()
     start = prev = scrape(client, k)

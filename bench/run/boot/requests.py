@@ -75,6 +75,27 @@ def request_body(probe: Probe, model: str, sampling: Sampling) -> tuple[str, dic
     return "/v1/completions", body
 
 
+API_KEY_REFUSED = "the server requires an API key"
+
+
+def key_refused(client: httpx.Client, where: str) -> BootFailed:
+    """The one root-cause line of an HTTP 401: the probes sent no key, or one the server
+    refused (no retry helps: `repeat_guard` stops the run at the first)."""
+    if "authorization" in client.headers:
+        said = (
+            "it refused the key specab sent (the server's VLLM_API_KEY, from the arm's "
+            "args api-key or env, or inherited from the caller's environment)"
+        )
+        fix = "make the arm's api-key or VLLM_API_KEY the key the server checks"
+    else:
+        said = "the probes sent none (the server's key is not one specab gave it)"
+        fix = (
+            "set it as the arm's args api-key or env VLLM_API_KEY (specab sends it), or "
+            "remove the key the server reads (a VLLM_API_KEY in the image's environment)"
+        )
+    return BootFailed(f"{API_KEY_REFUSED}; {said} ({where}: HTTP 401). Fix: {fix}")
+
+
 def run_probe(client: httpx.Client, probe: Probe, model: str, sampling: Sampling) -> ProbeResponse:
     """One request; BootFailed for anything but a well-formed 200 response."""
     path, body = request_body(probe, model, sampling)
@@ -84,6 +105,8 @@ def run_probe(client: httpx.Client, probe: Probe, model: str, sampling: Sampling
     except httpx.HTTPError as exc:
         raise BootFailed(f"probe {probe.set_name}/{probe.id}: request failed: {exc!r}") from None
     latency = time.perf_counter() - t0
+    if resp.status_code == 401:
+        raise key_refused(client, f"probe {probe.set_name}/{probe.id}")
     if resp.status_code != 200:
         raise BootFailed(
             f"probe {probe.set_name}/{probe.id}: HTTP {resp.status_code}: "

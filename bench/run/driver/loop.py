@@ -31,7 +31,7 @@ from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
 from bench.run.driver.looks import SequentialRun
 from bench.run.driver.order import PlannedBoot, boot_seed
 from bench.run.driver.progress import Progress, Running
-from bench.run.driver.repeat_guard import RepeatGuard
+from bench.run.driver.repeat_guard import RepeatGuard, certain_to_repeat
 from bench.run.placement import AttemptSpec, TaskResult
 from bench.run.process import CAUSE_LINES, cause_context, log_tail
 from bench.store import ResultsWriter, atomic_write_bytes
@@ -226,9 +226,11 @@ class RunLoop:
 
     def _repeating(self, record: BootRecord) -> str:
         """Why the run stops: the repeated error and the tail of the server's log."""
-        error = (record.error or "").strip().splitlines()[0][:300]
+        error = (record.error or "").strip().splitlines()[0][:500]
         lines = [
-            f"arm {record.arm!r} failed twice in a row with the same error and has not "
+            f"arm {record.arm!r} failed in a way no retry mends: {error}"
+            if certain_to_repeat(record)
+            else f"arm {record.arm!r} failed twice in a row with the same error and has not "
             f"booted ok once, so every retry would fail the same way: {error}"
         ]
         log = log_tail(self.writer.root / record.log_path, CAUSE_LINES) if record.log_path else []

@@ -1,5 +1,7 @@
 """Failures certain to repeat: an arm that has never booted ok and fails twice in a row, the
-same way, before anything was measured (see the run loop's docstring for why the run stops).
+same way, before anything was measured, and a failure certain from its first occurrence (an
+API key the server requires and the probes lack). See the run loop's docstring for why the run
+stops.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ import re
 from collections.abc import Iterable
 
 from bench.records import BootRecord
+from bench.run.boot import API_KEY_REFUSED
 
 _NUMBERS = re.compile(r"\d+")
 
@@ -31,6 +34,12 @@ def failure_signature(record: BootRecord) -> str | None:
     return _NUMBERS.sub("#", line)
 
 
+def certain_to_repeat(record: BootRecord) -> bool:
+    """A failure no retry can mend, known from its first occurrence: the server requires an
+    API key the probes do not have."""
+    return record.status == "failed" and (record.error or "").startswith(API_KEY_REFUSED)
+
+
 class RepeatGuard:
     """Tells when an arm's failure is certain to repeat: the arm never booted ok and its last
     two failures (in the order they finished) are startup failures with one signature."""
@@ -48,6 +57,8 @@ class RepeatGuard:
         return arm not in self.proven and self.last.get(arm) is not None
 
     def repeats(self, record: BootRecord) -> bool:
+        if certain_to_repeat(record):
+            return True
         if record.arm in self.proven:
             return False
         sig = failure_signature(record)

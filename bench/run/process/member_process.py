@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import IO
 
 from bench.errors import BootFailed
-from bench.experiment import ContainerRef
+from bench.experiment import REDACTED, ContainerRef, scrub, secret_values
 from bench.run.process.lifecycle import Lifecycle, Plan, Watch
 from bench.run.process.procfs import (
     LOG_TAIL_LINES,
@@ -153,7 +153,22 @@ class MemberProcess(Lifecycle):
         return self._proc is not None and self._proc.poll() is None
 
     def tail(self, lines: int = LOG_TAIL_LINES) -> list[str]:
-        return log_tail(self.log_path, lines, start=self._log_start)
+        secrets = secret_values(self.plan.env)
+        return [scrub(x, secrets) for x in log_tail(self.log_path, lines, start=self._log_start)]
+
+    def _scrub_log(self) -> None:
+        """The secrets the server was given, gone from the log specab keeps (a server may
+        echo its environment or a request's header into it)."""
+        secrets = [v.encode() for v in secret_values(self.plan.env)]
+        try:
+            text = self.log_path.read_bytes()
+        except OSError:
+            return
+        if any(v in text for v in secrets):
+            for v in secrets:
+                text = text.replace(v, REDACTED.encode())
+            with contextlib.suppress(OSError):
+                self.log_path.write_bytes(text)
 
     def failed(self, summary: str, tail: list[str] | None = None) -> BootFailed:
         tail = self.tail() if tail is None else tail
@@ -275,6 +290,7 @@ class MemberProcess(Lifecycle):
         if self._log is not None:
             self._log.close()
             self._log = None
+            self._scrub_log()
         for own in (self._own_cwd, self._ipc_dir):
             if own is not None:
                 shutil.rmtree(own, ignore_errors=True)

@@ -124,6 +124,12 @@ def main() -> None:
         f"host_ip={os.environ.get('VLLM_HOST_IP', '')}",
         flush=True,
     )
+    echo = os.environ.get("SPECAB_FAKE_ECHO_ENV")
+    if echo:  # a server that logs a secret it was given
+        print(f"fake server env: {echo}={os.environ.get(echo, '')}", flush=True)
+    # like vLLM: VLLM_API_KEY guards /v1; SPECAB_FAKE_REQUIRED_KEY: a key from elsewhere
+    keys = [os.environ.get(n, "") for n in ("VLLM_API_KEY", "SPECAB_FAKE_REQUIRED_KEY")]
+    keys = [f"Bearer {k}" for k in keys if k]
     if fault == "crash_at_boot":
         print("ERROR fake server: injected crash at boot", flush=True)
         child.kill()
@@ -165,6 +171,9 @@ def main() -> None:
         def do_POST(self) -> None:
             n = int(self.headers.get("Content-Length", "0"))
             body = json.loads(self.rfile.read(n) or b"{}")
+            if keys and any(self.headers.get("Authorization") != k for k in keys):
+                self._send(401, json.dumps({"error": "Unauthorized"}))
+                return
             if self.path != "/v1/completions":
                 self._send(404, "{}")
                 return
