@@ -19,6 +19,9 @@ three arms extended so that one boot carries several proofs:
   (proof a). It also sets env and args and runs `env_report`: the model process reports
   the env value, vLLM logs the flags it parsed and answers under the arm's served name
   (proof d).
+- `shipped` and `patch-fix` serve behind an `api-key`: every probe must carry it, the key must
+  be in the server's environment and not on its command line, and no stored file may hold it
+  (proof e; `patch-fix` counting exactly what the key-less `config-fix` counts is proof a).
 - `forced-never`: the shipped draft with `force_full_rotary` (which now really changes the
   rope: factor 0.25 -> 1.0, reported from the model worker) and a patch hooking a module
   vLLM never imports for Qwen3 -> the boot fails naming that patch (proof c).
@@ -67,6 +70,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "arms" / "demo" / "demo-draft-model.toml"
 PATCHES = ROOT / "arms" / "patches"
 ARMS = ("shipped", "config-fix", "patch-fix", "forced-never")
+API_KEY = "sk-specab-real-0123456789abcdef"  # `shipped` and `patch-fix` serve behind it
 
 
 def demo_spec() -> Experiment:
@@ -75,13 +79,17 @@ def demo_spec() -> Experiment:
     by_name = {a.name: a for a in spec.arms}
     force = str(PATCHES / "force_full_rotary.py")
     arms = [
-        by_name["shipped"],
+        by_name["shipped"].model_copy(update={"args": {"api-key": API_KEY}}),
         by_name["config-fix"].model_copy(update={"patches": [force], "allow_noop_patches": True}),
         by_name["patch-fix"].model_copy(
             update={
                 "patches": [*by_name["patch-fix"].patches, str(PATCHES / "env_report.py")],
                 "env": {"SPECAB_PROOF": "arm-env-reached", "SPECAB_ENV_REPORT": "SPECAB_PROOF"},
-                "args": {"served-model-name": "proof-model", "uvicorn-log-level": "warning"},
+                "args": {
+                    "served-model-name": "proof-model",
+                    "uvicorn-log-level": "warning",
+                    "api-key": API_KEY,
+                },
             }
         ),
         by_name["shipped"].model_copy(
@@ -151,6 +159,7 @@ def _written_boot(spec: Experiment, arm: str, tmp: Path) -> Boot:
         started.append(pgid)
         env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
         ipc.extend(e.split(b"=", 1)[1].decode() for e in env if e.startswith(RPC))
+        _STARTED_WITH.append((Path(f"/proc/{pid}/cmdline").read_bytes(), env))
 
     outcome = guarded_boot(req, node, on_started=on_started)
     writer.write_boot(outcome.record, outcome.probes)
@@ -182,6 +191,7 @@ def boots(
 
 
 RPC = b"VLLM_RPC_BASE_PATH="
+_STARTED_WITH: list[tuple[bytes, list[bytes]]] = []  # the written boot's cmdline and environ
 _LEFT_IN_TMP: list[str] = []  # vLLM sockets the four boots left in the temp dir
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
@@ -354,3 +364,24 @@ def test_the_written_boot_loads_back(boots: dict[str, Boot]) -> None:
     assert list(res.boots["status"]) == ["ok"]
     assert len(res.probes) == 20 and res.probes["num_drafts"].sum() == res.boots["num_drafts"][0]
     assert b.log.stat().st_size > 0
+
+
+def test_a_server_behind_an_api_key_measures_and_the_key_is_stored_nowhere(
+    boots: dict[str, Boot],
+) -> None:
+    """`shipped` and `patch-fix` set `api-key`: vLLM requires it on every probe, so their ok
+    boots prove the probes sent it, and `patch-fix` counts exactly what the key-less
+    `config-fix` counts (proof a). The key was in the server's environment, never on its
+    command line, and no file of the results directory or the boot logs holds it."""
+    assert boots["shipped"].record.status == "ok" and boots["patch-fix"].record.status == "ok"
+    ((cmdline, environ),) = _STARTED_WITH
+    assert API_KEY.encode() not in cmdline and b"--api-key" not in cmdline
+    assert f"VLLM_API_KEY={API_KEY}".encode() in environ
+    root = boots["shipped"].root
+    assert root is not None
+    files = [p for p in root.rglob("*") if p.is_file()]
+    files += [boots[a].log for a in ARMS]
+    assert len(files) > 4
+    assert [p for p in files if API_KEY.encode() in p.read_bytes()] == []
+    manifest = (root / "manifest.json").read_text()
+    assert '"api-key": "<redacted>"' in manifest
