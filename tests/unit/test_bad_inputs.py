@@ -280,6 +280,29 @@ CASES = [
         ("sweep.grid.args.max-model-len", "'lots'", "refuses the server's command line"),
     ),
     Case(
+        "speculative_config key the engine does not know (a typo)",
+        edit(a=_set("server.speculative_config.num_speculative_token", 2)),
+        (
+            "server.speculative_config.num_speculative_token",
+            "SpeculativeConfig.num_speculative_token: Unexpected keyword argument",
+        ),
+    ),
+    Case(
+        "max-model-len beyond the model's own length",
+        edit(a=_set("arms.1.args", {"max-model-len": "512k"})),
+        ("arms(fix).args.max-model-len", "max_model_len (512000) is greater than the derived"),
+    ),
+    Case(
+        "draft with another vocabulary (refused by the engine)",
+        lambda root: _draft_vocab(root, 4096),
+        ("server.speculative_config", "same vocabulary size"),
+    ),
+    Case(
+        "a secret flag only a command line could carry",
+        edit(a=_set("arms.1.args", {"db-password": "hunter2hunter2"})),
+        ("arms(fix).args.db-password", "no secret on a command line"),
+    ),
+    Case(
         "arm flag vLLM does not know",
         edit(a=_set("arms.1.args", {"max-model-length": 512})),
         ("arms(fix).args.max-model-length", "unrecognized arguments"),
@@ -549,10 +572,18 @@ def _manifest_json(fn: Callable[[dict[str, Any]], object]) -> Callable[[Path, Pa
     return change
 
 
+def _draft_vocab(root: Path, vocab: int) -> Path:
+    spec = base_dir(root)
+    cfg = root / "models" / "draft" / "config.json"
+    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "vocab_size": vocab}))
+    return spec
+
+
 def _strict(root: Path) -> list[str]:
     spec = base_dir(root)
     cfg = root / "models" / "draft" / "config.json"
-    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "vocab_size": 4096}))
+    # the seed-002 mismatch: one vLLM's engine accepts (a vocab mismatch it refuses itself)
+    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "partial_rotary_factor": 0.5}))
     return ["run-ab", str(spec), "--results-dir", str(_res(root)), "--quiet", "--strict"]
 
 
@@ -640,7 +671,7 @@ DIR_CASES = [
     DirCase("--resume on a file", _target("file", "--resume"), ("not a directory",)),
     DirCase("results dir is someone else's", _target("dir"), ("no manifest.json",)),
     DirCase("--resume on someone else's dir", _target("dir", "--resume"), ("no manifest.json",)),
-    DirCase("--strict with a lint finding", _strict, ("--strict", "vocab_size")),
+    DirCase("--strict with a lint finding", _strict, ("--strict", "partial_rotary_factor")),
     DirCase(
         "boot into a directory of another version",
         _started(_write("fix.py", "# v2\n", append=True), cmd="boot"),

@@ -106,7 +106,7 @@ def preflight(
         warnings += _diffs_apply(arm)
         measurement(spec, spec_file, arm)  # what a boot measures: source, timings, lanes
     # with a cluster, by this machine's vLLM: the arm's interpreter is checked here too
-    warnings += check_server_args(spec, spec_file, resolved, env)
+    warnings += check_server_args(spec, spec_file, resolved, env, cluster=cluster)
     return Preflight(spec, resolved, tuple(warnings), tuple(unchecked))
 
 

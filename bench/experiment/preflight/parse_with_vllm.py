@@ -8,6 +8,12 @@ import vLLM): stdin is JSON `{"argvs": [argument list, ...], "warm": [argument l
 parsed arguments before it loads anything, so a refusal here is the one the server would
 print.
 
+With `"engine": [{"argv": real argument list, "env": {name: value}}, ...]` it then builds
+each line's engine configuration (`AsyncEngineArgs.create_engine_config`, the step the server
+runs before it loads weights: SpeculativeConfig's fields, max-model-len against the model's
+own length, ...) with that line's environment, and prints a second line `{"engine": [null |
+vLLM's message | "" (not checked), ...]}`.
+
 Then, vLLM imported anyway, it imports the server's modules (their bytecode, see
 SERVER_MODULES) and fills vLLM's model-info cache for the `warm` command lines
 (their real model paths): the engine config a server builds, with vLLM's architecture
@@ -30,6 +36,7 @@ import sys
 from typing import Any
 
 WARM_BUDGET_S = 60  # the warm-up's bound (≈ 2-5 s per set of architectures on 2 cores)
+ENGINE_BUDGET_S = 120  # the engine checks' bound (≈ 0.3-1 s a line once vLLM is imported)
 PARSER_MODULES = ("vllm.entrypoints.launchers.cli_args", "vllm.entrypoints.openai.cli_args")
 # What a CPU server's processes import beyond the parser: importing them here writes their
 # bytecode once (an install without it, as `make install`'s `pip --no-compile`, left every
@@ -147,9 +154,53 @@ def _warm(parser: Any, argvs: list[list[str]]) -> None:
             continue
 
 
+def _engine_message(exc: BaseException) -> str:
+    """One line of what the engine's configuration refused, in vLLM's words, keeping the
+    config class and the field (a pydantic error's first line drops the field)."""
+    errors = getattr(exc, "errors", None)
+    title = getattr(exc, "title", None)
+    if callable(errors) and title:
+        first = (errors() or [{}])[0]
+        loc = ".".join(str(x) for x in first.get("loc", ()))
+        msg = str(first.get("msg", exc)).removeprefix("Value error, ")
+        text = f"{title}.{loc}: {msg}" if loc else f"{title}: {msg}"
+    else:
+        text = f"{type(exc).__name__}: {exc}"
+    return " ".join(text.split())
+
+
+def _engine_checks(parser: Any, lines: list[dict[str, Any]]) -> list[str | None]:
+    """Build each line's engine configuration as the server does before it loads weights,
+    with the line's own environment; vLLM's refusal, or None. Lines left when the budget
+    runs out are answered "" (not checked)."""
+    from vllm.engine.arg_utils import AsyncEngineArgs
+    from vllm.model_executor.models import registry
+
+    if hasattr(registry, "_run_in_subprocess"):  # inspect here: this process serves nothing
+        registry._run_in_subprocess = lambda fn: fn()
+    answers: list[str | None] = []
+    for line in lines:
+        saved = dict(os.environ)
+        os.environ.update(line.get("env") or {})
+        try:
+            args = parser.parse_args(line["argv"])
+            AsyncEngineArgs.from_cli_args(args).create_engine_config()
+            answers.append(None)
+        except _OutOfTime:
+            break
+        except SystemExit:
+            answers.append("")  # the parser refused it: the parser's answer says why
+        except Exception as exc:  # the engine's checks raise ValidationError/ValueError/...
+            answers.append(_engine_message(exc))
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+    return answers + [""] * (len(lines) - len(answers))
+
+
 def main() -> None:
     body = json.load(sys.stdin)
-    argvs, warm = body["argvs"], body["warm"]
+    argvs, warm, engine = body["argvs"], body["warm"], body.get("engine") or []
     os.environ["HF_HUB_OFFLINE"] = "1"  # the warm-up reads local models only
     with contextlib.redirect_stdout(sys.stderr):  # vLLM may log to stdout on import
         module, parser = _parser()
@@ -158,9 +209,21 @@ def main() -> None:
     name = getattr(module, "__name__", None)
     # the answers first: a warm-up that fails or runs long cannot cost them
     print(json.dumps({"parser": name, "version": version, "results": results}), flush=True)
-    if parser is None or not warm:
+    if parser is None:
         return
     signal.signal(signal.SIGALRM, _out_of_time)
+    if engine:
+        signal.alarm(ENGINE_BUDGET_S)
+        try:
+            with contextlib.redirect_stdout(sys.stderr):
+                checked = _engine_checks(parser, engine)
+        except _OutOfTime:
+            checked = [""] * len(engine)
+        finally:
+            signal.alarm(0)
+        print(json.dumps({"engine": checked}), flush=True)
+    if not warm:
+        return
     signal.alarm(WARM_BUDGET_S)
     try:
         with contextlib.redirect_stdout(sys.stderr), contextlib.redirect_stderr(io.StringIO()):

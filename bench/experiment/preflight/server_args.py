@@ -34,6 +34,7 @@ from bench.experiment.launch import (
     resolve_arm,
     vllm_package_dir,
 )
+from bench.experiment.preflight.engine_config import EngineLine, engine_line, engine_refusal
 from bench.experiment.spec import Experiment, load_spec
 
 SCRIPT = Path(__file__).with_name("parse_with_vllm.py")
@@ -82,28 +83,45 @@ def _store(key: str, answer: dict[str, str | None]) -> None:
         pass  # a read-only home: the check still ran, only its answer is not kept
 
 
+Answer = dict[str, str | None]
+
+
 def _parse(
-    python: str, pythonpath: str, argvs: list[list[str]], warm: list[list[str]]
-) -> list[dict[str, str | None]]:
-    """vLLM's answers for `argvs`, or [] when this build has no parser specab can read; the
-    same import then fills vLLM's model-info cache for the `warm` lines (real paths)."""
+    python: str,
+    pythonpath: str,
+    argvs: list[list[str]],
+    warm: list[list[str]],
+    engine: Sequence[EngineLine] = (),
+) -> tuple[list[Answer], list[Answer | None]]:
+    """vLLM's answers for `argvs` ([] when this build has no parser specab can read) and for
+    the `engine` checks (None: not checked); the same import then fills vLLM's model-info
+    cache for the `warm` lines (real paths)."""
+    request = {"argvs": argvs, "warm": warm, "engine": [e.request() for e in engine]}
     try:
         out = subprocess.run(
             [python, str(SCRIPT)],
-            input=json.dumps({"argvs": argvs, "warm": warm}),
+            input=json.dumps(request),
             capture_output=True,
             text=True,
             timeout=TIMEOUT_S,
             env=interpreter_env(pythonpath),
             cwd="/",
         )
-        body = json.loads(out.stdout.strip().splitlines()[-1])
-    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
-        return []
+        lines = [json.loads(x) for x in out.stdout.splitlines() if x.startswith("{")]
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return [], [None] * len(engine)
+    body = next((x for x in lines if isinstance(x, dict) and "parser" in x), {})
     if not body.get("parser"):
-        return []
+        return [], [None] * len(engine)
     version = str(body.get("version"))
-    return [{"message": m, "version": version} for m in body["results"]]
+    found: list[str | None] = next(
+        (x["engine"] for x in lines if isinstance(x, dict) and "engine" in x), []
+    )
+    checked: list[str | None] = (list(found) + [""] * len(engine))[: len(engine)]
+    engine_answers: list[Answer | None] = [
+        None if m == "" else {"message": m, "version": version} for m in checked
+    ]
+    return [{"message": m, "version": version} for m in body["results"]], engine_answers
 
 
 def _shape(argv: Sequence[str]) -> list[str]:
@@ -153,24 +171,37 @@ def _one_import_at_a_time(python: str, build: str) -> Iterator[None]:
 
 
 def _answers(
-    python: str, pythonpath: str, build: str, lines: list[tuple[list[str], list[str]]]
-) -> list[dict[str, str | None] | None]:
-    """One answer per (shape, real argv) (None: not checkable here), from the cache or one
-    vLLM import, which also warms vLLM's model-info cache for the lines it parses."""
+    python: str,
+    pythonpath: str,
+    build: str,
+    lines: list[tuple[list[str], list[str]]],
+    engine: Sequence[EngineLine] = (),
+) -> tuple[list[Answer | None], list[Answer | None]]:
+    """One parser answer per (shape, real argv) and one engine answer per engine line
+    (None: not checkable here), from the cache or one vLLM import, which also warms vLLM's
+    model-info cache for the lines it parses."""
     keys = [_key(python, build, shape) for shape, _ in lines]
-    known = {k: _cached(k) for k in keys}
+    ekeys = [_key(python, build, ["engine", e.key]) for e in engine]
+    known = {k: _cached(k) for k in [*keys, *ekeys]}
     if all(known.values()):
-        return [known[k] for k in keys]
+        return [known[k] for k in keys], [known[k] for k in ekeys]
     with _one_import_at_a_time(python, build):
-        known = {k: known[k] or _cached(k) for k in keys}  # another process may have parsed
+        known = {k: v or _cached(k) for k, v in known.items()}  # another process may have
         todo = {k: shape for k, (shape, _) in zip(keys, lines, strict=True) if known[k] is None}
-        if todo:
+        etodo = [(k, e) for k, e in zip(ekeys, engine, strict=True) if known[k] is None]
+        if todo or etodo:
             warm = [argv for k, (_, argv) in zip(keys, lines, strict=True) if k in todo]
-            answers = _parse(python, pythonpath, list(todo.values()), warm)
-            for k, answer in zip(todo, answers, strict=False):
+            answers, checked = _parse(
+                python, pythonpath, list(todo.values()), warm, [e for _, e in etodo]
+            )
+            for k, answer in [
+                *zip(todo, answers, strict=False),
+                *zip((k for k, _ in etodo), checked, strict=True),
+            ]:
                 known[k] = answer
-                _store(k, answer)
-    return [known[k] for k in keys]
+                if answer is not None:
+                    _store(k, answer)
+    return [known[k] for k in keys], [known[k] for k in ekeys]
 
 
 def _field(spec: Experiment, arm: str, message: str) -> str:
@@ -186,13 +217,16 @@ def _field(spec: Experiment, arm: str, message: str) -> str:
     return f"arms({arm}).args"
 
 
-# per interpreter: each arm with its command line's shape and the line itself
-Groups = dict[tuple[str, str], list[tuple[ResolvedArm, list[str], list[str]]]]
+# per interpreter: each arm with its command line's shape, the line itself and its engine
+# check (None: not run here)
+Groups = dict[tuple[str, str], list[tuple[ResolvedArm, list[str], list[str], EngineLine | None]]]
 
 
-def _group(arms: Sequence[ResolvedArm], environ: Mapping[str, str], groups: Groups) -> list[str]:
-    """Add each host arm's command-line shape to its interpreter's group; the container
-    arms' lines (checked when they boot)."""
+def _group(
+    arms: Sequence[ResolvedArm], environ: Mapping[str, str], groups: Groups, *, engine: bool
+) -> list[str]:
+    """Add each host arm's command-line shape (and, with `engine`, its engine check) to its
+    interpreter's group; the container arms' lines (checked when they boot)."""
     later: list[str] = []
     scratch = Path(tempfile.gettempdir()) / "specab-preflight"
     for arm in arms:
@@ -203,37 +237,45 @@ def _group(arms: Sequence[ResolvedArm], environ: Mapping[str, str], groups: Grou
             )
             continue
         plan = launch_plan(arm, scratch, engine_seed=None, environ=environ, create=False)
+        line = engine_line(arm, plan, scratch) if engine else None
         groups.setdefault((arm.python, arm.env.get("PYTHONPATH", "")), []).append(
-            (arm, _shape(plan.server_args), plan.server_args)
+            (arm, _shape(plan.server_args), plan.server_args, line)
         )
     return later
 
 
 def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
-    """Parse the host arms' command lines of several experiment files in one vLLM import per
-    interpreter, into the cache `check_server_args` reads (the test suite primes it with the
-    shipped experiments). A file that does not load or resolve is skipped: its own check
-    names the mistake. Returns how many arms' command lines were answered."""
+    """Parse and engine-check the host arms' command lines of several experiment files in one
+    vLLM import per interpreter, into the cache `check_server_args` reads (the test suite
+    primes it with the shipped experiments). A file that does not load or resolve is skipped:
+    its own check names the mistake. Returns how many arms' command lines were answered."""
     groups: Groups = {}
     for f in files:
         try:
             spec = load_spec(f)
-            _group([resolve_arm(spec, f, a.name) for a in spec.arms], environ, groups)
+            arms = [resolve_arm(spec, f, a.name) for a in spec.arms]
+            _group(arms, environ, groups, engine=True)
         except SpecabError:
             continue
     return sum(1 for _ in _answered(groups))
 
 
-def _answered(groups: Groups) -> Iterator[tuple[ResolvedArm, dict[str, str | None] | None]]:
-    """Each grouped arm with its answer, one vLLM import per interpreter for the lines the
-    cache lacks (an interpreter without vLLM: none; the interpreter check names it)."""
+def _answered(
+    groups: Groups,
+) -> Iterator[tuple[ResolvedArm, Answer | None, Answer | None]]:
+    """Each grouped arm with its parser and engine answers, one vLLM import per interpreter
+    for what the cache lacks (an interpreter without vLLM: none; the interpreter check names
+    it)."""
     for (python, pythonpath), items in groups.items():
         pkg = vllm_package_dir(python, pythonpath)
         if pkg is None:
             continue
-        lines = [(shape, argv) for _, shape, argv in items]
-        answers = _answers(python, pythonpath, build_id(pkg), lines)
-        yield from zip((arm for arm, _, _ in items), answers, strict=True)
+        lines = [(shape, argv) for _, shape, argv, _ in items]
+        engine = [e for *_, e in items if e is not None]
+        answers, checked = _answers(python, pythonpath, build_id(pkg), lines, engine)
+        by_arm = {e.arm: a for e, a in zip(engine, checked, strict=True)}
+        for (arm, *_), answer in zip(items, answers, strict=True):
+            yield arm, answer, by_arm.get(arm.name)
 
 
 def check_server_args(
@@ -241,12 +283,17 @@ def check_server_args(
     spec_file: Path,
     arms: Sequence[ResolvedArm],
     environ: Mapping[str, str],
+    *,
+    cluster: bool = False,
 ) -> tuple[str, ...]:
-    """Refuse the first arm whose command line its vLLM refuses; the arms it could not
-    check here, one line each (containers)."""
+    """Refuse the first arm whose command line its vLLM refuses, then the first whose engine
+    configuration it refuses (`engine_config`: not with `cluster`, whose nodes decide); the
+    arms it could not check here, one line each (containers, engine refusals a patch may
+    lift)."""
     groups: Groups = {}
-    later = _group(arms, environ, groups)
-    for arm, answer in _answered(groups):
+    later = _group(arms, environ, groups, engine=not cluster)
+    answered = list(_answered(groups))
+    for arm, answer, _ in answered:
         if answer and answer.get("message"):
             raise SpecabError(
                 f"vLLM {answer.get('version')} ({arm.python}) refuses the server's command "
@@ -256,4 +303,9 @@ def check_server_args(
                 fix="use a flag and value this vLLM accepts (its `--help` lists them), or "
                 "an interpreter whose vLLM has it (`python =`)",
             )
+    for arm, _, checked in answered:
+        if checked and checked.get("message"):
+            msg, version = str(checked["message"]), str(checked.get("version"))
+            warning = engine_refusal(spec, spec_file, arm, msg, version)
+            later += [warning] if warning else []
     return tuple(later)
