@@ -34,9 +34,9 @@ def export_mlflow_run(
     )
     from bench.store import load_results
 
+    res = load_results(results_dir)  # refuse a directory before the store is touched
     client = mlflow_client(tracking_uri, OPTION)
     check_server(client, tracking_uri, OPTION)
-    res = load_results(results_dir)
     result = stats.analyze(res.probes, res.boots, res.manifest, source=str(results_dir))
     report_dir = results_dir / "report"
     if not (report_dir / "report.html").is_file():

@@ -14,6 +14,7 @@ MLflow is an optional extra (`pip install 'specab[tracking]'`); everything goes 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Iterator
@@ -45,6 +46,8 @@ def mlflow_client(uri: str | None, option: str) -> Any:
             field=option,
             fix="pip install 'specab[tracking]' (mlflow-skinny; sqlalchemy for a sqlite store)",
         ) from None
+    for name in ("mlflow", "alembic"):  # their INFO lines (database set-up) are not ours
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
         return MlflowClient(tracking_uri=uri)
     except Exception as exc:  # MLflow raises many types; every refusal is the user's URI

@@ -30,6 +30,9 @@ def test_analyze_json_is_the_object_alone(
     out = json.loads(capsys.readouterr().out)  # stdout holds exactly one JSON object
     assert out["schema_version"] == 1 and out["experiment"] == "sim"
     assert {c["verdict"] for c in _primary(out)} == {"improved"}
+    for c in _primary(out):  # the confidence of the interval the verdict rests on
+        assert c["verdict_ci_kind"] == "holm" and c["verdict_ci_level"] in (0.025, 0.05)
+        assert c["verdict_ci_confidence"] == pytest.approx(1 - c["verdict_ci_level"])
 
 
 def test_analyze_human_output_has_verdicts_and_why(

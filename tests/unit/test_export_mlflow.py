@@ -53,3 +53,29 @@ def test_parent_run_child_per_arm_per_boot_metrics_verdicts_and_report(
     assert sorted(m.step for m in history) == sorted(ok[ok["arm"] == "fix"]["order"].tolist())
     assert fix.data.metrics["boots"] == 3 and "mean_accepted_length.estimate" in fix.data.metrics
     assert fix.data.params["arm"] == "fix"
+
+
+def test_a_directory_that_is_not_results_is_refused_before_the_store_exists(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "notes").mkdir()
+    db = tmp_path / "mlflow.db"
+    assert (
+        run(["export", "mlflow", str(tmp_path / "notes"), "--tracking-uri", f"sqlite:///{db}"]) == 2
+    )
+    captured = capsys.readouterr()
+    assert "no manifest.json here" in captured.err
+    assert not db.exists()  # the directory is checked before MLflow is touched
+    assert "INFO" not in captured.out + captured.err
+
+
+def test_mlflows_own_log_lines_stay_out_of_the_output(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    results = simulate_results(tmp_path / "res", {"base": 0.0, "fix": 0.4}, boots=2, seed=5)
+    uri = f"sqlite:///{tmp_path / 'fresh.db'}"  # a new store: MLflow creates its tables
+    assert run(["export", "mlflow", str(results), "--tracking-uri", uri]) == 0
+    out = capfd.readouterr()
+    assert "with 2 arm run(s)" in out.out
+    assert "mlflow.store" not in out.out + out.err and "alembic" not in out.out + out.err

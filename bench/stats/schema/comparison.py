@@ -5,9 +5,10 @@ Metrics are a field, so a further metric is one more row, not a new structure.""
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, computed_field
 
 from bench.stats.schema.arm_result import MetricEstimate
 from bench.stats.schema.strict_json import Frozen, Int, Num
@@ -38,7 +39,10 @@ class Comparison(Frozen):
     boots_needed: int | None = Field(description="Boots/arm for that power at max(|d|, margin).")
     why: str = Field(description="One sentence explaining the verdict.")
     verdict_ci: Pair | None = Field(description="The interval the verdict rests on.")
-    verdict_ci_level: Num = Field(description="Its two-sided level (e.g. 0.025 under Holm).")
+    verdict_ci_level: Num = Field(
+        description="Its two-sided alpha (0.025 under Holm at alpha 0.05): the interval's "
+        "confidence is 1 - this (verdict_ci_confidence)."
+    )
     verdict_ci_kind: str | None = Field(description="holm, holm_sequential, tost or exact.")
     se: Num = Field(description="Welch SE of the difference (of the log ratio: relative).")
     df: Num = Field(description="Welch-Satterthwaite df.")
@@ -65,6 +69,15 @@ class Comparison(Frozen):
     ratio: Num = Field(None, description="arm / baseline (relative-scale metrics).")
     ratio_ci_low: Num = Field(None, description="Raw (1 - alpha) interval of the ratio.")
     ratio_ci_high: Num = Field(None, description="Its upper end.")
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="Confidence of the interval the verdict rests on (1 - verdict_ci_level: "
+        "0.975 for a 97.5 % Holm interval); ci_low/ci_high are the raw (1 - alpha) interval."
+    )
+    @property
+    def verdict_ci_confidence(self) -> float | None:
+        level = self.verdict_ci_level
+        return None if level is None or not math.isfinite(level) else round(1.0 - level, 12)
 
 
 class Speedup(Frozen):
