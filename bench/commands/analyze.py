@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
-from bench.commands.options import as_flags, parse_floats
+from bench.commands.options import as_flags, parse_floats, results_dir_not_spec
 from bench.errors import SpecabError
 
 if TYPE_CHECKING:
@@ -137,6 +137,7 @@ def analyze(
         raise SpecabError(f"{power!r} is out of range", field="--power", fix="use e.g. 0.8")
     out_fmt = "json" if as_json else fmt
     gate = _fail_on(fail_on)
+    results_dir_not_spec(results_dir)
     results = load_results(results_dir)
     src = str(results_dir)
     with as_flags():
@@ -207,6 +208,7 @@ def plan(
     from bench.stats import plan_from_results
     from bench.store import load_results
 
+    results_dir_not_spec(results_dir)
     results = load_results(results_dir)
     with as_flags():
         p = plan_from_results(

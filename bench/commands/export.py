@@ -14,6 +14,8 @@ from typing import Annotated
 
 import typer
 
+from bench.commands.options import results_dir_not_spec
+
 export_app = typer.Typer(help="Export results to experiment trackers.")
 OPTION = "--tracking-uri"
 
@@ -68,6 +70,7 @@ def export_mlflow(
 ) -> None:
     """One parent run for the experiment, one child run per arm (per-boot metrics by launch
     order, estimates, verdict tags), the report and figures as artifacts."""
+    results_dir_not_spec(results_dir)
     exp_id, run_id, children = export_mlflow_run(
         results_dir, tracking_uri=tracking_uri, experiment=experiment
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 from bench.errors import SpecabError
 
@@ -65,3 +66,20 @@ def check_margins(*, pos0: float | None, length: float | None, speed: float | No
         if value is not None:
             with as_flags():
                 check_margin(metric, value, file=None, field=f"margins.{metric}")
+
+
+def results_dir_not_spec(path: Path) -> None:
+    """An experiment file passed where a results directory belongs: one line naming the
+    directory its `run-ab` writes by default, and whether that exists here."""
+    if not (path.is_file() and path.suffix == ".toml"):
+        return
+    from bench.experiment import load_spec
+
+    expected = Path("results") / load_spec(path).experiment.name
+    state = "it exists here" if (expected / "manifest.json").is_file() else "not found here"
+    raise SpecabError(
+        f"an experiment file, not a results directory; `specab run-ab {path}` writes "
+        f"{expected} under the directory it runs in ({expected.resolve()}: {state})",
+        file=path,
+        fix=f"pass the results directory, e.g. {expected} (or the --results-dir of that run)",
+    )

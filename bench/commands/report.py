@@ -44,9 +44,10 @@ def register(app: typer.Typer) -> None:
         ] = None,
     ) -> None:
         """Render the verdicts, provenance and figures of a results directory."""
-        from bench.commands.options import as_flags
+        from bench.commands.options import as_flags, results_dir_not_spec
         from bench.report import render_report
 
+        results_dir_not_spec(results_dir)
         with as_flags():
             page = render_report(
                 results_dir,

@@ -156,9 +156,11 @@ def _register_status(app: typer.Typer) -> None:
 
         from rich.live import Live
 
+        from bench.commands.options import results_dir_not_spec
         from bench.report.console import status_view
         from bench.store import campaign_status
 
+        results_dir_not_spec(results_dir)
         if as_json:
             typer.echo(campaign_status(results_dir).model_dump_json(indent=2))
             return

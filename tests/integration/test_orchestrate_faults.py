@@ -654,6 +654,11 @@ def test_a_server_that_requires_a_key_is_measured_and_the_key_is_stored_nowhere(
     root = tmp_path / "results"
     assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
     assert _ok_per_arm(root) == {"keyed": [0, 1], "plain": [0, 1]}
+    said = capsys.readouterr()
+    assert said.out.splitlines()[0] == f"results: {root.resolve()} (new: 4 boots)"
+    again = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report", "--resume"]
+    assert run(again) == 0
+    assert f"results: {root.resolve()} (resuming: 4 of 4 boots ok)" in capsys.readouterr().out
     logs = [p.read_text() for p in (root / "logs").glob("keyed*.log")]
     assert logs and all(f"VLLM_API_KEY={REDACTED_TEXT}" in t for t in logs)
     monkeypatch.chdir(tmp_path)  # MLflow's sqlite store keeps artifacts in ./mlruns

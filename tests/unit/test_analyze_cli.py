@@ -263,3 +263,22 @@ def test_the_end_of_run_says_whether_arms_stayed_balanced_across_hosts(tmp_path:
     text = lines["uneven"]
     assert "NOT balanced across hosts" in text and "fix h1 3, h2 1" in text
     assert "fix: compared within hosts" in text
+
+
+@pytest.mark.parametrize(
+    "command", [["analyze"], ["report"], ["status"], ["plan", "--effect", "0.1"]]
+)
+def test_an_experiment_file_given_for_a_results_directory_names_the_directory_expected(
+    command: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    spec = Path(__file__).resolve().parents[2] / "arms" / "demo" / "demo.toml"
+    monkeypatch.chdir(tmp_path)
+    argv = [command[0], str(spec), *command[1:]]
+    assert run(argv) == 2
+    err = capsys.readouterr().err
+    assert "an experiment file, not a results directory" in err
+    assert f"{tmp_path / 'results' / 'demo'}: not found here" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "results").exists()

@@ -26,7 +26,7 @@ from types import FrameType
 from rich.console import Console
 
 from bench.errors import SpecabError
-from bench.experiment import build_manifest, load_spec, preflight, resume_changes
+from bench.experiment import Preflight, build_manifest, load_spec, preflight, resume_changes
 from bench.records import Manifest
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.elimination import SelectionRun
@@ -84,11 +84,14 @@ class Driver:
         self.task = task
         self._writer: ResultsWriter | None = None  # holds the results directory's claim
 
-    def _preflight(self) -> None:
-        """Every user mistake before anything is written; then lint's findings (known
-        draft/target config mismatches), which stop the run only with --strict."""
+    def _preflight(self) -> Preflight:
+        """Every user mistake before anything is written."""
         cluster = self.opts.address is not None
-        checked = preflight(self.spec_file, spec=self.spec, cluster=cluster)
+        return preflight(self.spec_file, spec=self.spec, cluster=cluster)
+
+    def _lint(self, checked: Preflight) -> None:
+        """Preflight's warnings and lint's findings (known draft/target config mismatches),
+        which stop the run only with --strict."""
         for line in checked.warnings:
             self.console.print(line, markup=False, soft_wrap=True)
         report = checked.lint(self.spec_file)
@@ -118,17 +121,40 @@ class Driver:
     def run(self) -> RunSummary:
         t_start = time.monotonic()
         root = Path(self.opts.results_dir)
-        self._preflight()
+        checked = self._preflight()
         manifest = self._manifest()
         # An existing directory is checked (refused without --resume, or when this run would
         # mix versions of an arm) before Ray starts; a new one is created only once the
         # cluster can run a boot, so a user error found on the way leaves nothing written.
         exists = ResultsWriter.check_root(root)
+        self._announce(root, exists)
+        self._lint(checked)
         try:
             return self._run(root, manifest, exists, t_start)
         finally:
             if self._writer is not None:
                 self._writer.close()  # the directory's claim: released however the run ends
+
+    def _announce(self, root: Path, exists: bool) -> None:
+        """Where the results go, first: absolute, new or how far a resume has come; and a
+        directory of this experiment beside its file when this run writes elsewhere."""
+        per_arm = self.spec.experiment.boots_per_arm
+        target = per_arm * len(self.arms)
+        if exists:
+            ok = Ledger.read(root).ok
+            done = sum(len({b for b in ok.get(a, set()) if b < per_arm}) for a in self.arms)
+            state = f"resuming: {done} of {target} boots ok" if self.opts.resume else "exists"
+        else:
+            state = f"new: {target} boots"
+        self.console.print(f"results: {root.resolve()} ({state})", markup=False, soft_wrap=True)
+        beside = self.spec_file.resolve().parent / "results" / self.spec.experiment.name
+        if beside != root.resolve() and (beside / "manifest.json").is_file():
+            self.console.print(
+                f"note: {beside} holds results of this experiment too; pass --results-dir "
+                f"{beside} --resume to continue that one",
+                markup=False,
+                soft_wrap=True,
+            )
 
     def _claim_name(self) -> str:
         return "run-ab --resume" if self.opts.resume else "run-ab"
