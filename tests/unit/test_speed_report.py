@@ -109,3 +109,34 @@ def test_analyze_human_view_with_speed_and_by(
     assert "tokens/s" in capsys.readouterr().out
     assert run(["report", str(results), "--out", str(results.parent / "r2"), "--by", "nope"]) == 2
     assert "--by" in capsys.readouterr().err
+
+
+def test_two_boots_an_arm_name_their_intervals_and_an_arm_without_boots_says_so(
+    tmp_path: Path,
+) -> None:
+    """At 2 boots an arm an interval rests on 1 degree of freedom ([2.8, 3478.5] was
+    printed): it is named instead; a stopped run's arm with no ok boot has no verdict."""
+    res = simulate_results(
+        tmp_path / "small",
+        {"base": 0.0, "fix": 0.1, "gone": 0.0},
+        boots={"base": 2, "fix": 2, "gone": 0},
+        failed_boots={"base": 0, "fix": 0, "gone": 2},
+        prompts=12,
+        speed={"base": 1.0, "fix": 1.0, "gone": 1.0},
+        sigma_speed_boot=0.4,
+    )
+    buf = io.StringIO()
+    print_end(res, Console(file=buf, width=300), per_node={}, report=False)
+    text = buf.getvalue()
+    analysis = analyze_results(load_results(res))
+    fix = next(a for a in analysis.arms if a.arm == "fix").metrics["output_tokens_per_s"]
+    assert fix.df is not None and fix.df < 2
+    assert f"{fix.estimate:.1f} [too few boots]" in text
+    assert f"{fix.ci_low:.1f}, {fix.ci_high:.1f}" not in text
+    assert "[too few boots: df" in text  # the comparison's interval too
+    summary = arm_summary(analysis).set_index("arm")
+    assert summary.loc["gone", "pos0"] == "no ok boots"
+    assert summary.loc["gone", "speed verdict"] == "no ok boots"
+    fig = build_figures(load_results(res), analysis)["fig7_speed"]
+    ratio_axis = next(a for a in fig.axes if a.get_xlabel().startswith("ratio of output"))
+    assert ratio_axis.get_xscale() == "log"  # as its label says

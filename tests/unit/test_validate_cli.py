@@ -20,7 +20,7 @@ boots_per_arm = 3
 [server]
 model = "models/target"
 speculative_config = { method = "draft_model", model = "models/draft", num_speculative_tokens = 3 }
-args = { enforce-eager = true, max-model-len = 512 }
+args = { enforce-eager = true, max-model-len = 512, api-key = "sk-validate-secret-key" }
 env = { VLLM_CPU_KVCACHE_SPACE = "1", HF_TOKEN = "hf_supersecret" }
 
 [probes]
@@ -74,6 +74,9 @@ def test_validate_prints_command_env_patches_overlays(
     assert "patch: fix_patch" in out
     assert 'draft_config overlay: {"partial_rotary_factor": 1.0}' in out
     assert "hf_supersecret" not in out and "HF_TOKEN=<redacted>" in out
+    assert "sk-validate-secret-key" not in out and "VLLM_API_KEY=<redacted>" in out
+    assert "--api-key" not in out  # the key travels in the server's environment
+    assert "boots_per_arm" not in out  # 3 boots: no small-campaign warning
     assert not (exp_dir / "$WORKDIR").exists()
     assert sorted(p.name for p in exp_dir.iterdir()) == [
         "exp.toml",
@@ -271,3 +274,13 @@ def test_validate_notes_arms_that_run_the_same_thing(
     f.write_text(GOOD + '\n[[arms]]\nname = "aa"\ndescription = "A/A control"\n')
     assert run(["validate", str(f)]) == 0
     assert "note: arms baseline, aa run exactly the same thing" in capsys.readouterr().out
+
+
+def test_two_boots_an_arm_are_warned_about(
+    exp_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    f = exp_dir / "exp.toml"
+    f.write_text(f.read_text().replace("boots_per_arm = 3", "boots_per_arm = 2"))
+    assert run(["validate", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "experiment.boots_per_arm = 2: each arm's between-boot SD rests on 1 degree" in out

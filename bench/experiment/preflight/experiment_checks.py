@@ -105,9 +105,23 @@ def preflight(
             _interpreter(spec, spec_file, arm, cluster=cluster)
         warnings += _diffs_apply(arm)
         measurement(spec, spec_file, arm)  # what a boot measures: source, timings, lanes
+    warnings += _small_campaign(spec)
     # with a cluster, by this machine's vLLM: the arm's interpreter is checked here too
     warnings += check_server_args(spec, spec_file, resolved, env, cluster=cluster)
     return Preflight(spec, resolved, tuple(warnings), tuple(unchecked))
+
+
+def _small_campaign(spec: Experiment) -> list[str]:
+    """What 2 boots an arm cannot tell: a between-boot SD on 1 degree of freedom (t = 12.7
+    at 95 %), so speed intervals span orders of magnitude and verdicts are rare."""
+    b = spec.experiment.boots_per_arm
+    if b >= 3:
+        return []
+    return [
+        f"experiment.boots_per_arm = {b}: each arm's between-boot SD rests on {b - 1} degree "
+        "of freedom; intervals print as 'too few boots' and most verdicts stay inconclusive. "
+        "Use 3 or more (speed questions need 6+; `specab plan` on this run sizes the next)"
+    ]
 
 
 def _probe_sets(spec: Experiment, spec_file: Path) -> None:

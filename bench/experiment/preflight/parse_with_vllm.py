@@ -190,8 +190,10 @@ def _engine_checks(parser: Any, lines: list[dict[str, Any]]) -> list[str | None]
             break
         except SystemExit:
             answers.append("")  # the parser refused it: the parser's answer says why
-        except Exception as exc:  # the engine's checks raise ValidationError/ValueError/...
+        except (ValueError, TypeError) as exc:  # the config's own checks (ValidationError)
             answers.append(_engine_message(exc))
+        except Exception:  # anything else (an unreadable weights file, ...): the boot tells
+            answers.append("")
         finally:
             os.environ.clear()
             os.environ.update(saved)

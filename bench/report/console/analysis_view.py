@@ -9,7 +9,14 @@ from rich.table import Table
 
 from bench.records import SPEED_METRIC
 from bench.report.figures import METRIC_SHORT as METRIC_LABEL
-from bench.report.tables import draft_length_table, render_selection, verdict_interval
+from bench.report.tables import (
+    FEW_BOOTS,
+    difference,
+    draft_length_table,
+    render_selection,
+    too_few_boots,
+    verdict_interval,
+)
 from bench.stats import Analysis, Comparison, MetricEstimate, Plan, SplitCheck
 
 
@@ -22,11 +29,15 @@ def _ci(est: float | None, lo: float | None, hi: float | None, digits: int = 4) 
 
 
 def _m(m: MetricEstimate, digits: int = 4) -> str:
+    if m.estimate is not None and too_few_boots(m.df):
+        return f"{m.estimate:.{digits}f} [{FEW_BOOTS}]"
     return _ci(m.estimate, m.ci_low, m.ci_high, digits)
 
 
 def _diff(c: Comparison) -> str:
     """difference [raw CI]: metric units, or percent for a relative (speed) comparison."""
+    if too_few_boots(c.df, c.method):
+        return difference(c)
     if c.scale == "relative":
         return f"{_pct(c.difference)} [{_pct(c.ci_low)}, {_pct(c.ci_high)}]"
     return _ci(c.difference, c.ci_low, c.ci_high)

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from bench.records import SPEED_METRIC
 from bench.report.figures.plot_style import (
@@ -142,7 +142,10 @@ def _ratios(ax: Axes, analysis: Analysis) -> None:
         return
     ax.set_yticks([-i for i in range(len(labels))], labels)
     ax.set_ylim(-len(labels) + 0.4, 0.6)
-    ax.set_xlabel("ratio of output tokens/s (log-scale Welch interval)")
+    ax.set_xscale("log")  # the intervals are Welch's on log boot values: symmetric here
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel("ratio of output tokens/s (log scale; Welch interval on log boot values)")
     diamonds = "; ◇ speedup over no speculation" if ups else ""
     ax.set_title(
         f"Ratio to {analysis.baseline} (± {100 * margin:g} % band; thick: the verdict's "

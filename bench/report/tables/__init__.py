@@ -16,18 +16,21 @@ from bench.report.tables.speed_tables import (
     speedup_table,
 )
 from bench.report.tables.verdict_tables import (
+    FEW_BOOTS,
+    difference,
     failed_attempts,
     identity_summary,
     output_identity,
     probe_temperature,
+    too_few_boots,
     variance_table,
     verdict_interval,
     verdict_table,
 )
 
 __all__ = [
-    "accepted_length_table", "arm_summary", "category_table", "draft_length_table",
-    "estimate_text", "failed_attempts", "identity_summary", "output_identity",
+    "FEW_BOOTS", "accepted_length_table", "arm_summary", "category_table", "difference",
+    "draft_length_table", "estimate_text", "failed_attempts", "identity_summary", "output_identity",
     "probe_temperature", "provenance", "render_selection", "selection_section", "speed_table",
-    "speedup_table", "variance_table", "verdict_interval", "verdict_table",
+    "speedup_table", "too_few_boots", "variance_table", "verdict_interval", "verdict_table",
 ]  # fmt: skip

@@ -6,9 +6,16 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.records import METRICS, SPEED_METRIC
-from bench.report.tables.verdict_tables import difference, pct, verdict_interval
+from bench.report.tables.verdict_tables import (
+    FEW_BOOTS,
+    difference,
+    pct,
+    too_few_boots,
+    verdict_interval,
+)
 from bench.stats import Analysis, Comparison, MetricEstimate
 
+NO_BOOTS = "no ok boots"
 SHORT = {"acceptance_pos0": "pos0", "mean_accepted_length": "mean length", SPEED_METRIC: "tokens/s"}
 
 
@@ -18,6 +25,8 @@ def estimate_text(m: MetricEstimate | None, digits: int = 4) -> str:
         return "—"
     if m.ci_low is None or m.ci_high is None:
         return f"{m.estimate:.{digits}f} [n/a]"
+    if too_few_boots(m.df):
+        return f"{m.estimate:.{digits}f} [{FEW_BOOTS}]"
     return f"{m.estimate:.{digits}f} [{m.ci_low:.{digits}f}, {m.ci_high:.{digits}f}]"
 
 
@@ -32,7 +41,7 @@ def _ratio(c: Comparison | None, baseline: bool) -> str:
         return "—"
     lo, hi = c.ratio_ci_low, c.ratio_ci_high
     ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else " [n/a]"
-    return f"{c.ratio:.3f}{ci}"
+    return f"{c.ratio:.3f}{f' [{FEW_BOOTS}]' if too_few_boots(c.df, c.method) else ci}"
 
 
 def speed_table(analysis: Analysis) -> pd.DataFrame:
@@ -135,15 +144,16 @@ def arm_summary(analysis: Analysis) -> pd.DataFrame:
     for a in analysis.arms:
         base = a.arm == analysis.baseline
         row = {"arm": a.arm}
+        none = a.boots == 0  # a stopped run: nothing to judge, say so rather than a verdict
         for metric in METRICS:
             c = _comparison(analysis, a.arm, metric)
             row[SHORT[metric]] = (
-                "baseline" if base else c.verdict if c else "—"
+                NO_BOOTS if none else "baseline" if base else c.verdict if c else "—"
             ) if a.speculative else "no speculation"  # fmt: skip
         c = _comparison(analysis, a.arm, SPEED_METRIC)
         row[f"tokens/s [{level} CI]"] = estimate_text(a.metrics.get(SPEED_METRIC), 1)
         row["tokens/s vs baseline"] = "baseline" if base else difference(c) if c else "—"
-        row["speed verdict"] = "—" if c is None else c.verdict
+        row["speed verdict"] = NO_BOOTS if none else "—" if c is None else c.verdict
         if ups:
             s = ups.get(a.arm)
             row["speedup"] = "—" if s is None else _times(s.speedup, s.ci_low, s.ci_high)

@@ -6,6 +6,7 @@ of data frames and the analysis; no I/O, no statistics.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import pandas as pd
@@ -147,9 +148,20 @@ def pct(v: float | None, signed: bool = True) -> str:
     return "—" if v is None else f"{100 * v:+.1f} %" if signed else f"{100 * v:.1f} %"
 
 
+FEW_BOOTS = "too few boots"
+
+
+def too_few_boots(df: float | None, method: str = "") -> bool:
+    """An interval on fewer than 2 degrees of freedom (2 boots an arm): its t quantile
+    (12.7 at df 1) makes it span orders of magnitude, so it is named, not printed."""
+    return df is not None and math.isfinite(df) and df < 2 and method != "deterministic"
+
+
 def difference(c: Comparison) -> str:
     """'difference [raw CI]' in metric units, or in percent for a relative (speed) one."""
     f = pct if c.scale == "relative" else _fmt
+    if too_few_boots(c.df, c.method):
+        return f"{f(c.difference)} [{FEW_BOOTS}: df {c.df:.1f}]"
     return f"{f(c.difference)} [{f(c.ci_low)}, {f(c.ci_high)}]"
 
 
@@ -157,6 +169,8 @@ def verdict_interval(c: Comparison) -> str:
     """'[lo, hi] 97.5 % Holm interval': the interval the verdict rests on, named."""
     if c.verdict_ci is None:
         return "—"
+    if too_few_boots(c.df, c.method):
+        return f"[{FEW_BOOTS}] {level_name(c.verdict_ci_level, c.verdict_ci_kind)}"
     lo, hi = c.verdict_ci
     f = pct if c.scale == "relative" else _fmt
     return f"[{f(lo)}, {f(hi)}] {level_name(c.verdict_ci_level, c.verdict_ci_kind)}"
