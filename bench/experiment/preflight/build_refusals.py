@@ -1,4 +1,5 @@
-"""What an arm's vLLM build is known to refuse, read from its source (never imported).
+"""What an arm's vLLM build is known to refuse, or known to measure wrong, read from its source
+(never imported): the one list of such facts (`REFUSALS`, `KNOWN_BAD`).
 
 Each rule is a setting plus the sentence in the build's own source that refuses it, so the
 check follows the build: a build (or a later release) without that sentence passes, and the
@@ -8,11 +9,12 @@ GB10 pair, after a 15-minute load, for every retry.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import SpecabError
-from bench.experiment.launch import ResolvedArm
+from bench.experiment.launch import ResolvedArm, vllm_package_dir
 from bench.experiment.preflight.model_paths import origin
 from bench.experiment.spec import Experiment
 
@@ -84,3 +86,82 @@ def check_build_refusals(spec: Experiment, spec_file: Path, arm: ResolvedArm, pk
                 field=origin(spec, arm.name, "speculative_config", rule.key),
                 fix=rule.fix,
             )
+
+
+@dataclass(frozen=True)
+class KnownBadBuild:
+    """A build whose `source` file holds `needle` measures wrong under `exposed` (the
+    setting that shows it, or None); a patch whose text holds one of `fixed_by` mends it."""
+
+    defect: str
+    source: str
+    needle: str
+    cpu_only: bool
+    exposed: Callable[[Experiment, ResolvedArm], str | None]
+    fixed_by: tuple[str, ...]
+    fix: str
+
+
+KNOWN_BAD = (
+    KnownBadBuild(
+        defect="its CPU expand kernel (vllm/utils/cpu_triton_utils.py, _expand_kernel_impl) "
+        "writes the rejection sampler's per-token temperatures into a temporary copy, so "
+        "acceptance at temperature > 0 is garbage that changes from boot to boot (SIGILL on "
+        "some CPUs)",
+        source="utils/cpu_triton_utils.py",
+        needle="_ensure_int64(output)",
+        cpu_only=True,
+        exposed=lambda spec, arm: (
+            f"temperature {spec.probes.temperature:g}"
+            if spec.probes.temperature > 0 and arm.speculative
+            else None
+        ),
+        fixed_by=("_expand_kernel_impl",),
+        fix="add the sampler fix to [server] patches (specab ships it as "
+        "arms/demo/patches/cpu_sampler_fix.py, as the demo does), or measure at temperature 0",
+    ),
+)
+
+
+def _fixed(arm: ResolvedArm, rule: KnownBadBuild) -> bool:
+    for p in arm.patches:
+        try:
+            text = p.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if any(marker in text for marker in rule.fixed_by):
+            return True
+    return False
+
+
+def check_known_bad_builds(
+    spec: Experiment, spec_file: Path, arms: Sequence[ResolvedArm], *, cluster: bool
+) -> list[str]:
+    """Known-bad builds named before any boot: refused when no arm carries a fix (every
+    number would be wrong), warned per arm when some do (an A/B of the fix itself) or when
+    the boots run on a cluster (this machine's build may not be the nodes')."""
+    out: list[str] = []
+    for rule in KNOWN_BAD:
+        bad: list[tuple[str, str]] = []
+        fixed: list[tuple[str, str]] = []
+        for arm in arms:
+            path = arm.env.get("PYTHONPATH", "")
+            pkg = None if arm.container else vllm_package_dir(arm.python, path)
+            setting = rule.exposed(spec, arm)
+            if pkg is None or setting is None or (rule.cpu_only and not is_cpu_build(pkg)):
+                continue
+            try:
+                text = (pkg / rule.source).read_text(encoding="utf-8")
+            except OSError:
+                continue
+            if rule.needle in text:
+                (fixed if _fixed(arm, rule) else bad).append((arm.name, setting))
+        if not bad:
+            continue
+        names = ", ".join(name for name, _ in bad)
+        problem = f"arm(s) {names} run a known-bad build at {bad[0][1]}: {rule.defect}"
+        if fixed or cluster:
+            out.append(f"WARNING: {problem}. Fix: {rule.fix}")
+            continue
+        raise SpecabError(problem, file=spec_file, field="server.patches", fix=rule.fix)
+    return out

@@ -33,7 +33,10 @@ from bench.experiment.launch import (
     vllm_package_dir,
 )
 from bench.experiment.lint import Finding, LintReport, lint_arm
-from bench.experiment.preflight.build_refusals import check_build_refusals
+from bench.experiment.preflight.build_refusals import (
+    check_build_refusals,
+    check_known_bad_builds,
+)
 from bench.experiment.preflight.model_paths import check_models, origin
 from bench.experiment.preflight.server_args import check_server_args
 from bench.experiment.probes import load_probe_sets
@@ -106,6 +109,7 @@ def preflight(
         warnings += _diffs_apply(arm)
         measurement(spec, spec_file, arm)  # what a boot measures: source, timings, lanes
     warnings += _small_campaign(spec)
+    warnings += check_known_bad_builds(spec, spec_file, resolved, cluster=cluster)
     # with a cluster, by this machine's vLLM: the arm's interpreter is checked here too
     warnings += check_server_args(spec, spec_file, resolved, env, cluster=cluster)
     return Preflight(spec, resolved, tuple(warnings), tuple(unchecked))
