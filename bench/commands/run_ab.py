@@ -152,12 +152,13 @@ def _register_status(app: typer.Typer) -> None:
         """Where a campaign stands, from its results directory alone (a login node can read
         it while a Slurm job writes): per arm ok, failed, in flight and hosts; who writes it;
         elapsed and ETA; the next look; the last failure's cause. Counts only, no verdicts."""
+        import sys
         import time
 
         from rich.live import Live
 
         from bench.commands.options import results_dir_not_spec
-        from bench.report.console import status_view
+        from bench.report.console import status_line, status_view
         from bench.store import campaign_status
 
         results_dir_not_spec(results_dir)
@@ -168,6 +169,14 @@ def _register_status(app: typer.Typer) -> None:
         if not watch:
             console.print(status_view(campaign_status(results_dir)))
             return
+        if not console.is_terminal:  # a pipe or a log: one line per refresh, flushed
+            while True:
+                s = campaign_status(results_dir)
+                typer.echo(status_line(s))
+                sys.stdout.flush()
+                if s.state != "running":
+                    return
+                time.sleep(interval)
         with Live(status_view(campaign_status(results_dir)), console=console) as live:
             try:
                 while True:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -54,12 +55,22 @@ class CampaignStatus(_Model):
     writer: Writer | None = Field(description="The driver writing it now, else None.")
     arms: list[ArmProgress] = Field(description="Per arm, in the experiment's order.")
     in_flight: list[InFlightBoot] = Field(description="Attempts running now.")
-    elapsed_s: float | None = Field(description="Since the first boot started.")
+    elapsed_s: float | None = Field(
+        description="Running: since the running driver started (its claim); over: from the "
+        "first boot's start to the last boot's end."
+    )
     boot_s: float | None = Field(description="Median wall time of an ok boot attempt.")
     eta_s: float | None = Field(
-        description="Remaining boots x boot_s / boots at a time (as many as run now, or as the "
-        "recorded boots overlapped)."
+        description="What the boots in flight have left, plus the boots not yet launched x "
+        "boot_s / boots at a time (as many as run now, or as the recorded boots overlapped); "
+        "never 0 while boots run."
     )
+    state: Literal["running", "finished", "stopped"] = Field(
+        "running",
+        description="running: a live driver writes it; finished: every arm has its boots; "
+        "stopped: no live driver and boots are missing.",
+    )
+    missing: int = Field(0, description="Boots still missing to reach every arm's target.")
     next_look: int | None = Field(description="Next planned look (ok boots per arm).")
     last_failure: str | None = Field(description="The latest failed attempt and its cause.")
     note: str = Field(description="What these figures are (and are not).")
@@ -110,6 +121,26 @@ def _at_a_time(ok: pd.DataFrame, walls: pd.Series) -> int:
     return max(round(walls.sum() / span), 1) if span > 0 else 1
 
 
+def _elapsed(boots: pd.DataFrame, claim: WriterClaim | None) -> float | None:
+    """While a driver runs: since it started (its claim holds when); once over: the
+    campaign's span, first boot start to last boot end (it no longer grows)."""
+    now = datetime.now(UTC)
+    if claim is not None:
+        return max((now - datetime.fromisoformat(claim.started_at)).total_seconds(), 0.0)
+    starts, ends = boots["started_at"].dropna(), boots["finished_at"].dropna()
+    if not len(starts) or not len(ends):
+        return None
+    return max((ends.max() - starts.min()).total_seconds(), 0.0)
+
+
+def _in_flight_left(running: list[InFlightBoot], boot_s: float) -> float:
+    """What the boot in flight with the most left has left, by the
+    median boot (at least a second: a boot past the median is still running)."""
+    now = datetime.now(UTC)
+    ages = [(now - datetime.fromisoformat(b.started_at)).total_seconds() for b in running]
+    return max((max(boot_s - age, 1.0) for age in ages), default=0.0)
+
+
 def campaign_status(root: Path) -> CampaignStatus:
     """Read `root` (refusing damage in one line, as every reader does) into a status."""
     root = Path(root)
@@ -124,12 +155,14 @@ def campaign_status(root: Path) -> CampaignStatus:
     ok = boots[boots["status"] == "ok"]
     walls = (ok["finished_at"] - ok["started_at"]).dt.total_seconds().dropna()
     boot_s = float(walls.median()) if len(walls) else None
-    starts = boots["started_at"].dropna()
-    elapsed = (datetime.now(UTC) - starts.min()).total_seconds() if len(starts) else None
+    live = writer is not None and not writer.gone
+    missing = sum(max((a.target or 0) - a.ok, 0) for a in arms)
     remaining = sum(max((a.target or 0) - a.ok - a.in_flight, 0) for a in arms)
     eta = None
-    if boot_s is not None and writer is not None and not writer.gone:
-        eta = math.ceil(remaining / max(len(running), _at_a_time(ok, walls), 1)) * boot_s
+    if boot_s is not None and live:
+        at_once = max(len(running), _at_a_time(ok, walls), 1)
+        eta = _in_flight_left(running, boot_s) + math.ceil(remaining / at_once) * boot_s
+        eta = max(eta, 1.0) if running else eta
     done = min((a.ok for a in arms), default=0)
     looks = manifest.looks or exp.looks or []
     return CampaignStatus(
@@ -138,9 +171,11 @@ def campaign_status(root: Path) -> CampaignStatus:
         writer=writer,
         arms=arms,
         in_flight=running,
-        elapsed_s=elapsed,
+        elapsed_s=_elapsed(boots, claim if live else None),
         boot_s=boot_s,
         eta_s=eta,
+        state="running" if live else "stopped" if missing else "finished",
+        missing=missing,
         next_look=next((k for k in looks if k > done), None),
         last_failure=_last_failure(boots),
         note="counts only: verdicts come from `specab analyze` at the looks and at the end",

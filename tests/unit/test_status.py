@@ -48,6 +48,9 @@ def test_a_finished_run_has_no_writer_and_names_its_last_failure(
     assert len(failed) >= 1 and s.last_failure is not None
     assert failed.sort_values("order")["boot_id"].iloc[-1] in s.last_failure
     assert s.boot_s is not None and s.boot_s > 0
+    span = (boots["finished_at"].max() - boots["started_at"].min()).total_seconds()
+    assert s.state == "finished" and s.missing == 0
+    assert s.elapsed_s == pytest.approx(span)  # the campaign's span, not "since then"
     assert run(["status", str(run_dir), "--json"]) == 0
     body = json.loads(capsys.readouterr().out)
     assert body["arms"][0]["ok"] == s.arms[0].ok and body["writer"] is None
@@ -65,6 +68,8 @@ def test_a_live_writer_with_boots_in_flight(
         assert [a.in_flight for a in s.arms if a.arm in ("base", "fix")] == [1, 1]
         assert "node-7" in next(a for a in s.arms if a.arm == "base").hosts
         assert s.eta_s is not None  # boots left, a measured boot time, a driver
+        assert s.eta_s >= 1.0  # every boot is ok or in flight: what those two have left
+        assert s.state == "running" and s.elapsed_s is not None and s.elapsed_s < 60
         assert run(["status", str(run_dir)]) == 0
         view = capsys.readouterr().out
         assert "run-ab --resume" in view and "running: base__b005__a2 on node-7" in view
@@ -98,4 +103,20 @@ def test_watch_ends_by_itself_once_the_run_is_done(tmp_path: Path) -> None:
         timeout=60,
     )
     assert out.returncode == 0, out.stderr
-    assert "no driver is writing it" in out.stdout
+    (line,) = out.stdout.splitlines()  # into a pipe: one line per refresh, the last one
+    assert line.startswith("finished: base 6/6") and "took " in line
+
+
+def test_a_stopped_run_says_how_many_boots_it_misses(
+    run_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ok = load_results(run_dir).ok_boots()
+    gone = ok[ok["arm"] == "fix"].sort_values("boot")["boot_id"].tolist()[-2:]
+    for boot_id in gone:  # as if the run had stopped before those two boots
+        (run_dir / "boots" / f"{boot_id}.parquet").unlink()
+        for p in (run_dir / "probes").glob(f"{boot_id}*.parquet"):
+            p.unlink()
+    s = campaign_status(run_dir)
+    assert s.state == "stopped" and s.missing == 2 and s.eta_s is None
+    assert run(["status", str(run_dir)]) == 0
+    assert "stopped with 2 boot(s) missing" in capsys.readouterr().out

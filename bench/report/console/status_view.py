@@ -21,23 +21,22 @@ def _minutes(seconds: float | None) -> str:
 
 def status_view(s: CampaignStatus) -> Group:
     """A rich renderable (printed once, or refreshed by `--watch`)."""
-    if s.writer is None:
-        who = "no driver is writing it"
+    missing = f"stopped with {s.missing} boot(s) missing (continue it: run-ab --resume)"
+    if s.state == "finished":
+        who = "finished: every arm has its boots"
+    elif s.writer is None:
+        who = f"{missing}; no driver is writing it"
     elif s.writer.gone:
-        who = f"last written by {s.writer.holder}; that driver looks gone ({s.writer.gone})"
+        who = f"{missing}; last written by {s.writer.holder}, which looks gone ({s.writer.gone})"
     else:
-        who = f"written by {s.writer.holder}"
+        who = f"running: written by {s.writer.holder}"
     t = Table(title=f"{s.experiment} ({s.results_dir})")
     for col in ("arm", "ok", "failed", "in flight", "hosts"):
         t.add_column(col, overflow="fold")
     for a in s.arms:
         ok = f"{a.ok}/{a.target}" if a.target is not None else str(a.ok)
         t.add_row(a.arm, ok, str(a.failed), str(a.in_flight), ", ".join(a.hosts) or "-")
-    lines = [
-        f"{who}",
-        f"elapsed {_minutes(s.elapsed_s)}; a boot takes {_minutes(s.boot_s)}; "
-        + (f"about {_minutes(s.eta_s)} to go at this pace" if s.eta_s is not None else "no ETA"),
-    ]
+    lines = [f"{who}", timing_line(s)]
     if s.in_flight:
         running = ", ".join(f"{b.boot_id} on {b.host} since {b.started_at}" for b in s.in_flight)
         lines.append(f"running: {running}")
@@ -50,3 +49,24 @@ def status_view(s: CampaignStatus) -> Group:
         lines.append(f"last failure: {s.last_failure}")
     lines.append(s.note)
     return Group(t, *(Text(line) for line in lines))
+
+
+def timing_line(s: CampaignStatus) -> str:
+    """Elapsed, the median boot and the ETA (only while a driver runs)."""
+    if s.state != "running":
+        span = _minutes(s.elapsed_s)
+        return f"took {span} (first boot start to last boot end); a boot took {_minutes(s.boot_s)}"
+    eta = (
+        f"about {_minutes(s.eta_s)} to go at this pace"
+        if s.eta_s is not None
+        else "no ETA until a boot finishes"
+    )
+    return f"elapsed {_minutes(s.elapsed_s)}; a boot takes {_minutes(s.boot_s)}; {eta}"
+
+
+def status_line(s: CampaignStatus) -> str:
+    """One line per refresh, for `--watch` into a pipe or a log file."""
+    arms = " ".join(
+        f"{a.arm} {a.ok}/{a.target}" + (f"+{a.in_flight}" if a.in_flight else "") for a in s.arms
+    )
+    return f"{s.state}: {arms}; {timing_line(s)}"
