@@ -3,13 +3,14 @@ a prior between-boot SD (with its df) read from an A/A results directory."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
-from bench.records import METRICS, Manifest
+from bench.records import METRICS, SPEED_METRIC, Manifest
 from bench.stats.compare import arm_metrics, comparison_keys
 from bench.stats.describe import (
     arm_components,
@@ -18,7 +19,7 @@ from bench.stats.describe import (
     pooled_sd,
 )
 from bench.stats.inputs import ArmData, Prior, arm_data, arm_names, resolve_settings
-from bench.stats.methods import estimate
+from bench.stats.methods import F, estimate
 from bench.stats.schema import Plan
 
 
@@ -35,15 +36,18 @@ def plan_from_results(
 ) -> Plan:
     """Boots per arm for `effect` at `power` (pooled between-boot SD over arms) and the
     Kalibera & Jones prompts per boot from measured boot_seconds and probe latency_s."""
-    if metric not in METRICS:
+    if metric not in PLANNABLE:
         raise SpecabError(
-            f"unknown metric {metric!r}", field="metric", fix=f"use one of: {', '.join(METRICS)}"
+            f"unknown metric {metric!r}",
+            field="metric",
+            fix=f"use one of: {', '.join(PLANNABLE)}",
         )
     if not effect > 0:
         raise SpecabError(
             f"effect {effect!r} must be > 0",
             field="effect",
-            fix="pass the smallest effect worth detecting, in metric units (e.g. 0.01 for pos0)",
+            fix="pass the smallest effect worth detecting, in metric units (e.g. 0.01 for pos0; "
+            "0.05 = +5 % for tokens/s)",
         )
     if not 0 < power < 1:
         raise SpecabError(f"power {power!r} is out of range", field="power", fix="use e.g. 0.8")
@@ -59,18 +63,24 @@ def plan_from_results(
         source=source,
     )
     data = arm_data(probes, boots, arms, source).arms
+    _possible(effect, metric, data)
     family = primary_family_size(data, s.baseline, s.primary)
     # Holm's first step tests at alpha / m: planned at the manifest's alpha, a run comparing
     # several arms fell short (the demo's fixes were inconclusive on one CPU at 3 boots)
     level = alpha if alpha is not None else s.alpha / family
     comps, counts = [], []
     for a in arms:
-        if data[a].n_boots and data[a].speculative:  # acceptance: no-speculation arms have none
-            comps.append(arm_components(*data[a].cells(metric), binomial=False))
+        cells = _cells(data[a], metric)
+        if data[a].n_boots and cells is not None:  # no-speculation arms have no acceptance
+            comps.append(arm_components(*cells, binomial=False))
             counts.append(data[a].n_boots)
     if not comps:
         raise SpecabError("no ok boots to plan from", file=source, fix="run some boots first")
     pooled = pooled_components(comps, counts)
+    planned_effect = effect
+    if metric == SPEED_METRIC:  # relative: the comparison is Welch on log boot values
+        pooled = pooled.model_copy(update={"between_boot_sd": _log_speed_sd(data, arms)})
+        planned_effect = math.log1p(effect)
     ok = boots[boots["status"] == "ok"]
     boot_cost = _mean(ok["boot_seconds"]) if "boot_seconds" in ok else None
     prompt_cost = _mean(probes["latency_s"]) if len(probes) else None
@@ -78,7 +88,7 @@ def plan_from_results(
     prompts_now = int(per_boot.median()) if len(per_boot) else 0
     out = plan_boots_and_prompts(
         pooled,
-        effect=effect,
+        effect=planned_effect,
         alpha=level,
         power=power,
         prompts_now=prompts_now,
@@ -87,6 +97,7 @@ def plan_from_results(
     )
     return out.model_copy(
         update={
+            "effect": effect,
             "metric": metric,
             "family_size": family,
             "alpha_given": alpha is not None,
@@ -94,6 +105,45 @@ def plan_from_results(
             "components": pooled,
         }
     )
+
+
+PLANNABLE = (*METRICS, SPEED_METRIC)
+
+
+def _cells(ad: ArmData, metric: str) -> tuple[F, F] | None:
+    """The (numerator, denominator) cells planned on: tokens and latency for speed."""
+    if metric == SPEED_METRIC:
+        if ad.completion is None or ad.latency is None:
+            return None
+        return ad.completion, ad.latency
+    return ad.cells(metric) if ad.speculative else None
+
+
+def _log_speed_sd(data: Mapping[str, ArmData], arms: Sequence[str]) -> float | None:
+    """Between-boot SD of log tokens/s pooled over arms (what the speed comparison's Welch
+    interval rests on)."""
+    sds, dfs = [], []
+    for a in arms:
+        logs = np.log(data[a].speed())
+        logs = logs[np.isfinite(logs)]
+        if logs.size >= 2:
+            sds.append(float(logs.std(ddof=1)))
+            dfs.append(float(logs.size - 1))
+    return pooled_sd(list(sds), dfs)[0] if sds else None
+
+
+def _possible(effect: float, metric: str, data: Mapping[str, ArmData]) -> None:
+    """An effect no arm could show (pos0 moves within [0, 1], the mean accepted length within
+    [1, 1 + K]) is refused: any plan for it would be a number without a meaning."""
+    k = max((ad.positions for ad in data.values()), default=0)
+    bound = {"acceptance_pos0": 1.0, "mean_accepted_length": float(k)}.get(metric)
+    if bound is not None and effect >= bound:
+        raise SpecabError(
+            f"effect {effect:g} is impossible for {metric} (it can move by less than "
+            f"{bound:g}{f' with K = {k}' if metric == 'mean_accepted_length' else ''})",
+            field="effect",
+            fix="pass the smallest effect worth detecting, in metric units (e.g. 0.01 for pos0)",
+        )
 
 
 def primary_family_size(data: Mapping[str, ArmData], baseline: str, primary: Sequence[str]) -> int:

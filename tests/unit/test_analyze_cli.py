@@ -282,3 +282,57 @@ def test_an_experiment_file_given_for_a_results_directory_names_the_directory_ex
     assert "an experiment file, not a results directory" in err
     assert f"{tmp_path / 'results' / 'demo'}: not found here" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "results").exists()
+
+
+def test_analyze_and_plan_give_one_answer_to_how_many_boots(
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """analyze's boots-needed and plan's boots per arm are planned at one level (Holm's first
+    step, the verdict's): asked for the same effect, they answer alike (was 281 vs 340)."""
+    assert run(["analyze", str(results), "--json", "--resamples", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    c = next(x for x in _primary(out) if x["metric"] == "acceptance_pos0")
+    target = max(abs(c["difference"]), c["margin"])
+    argv = ["plan", str(results), "--effect", repr(target), "--metric", "acceptance_pos0"]
+    assert run([*argv, "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["alpha"] == pytest.approx(out["alpha"] / plan["family_size"])
+    assert plan["boots_per_arm"] == c["boots_needed"]
+
+
+@pytest.mark.parametrize(
+    ("effect", "metric", "words"),
+    [
+        ("2", "acceptance_pos0", "impossible for acceptance_pos0"),
+        ("9", "mean_accepted_length", "impossible for mean_accepted_length"),
+        ("0.05", "tokens", "unknown metric 'tokens'"),
+    ],
+)
+def test_plan_refuses_what_no_arm_could_show(
+    results: Path, capsys: pytest.CaptureFixture[str], effect: str, metric: str, words: str
+) -> None:
+    assert run(["plan", str(results), "--effect", effect, "--metric", metric]) == 2
+    err = capsys.readouterr().err
+    assert words in err and len(err.strip().splitlines()) == 1
+
+
+def test_plan_sizes_a_speed_question_and_never_costs_more_than_now(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    res = simulate_results(
+        tmp_path / "speed", {"base": 0.0, "fix": 0.0}, boots=4, prompts=20,
+        speed={"base": 1.0, "fix": 1.0}, sigma_speed_boot=0.05,
+    )  # fmt: skip
+    argv = ["plan", str(res), "--effect", "0.05", "--metric", "output_tokens_per_s", "--json"]
+    assert run(argv) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["metric"] == "output_tokens_per_s" and plan["effect"] == 0.05
+    assert plan["boots_per_arm"] is not None and plan["boots_per_arm"] >= 2
+    assert 0.01 < plan["between_boot_sd"] < 0.2  # of log tokens/s: relative, not tokens/s
+    small = run(["plan", str(res), "--effect", "0.5", "--metric", "output_tokens_per_s", "--json"])
+    assert small == 0
+    big = json.loads(capsys.readouterr().out)
+    assert big["boots_per_arm"] <= plan["boots_per_arm"]
+    for p in (plan, big):
+        if p.get("seconds_per_arm_at_optimum") is not None:
+            assert p["seconds_per_arm_at_optimum"] <= p["seconds_per_arm_now"]

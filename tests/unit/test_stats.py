@@ -457,3 +457,30 @@ def test_plan_on_deterministic_boots_says_so(tmp_path: Path) -> None:
     assert p.between_boot_sd == 0 and p.boots_per_arm == 2
     assert p.components is not None and p.components.sigma2_boot == 0
     assert p.note is not None and "deterministic" in p.note
+
+
+@pytest.mark.parametrize("p_star", [20.6, 20.4, 35.0, 12.0])
+def test_the_optimum_allocation_never_costs_more_than_todays(p_star: float) -> None:
+    """Whole boots and a rounded P* can make the 'optimum' dearer than today's allocation
+    (the issue saw it): today's is then reported as the optimum."""
+    from bench.stats.describe import plan_boots_and_prompts
+    from bench.stats.schema import PooledComponents
+
+    boot_s, prompt_s = 30.0, 1.0
+    ratio = p_star**2 / (boot_s / prompt_s)  # sigma2_res / sigma2_boot giving that P*
+    pooled = PooledComponents(
+        between_boot_sd=0.02, df=10.0, sigma2_boot=1e-4, sigma2_prompt=0.0,
+        sigma2_res=1e-4 * ratio,
+    )  # fmt: skip
+    p = plan_boots_and_prompts(
+        pooled, effect=0.01, alpha=0.025, power=0.8, prompts_now=20,
+        boot_cost_s=boot_s, prompt_cost_s=prompt_s,
+    )  # fmt: skip
+    assert p.seconds_per_arm_now is not None and p.seconds_per_arm_at_optimum is not None
+    assert p.seconds_per_arm_at_optimum <= p.seconds_per_arm_now
+    if p.prompts_per_boot == 20:
+        assert p.boots_per_arm_at_optimum == p.boots_per_arm
+    if p.prompts_per_boot is not None and p.prompts_per_boot > 20:
+        assert (
+            p.note is not None and "add prompts to the probe sets or raise probes.passes" in p.note
+        )

@@ -94,7 +94,9 @@ def one(prim: Primary, r: Row, s: Settings, power: float, ex: Extras) -> Compari
     if det:
         need = 2
     elif sd is not None and not math.isnan(d):
-        need = boots_needed(sd, max(abs(d), effect_scale(metric, margin)), s.alpha, power)
+        # at Holm's first step, alpha / m: what `specab plan` plans at, so both answer alike
+        holm_first = s.alpha / max(len(f.diff), 1)
+        need = boots_needed(sd, max(abs(d), effect_scale(metric, margin)), holm_first, power)
     return Comparison(
         arm=r.arm,
         baseline=s.baseline,

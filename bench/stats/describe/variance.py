@@ -157,7 +157,8 @@ def plan_boots_and_prompts(
         return Plan.model_validate(out)
     if s_boot <= 0:
         out["note"] = (
-            "boot component not distinguishable from 0: more prompts per boot keep paying off"
+            "boot component not distinguishable from 0: more prompts per boot keep paying "
+            "off (add prompts to the probe sets or raise probes.passes)"
         )
         return Plan.model_validate(out)
     p_star = math.sqrt((boot_cost_s / prompt_cost_s) * s_res / s_boot)
@@ -165,7 +166,7 @@ def plan_boots_and_prompts(
     # Scale the measured boot variance to P* prompts: sigma2_boot + sigma2_res / P, in the
     # measured metric's units (the cell ANOVA is unweighted, so use it only as a ratio).
     v_now = s_boot + s_res / max(prompts_now, 1)
-    v_star = s_boot + s_res / max(p_star, 1.0)
+    v_star = s_boot + s_res / out["prompts_per_boot"]  # the whole prompts a boot will run
     sd_star = sd * math.sqrt(v_star / v_now)
     out["between_boot_sd_at_optimum"] = sd_star
     n_star = boots_needed(sd_star, effect, alpha, power)
@@ -177,6 +178,21 @@ def plan_boots_and_prompts(
     if n_star is not None:
         p_int = out["prompts_per_boot"]
         out["seconds_per_arm_at_optimum"] = n_star * (boot_cost_s + p_int * prompt_cost_s)
+    now_s, opt_s = out.get("seconds_per_arm_now"), out.get("seconds_per_arm_at_optimum")
+    if now_s is not None and (opt_s is None or opt_s >= now_s):
+        # whole boots can make P* dearer than today's allocation: today's is the optimum then
+        out.update(
+            prompts_per_boot=prompts_now,
+            boots_per_arm_at_optimum=n_now,
+            between_boot_sd_at_optimum=sd,
+            seconds_per_arm_at_optimum=now_s,
+            note="today's prompts per boot already cost the least machine time per arm",
+        )
+    elif out["prompts_per_boot"] > prompts_now:
+        out["note"] = (
+            f"the optimum runs {out['prompts_per_boot']} prompts per boot and a boot now runs "
+            f"{prompts_now}: add prompts to the probe sets or raise probes.passes"
+        )
     return Plan.model_validate(out)
 
 
