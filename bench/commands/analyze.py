@@ -198,7 +198,11 @@ def plan(
     results_dir: Annotated[Path, typer.Argument(help="Results directory (results/<name>).")],
     effect: Annotated[float, typer.Option(help="Smallest effect worth detecting (metric units).")],
     metric: Annotated[
-        str, typer.Option(help="acceptance_pos0 or mean_accepted_length.")
+        str,
+        typer.Option(
+            help="acceptance_pos0, mean_accepted_length or output_tokens_per_s (its effect "
+            "relative: 0.05 = +5 %)."
+        ),
     ] = "acceptance_pos0",
     power: Annotated[float, typer.Option(help="Target power.")] = 0.8,
     alpha: Annotated[float | None, typer.Option(help="Two-sided level (manifest default).")] = None,

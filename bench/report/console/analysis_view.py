@@ -238,7 +238,8 @@ def _family_note(p: Plan) -> str:
 
 def render_plan(p: Plan, out: Console) -> None:
     out.print(
-        f"[bold]{METRIC_LABEL[p.metric]}[/bold]: effect {p.effect} at {p.power:.0%} "
+        f"[bold]{METRIC_LABEL[p.metric]}[/bold]: effect {p.effect}"
+        f"{' (relative; SD of log tokens/s)' if p.metric == SPEED_METRIC else ''} at {p.power:.0%} "
         f"power, alpha {p.alpha:.3g}{_family_note(p)}; pooled between-boot SD "
         f"{_num(p.between_boot_sd, '.4g')} (measured boots per arm: {p.boots_measured})"
     )
