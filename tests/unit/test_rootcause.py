@@ -54,3 +54,20 @@ def test_exception_lines_and_what_is_not_one() -> None:
     )
     assert root_cause(["INFO all good"]) is None
     assert cause_context(["a", "b", "c"], 2) == ["b", "c"]
+
+
+def test_a_pydantic_error_keeps_the_field_it_names() -> None:
+    """vLLM 0.32 at start-up with `num_speculative_token` (a typo): Python prints the field
+    and the message on the lines after the exception line."""
+    log = [
+        "(APIServer pid=1) Traceback (most recent call last):",
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig",
+        "num_speculative_token",
+        "  Unexpected keyword argument [type=unexpected_keyword_argument, input_value=2, "
+        "input_type=int]",
+        "    For further information visit https://errors.pydantic.dev/2.14/v/unexpected",
+    ]
+    assert root_cause(log) == (
+        "pydantic_core._pydantic_core.ValidationError: 1 validation error for "
+        "SpeculativeConfig: num_speculative_token: Unexpected keyword argument"
+    )

@@ -23,6 +23,8 @@ _EXCEPTION = re.compile(
 _WRAPPER_NAMES = frozenset(
     {"EngineDeadError", "EngineGenerateError", "CancelledError", "KeyboardInterrupt", "SystemExit"}
 )
+_PYDANTIC = re.compile(r"\d+ validation errors? for \w+\s*$")
+_PYDANTIC_TYPE = re.compile(r"\s*\[type=.*$")  # pydantic's error code and input echo
 _WRAPPER_TEXT = re.compile(r"root cause|stack trace|see (?:the )?(?:log|above)", re.IGNORECASE)
 
 
@@ -56,9 +58,17 @@ def _cause_at(lines: Sequence[str]) -> int | None:
 
 def root_cause(lines: Sequence[str]) -> str | None:
     """The last exception line that is not a wrapper pointing elsewhere (the engine's own
-    error, not the API server's envelope around it); None when the log names none."""
+    error, not the API server's envelope around it); None when the log names none. A
+    pydantic error keeps its first field and message, which Python prints on the next lines
+    ("1 validation error for SpeculativeConfig" alone names no field)."""
     at = _cause_at(lines)
-    return exception_line(lines[at]) if at is not None else None
+    if at is None:
+        return None
+    cause = exception_line(lines[at])
+    if cause is not None and _PYDANTIC.search(cause):
+        detail = [_PYDANTIC_TYPE.sub("", x).strip() for x in lines[at + 1 : at + 3]]
+        cause = ": ".join([cause, *(d for d in detail if d)])
+    return cause
 
 
 def cause_context(lines: Sequence[str], n: int) -> list[str]:
