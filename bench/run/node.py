@@ -84,11 +84,20 @@ def cpu_binding_for(slot: int | None, cpu: float) -> dict[str, str]:
     return {CPU_BIND: ",".join(str(c) for c in mine), "OMP_NUM_THREADS": str(len(mine))}
 
 
-def gpu_ids() -> str:
+GPU_ENV = "CUDA_VISIBLE_DEVICES"
+
+
+def visible_gpus(requested: float) -> str:
+    """The GPU ids a boot's server on this node may use, set explicitly in its environment:
+    Ray's assignment when `[resources] gpu` asks for GPUs, none ("") when it asks for none.
+    So the server never sees a GPU outside Ray's accounting (Ray's own blanking of the
+    variable for zero-GPU tasks is a default it has announced it will change, and it sets
+    nothing where told not to), and the recorded `gpu` column is exactly what it saw."""
+    if requested <= 0:
+        return ""
     import ray
 
-    ids = ray.get_gpu_ids()
-    return ",".join(str(i) for i in ids) or os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    return ",".join(str(i) for i in ray.get_gpu_ids())
 
 
 def node_ip() -> str:

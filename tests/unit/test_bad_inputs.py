@@ -303,6 +303,19 @@ CASES = [
         ("server.patches", "known-bad build at temperature 0.8", "cpu_sampler_fix.py"),
     ),
     Case(
+        "a fraction of a GPU per boot",
+        edit(a=_set("resources", {"gpu": 0.5})),
+        ("resources.gpu", "needs whole GPUs"),
+    ),
+    Case(
+        "fewer GPUs than the server's tensor-parallel ranks",
+        edit(
+            a=_set("resources", {"gpu": 1}),
+            b=_set("server.args", {"enforce-eager": True, "tensor-parallel-size": 2}),
+        ),
+        ("resources.gpu", "fewer than the server's tensor x pipeline parallel ranks", "gpu = 2"),
+    ),
+    Case(
         "a secret flag only a command line could carry",
         edit(a=_set("arms.1.args", {"db-password": "hunter2hunter2"})),
         ("arms(fix).args.db-password", "no secret on a command line"),

@@ -336,3 +336,23 @@ def test_a_node_that_left_takes_no_more_boots_and_a_failure_does_not_count_towar
     assert place is not None
     gang.drop_lost(InFlight(place, None, datetime.now(UTC), 0.0))  # type: ignore[arg-type]
     assert not gang.can_place()  # one live node cannot host a 2-node gang
+
+
+def test_a_container_running_several_ranks_shares_the_hosts_ipc_unless_told_otherwise(
+    tmp_path: Path,
+) -> None:
+    """Tensor parallelism needs more /dev/shm than a container's 64 MB: --ipc host is the
+    default where a member runs several ranks; the user's own --ipc/--shm-size wins."""
+    bare = 'container = { runtime = "podman", image = "vllm:x" }'
+    f = write(tmp_path, server_extra=bare)  # TP = 2 over 2 nodes: one rank a member
+    one = member_command(plan_of(f, tmp_path / "w1"), 1, container_name="c", cwd="/tmp")
+    assert "--ipc" not in one.argv
+    f.write_text(f.read_text().replace("nodes = 2", "nodes = 1"))  # both ranks on one node
+    two = member_command(plan_of(f, tmp_path / "w2"), 0, container_name="c", cwd="/tmp")
+    image = two.argv.index("vllm:x")
+    assert two.argv[:image].count("--ipc") == 1
+    assert two.argv[two.argv.index("--ipc") + 1] == "host"
+    own = 'container = { runtime = "podman", image = "vllm:x", options = ["--shm-size=8g"] }'
+    f.write_text(f.read_text().replace(bare, own))
+    mine = member_command(plan_of(f, tmp_path / "w3"), 0, container_name="c", cwd="/tmp")
+    assert "--ipc" not in mine.argv and "--shm-size=8g" in mine.argv

@@ -7,6 +7,8 @@ import os
 import shutil
 from pathlib import Path
 
+import pytest
+
 from bench.run import (
     CPU_BIND,
     MAX_LOG_BYTES,
@@ -77,3 +79,18 @@ def test_a_slot_binds_its_cores_and_sizes_the_openmp_pools_to_them() -> None:
     if len(cores) >= 2:
         two = cpu_binding_for(0, 2)
         assert two == {CPU_BIND: f"{cores[0]},{cores[1]}", "OMP_NUM_THREADS": "2"}
+
+
+def test_a_boot_sees_exactly_the_gpus_ray_gave_it_and_none_without(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server's CUDA_VISIBLE_DEVICES is set from Ray's assignment (what the `gpu` column
+    records), and blank for a boot that asked for no GPU: never inherited from the worker."""
+    import ray
+
+    from bench.run import visible_gpus
+
+    monkeypatch.setattr(ray, "get_gpu_ids", lambda: [2, 3])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")  # a worker Ray told not to set it
+    assert visible_gpus(2) == "2,3"
+    assert visible_gpus(0) == ""

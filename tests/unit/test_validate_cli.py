@@ -297,3 +297,42 @@ def test_an_ab_of_the_cpu_sampler_fix_is_warned_not_refused(
     assert "WARNING: arm(s) stock run a known-bad build at temperature 0.8" in out
     assert run(["validate", str(root / "arms" / "demo" / "demo.toml")]) == 0
     assert "known-bad" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "words"),
+    [
+        (
+            "num_speculative_tokens = 4",
+            "num_speculative_token = 4",
+            (
+                "server.speculative_config.num_speculative_token",
+                "SpeculativeConfig.num_speculative_token: Unexpected keyword argument",
+            ),
+        ),
+        (
+            "max-model-len = 512",
+            'max-model-len = "512k"',
+            ("server.args.max-model-len", "max_model_len (512000) is greater than the derived"),
+        ),
+    ],
+    ids=["speculative_config typo", "max-model-len beyond the model"],
+)
+def test_validate_refuses_what_vllms_engine_refuses_on_the_demo_models(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str, words: tuple[str, ...]
+) -> None:
+    """The demo's own experiment and models, one newcomer's mistake each: one line naming the
+    field, in vLLM's words, before any boot (the engine check of `validate`)."""
+    demo = Path(__file__).resolve().parents[2] / "arms" / "demo"
+    f = tmp_path / "demo.toml"
+    text = (demo / "demo.toml").read_text().replace(old, new, 1)
+    f.write_text(
+        text.replace('"models/', f'"{demo}/models/')
+        .replace('"probes/', f'"{demo}/probes/')
+        .replace('"patches/', f'"{demo}/patches/')
+    )
+    assert run(["validate", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Fix:" in err
+    for w in words:
+        assert w in err, (w, err)

@@ -93,6 +93,19 @@ def mount_paths(paths: Iterable[str | Path], env: Mapping[str, str]) -> list[str
     return sorted(str(d) for d in out)
 
 
+_SHM_OPTIONS = ("--ipc", "--shm-size")
+
+
+def ranks_per_node(argv: list[str], nodes: int) -> int:
+    """Tensor x pipeline parallel ranks one node runs, from the server's arguments."""
+    world = 1
+    for flags in (("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp")):
+        for i, a in enumerate(argv[:-1]):
+            if a in flags and argv[i + 1].isdigit():
+                world *= int(argv[i + 1])
+    return -(-world // max(nodes, 1))
+
+
 def run_command(
     c: ContainerSpec,
     argv: list[str],
@@ -103,12 +116,19 @@ def run_command(
     read_only: Iterable[str] = (),
     cwd: str,
     labels: Mapping[str, str],
+    ranks: int = 1,
 ) -> list[str]:
     """`<runtime> run` for one member: foreground (its output is the member's log), removed
     on exit, host network, an init process (removing the container ends every process in
-    it), the server's cwd and environment, same-path mounts, then the user's options."""
+    it), the host's IPC namespace where the member runs several ranks (unless the options
+    set `--ipc` or `--shm-size`), the server's cwd and environment, same-path mounts, then
+    the user's options."""
     ro = set(read_only)
     cmd = [c.runtime, "run", "--rm", "--name", name, "--network", "host", "--init", "-w", cwd]
+    if ranks > 1 and not any(o.split("=", 1)[0] in _SHM_OPTIONS for o in c.options):
+        # NCCL and vLLM's message queues between ranks live in /dev/shm: a container's 64 MB
+        # default fails tensor parallelism (vLLM's docs: --ipc=host or --shm-size)
+        cmd += ["--ipc", "host"]
     for k, v in sorted(labels.items()):
         cmd += ["--label", f"{k}={v}"]
     for k, v in sorted(server_env(env).items()):

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from bench.errors import BootFailed, SpecabError
 from bench.experiment.launch.arms import ResolvedArm
-from bench.experiment.launch.containers import ContainerRef, client_env, mount_paths, run_command
+from bench.experiment.launch.containers import (
+    ContainerRef,
+    client_env,
+    mount_paths,
+    ranks_per_node,
+    run_command,
+)
 from bench.experiment.launch.diffs import AppliedDiff
 from bench.experiment.launch.environment import base_env
 from bench.experiment.launch.overlays import materialize_overlay
@@ -117,6 +123,7 @@ def member_command(
         read_only=plan.read_only,
         cwd=cwd,
         labels=labels or {},
+        ranks=ranks_per_node(plan.server_args, plan.nodes),
     )
     ref = ContainerRef(plan.container.runtime, container_name)
     return MemberCommand(rank, wrapped, {**plan.client_env, **env}, ref)

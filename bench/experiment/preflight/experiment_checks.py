@@ -101,6 +101,7 @@ def preflight(
     for arm in resolved:
         _patches_compile(spec, spec_file, arm.name, compiled)
         _speculative_tokens(spec, spec_file, arm)
+        _whole_gpus(spec, spec_file, arm)
         missing = check_models(spec, spec_file, arm, env, cluster=cluster)
         warnings += missing
         unchecked += [arm.name] if missing else []
@@ -179,6 +180,36 @@ def _diffs_apply(arm: ResolvedArm) -> list[str]:
         for p, applied in arm.diffs().items()
         if applied is None
     ]
+
+
+def _whole_gpus(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:
+    """`[resources] gpu` covers the server's ranks on each node in whole GPUs: a fraction lets
+    two boots share one, and fewer than its tensor x pipeline parallel ranks makes vLLM start
+    or join a Ray cluster of its own, outside specab's accounting."""
+    gpu, nodes = spec.resources.gpu, spec.resources.nodes
+    if gpu != int(gpu):
+        raise SpecabError(
+            f"gpu = {gpu:g}: a vLLM server needs whole GPUs (a fraction lets two boots share "
+            "one, and the recorded gpu column would not say so)",
+            file=spec_file,
+            field="resources.gpu",
+            fix=f"use a whole number, e.g. gpu = {max(int(gpu), 1)}",
+        )
+    world = 1
+    for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
+        value = arm.args.get(flag)
+        world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
+    per_node = -(-world // nodes)
+    if 0 < gpu < per_node:
+        raise SpecabError(
+            f"gpu = {gpu:g} per {'node' if nodes > 1 else 'boot'} is fewer than the server's "
+            f"tensor x pipeline parallel ranks there ({per_node}): vLLM would place the rest "
+            "outside specab's accounting (a Ray cluster of its own, or GPUs another boot holds)",
+            file=spec_file,
+            field="resources.gpu",
+            fix=f"set gpu = {per_node}"
+            + (f" (per node: {world} ranks over {nodes} nodes)" if nodes > 1 else ""),
+        )
 
 
 def _speculative_tokens(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:

@@ -22,6 +22,7 @@ from bench.experiment import LaunchPlan, check_patches_applied
 from bench.run.boot import prepare_node
 from bench.run.node import (
     CACHE_ROOT,
+    GPU_ENV,
     compile_cache_path,
     cpu_binding_for,
     fresh_node_log,
@@ -30,6 +31,7 @@ from bench.run.node import (
     node_workdir,
     read_log_tail,
     share_model_infos,
+    visible_gpus,
 )
 from bench.run.process import BootGuard, MemberProcess, MemberStart, exit_problem, start_member
 
@@ -49,6 +51,7 @@ class MemberNode:
     memory_wait_s: float = 300.0
     driver_node_id: str = ""  # the member logs straight into driver_log_dir on that node
     driver_log_dir: str = ""
+    gpu: float = 0.0  # per-node GPUs ([resources] gpu): the member sees exactly Ray's ids
 
 
 def _one_line(exc: Exception) -> str:
@@ -85,6 +88,7 @@ class MemberActor:
         cache = compile_cache_path(workdir, ms.arm.name, ms.boot_id, keep=node.compile_cache)
         self._cache = None if node.compile_cache else cache  # a fresh one goes with the boot
         env = {**os.environ, CACHE_ROOT: str(cache), **cpu_binding_for(node.cpu_slot, node.cpu)}
+        env[GPU_ENV] = visible_gpus(node.gpu)
         try:
             cache.mkdir(parents=True, exist_ok=True)
             if ms.arm.container is None:  # as the head's node does (task._node_setup)

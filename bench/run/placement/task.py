@@ -29,14 +29,15 @@ from bench.records import BootRecord, ProbeRecord
 from bench.run.boot import BootRequest, NodeSetup, failed_record, run_boot
 from bench.run.node import (
     CACHE_ROOT,
+    GPU_ENV,
     cache_state,
     compile_cache_path,
     cpu_binding_for,
     fresh_node_log,
-    gpu_ids,
     node_workdir,
     read_log_tail,
     share_model_infos,
+    visible_gpus,
 )
 from bench.run.placement.remote_members import MemberNode, RayMembers
 from bench.run.process import BootGuard
@@ -81,6 +82,7 @@ def cpu_binding(a: AttemptSpec) -> dict[str, str]:
 def _node_setup(a: AttemptSpec, workdir: Path, local: bool) -> NodeSetup:
     """Log file, compile-cache root and CPU binding of this boot on this node."""
     boot_id = a.request.attempt.boot_id
+    gpus = visible_gpus(a.request.spec.resources.gpu)  # what the server sees = the record
     cache = compile_cache_dir(workdir, a)
     state = cache_state(cache)
     spec = a.request.spec
@@ -91,9 +93,9 @@ def _node_setup(a: AttemptSpec, workdir: Path, local: bool) -> NodeSetup:
         log_file=Path(a.driver_log)
         if local
         else fresh_node_log(workdir, str(Path(a.driver_log).parent), f"{boot_id}.log"),
-        server_env={CACHE_ROOT: str(cache), **cpu_binding(a)},
+        server_env={CACHE_ROOT: str(cache), **cpu_binding(a), GPU_ENV: gpus},
         compile_cache=state,
-        gpu=gpu_ids(),
+        gpu=gpus,
     )
 
 
@@ -116,6 +118,7 @@ def _members(a: AttemptSpec) -> RayMembers | None:
             memory_wait_s=spec.server.memory_wait_s,
             driver_node_id=a.driver_node_id,
             driver_log_dir=str(Path(a.driver_log).parent),
+            gpu=spec.resources.gpu,
         )
         for r in range(1, n)
     ]
