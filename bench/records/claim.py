@@ -49,3 +49,9 @@ class WriterClaim(BaseModel):
     in_flight: list[InFlightBoot] = Field(
         default_factory=list, description="Attempts launched and not yet recorded (additive)."
     )
+    slurm_job: str | None = Field(
+        None, description="SLURM_JOB_ID of the holder's batch job, if any (additive)."
+    )
+    slurm_restart: int = Field(
+        0, description="SLURM_RESTART_COUNT of that job when the claim was taken (additive)."
+    )

@@ -78,8 +78,23 @@ def read_claim(root: Path) -> WriterClaim | None:
         ) from exc
 
 
+def slurm_run() -> tuple[str | None, int]:
+    """This process's Slurm job and how often Slurm requeued it (none outside Slurm)."""
+    job = os.environ.get("SLURM_JOB_ID") or None
+    restart = os.environ.get("SLURM_RESTART_COUNT", "0")
+    return job, int(restart) if restart.isdigit() else 0
+
+
 def stale_reason(claim: WriterClaim) -> str | None:
-    """Why `claim`'s holder is gone, or None while it may still be writing."""
+    """Why `claim`'s holder is gone, or None while it may still be writing. A claim of an
+    earlier run of this very Slurm job (same job id, lower restart count) is gone at once:
+    Slurm requeued the job, perhaps onto other nodes, so that run has ended."""
+    job, restart = slurm_run()
+    if claim.slurm_job is not None and claim.slurm_job == job and claim.slurm_restart < restart:
+        return (
+            f"Slurm job {job} was requeued (its run {claim.slurm_restart} held it; this is "
+            f"run {restart})"
+        )
     if claim.host == socket.gethostname():
         started = pid_started(claim.pid)
         if started is None:
@@ -204,6 +219,7 @@ def acquire_claim(root: Path, command: str) -> HeldClaim:
     created = not root.exists()
     root.mkdir(parents=True, exist_ok=True)
     now = _now()
+    job, restart = slurm_run()
     mine = WriterClaim(
         token=uuid.uuid4().hex,
         host=socket.gethostname(),
@@ -212,6 +228,8 @@ def acquire_claim(root: Path, command: str) -> HeldClaim:
         command=command,
         started_at=now,
         heartbeat_at=now,
+        slurm_job=job,
+        slurm_restart=restart,
     )
     path = root / CLAIM_FILE
     for _ in range(5):

@@ -122,6 +122,31 @@ def test_another_hosts_claim_is_stale_only_after_its_heartbeat_stops(
     held.release()
 
 
+def test_a_requeued_slurm_job_takes_over_its_earlier_runs_claim_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Slurm requeued the job onto another node: the claim its first run left, with a fresh
+    heartbeat from another host, is gone at once for the same job's next run, not after
+    SPECAB_CLAIM_STALE_S; another job, or the same run, still waits."""
+    monkeypatch.setenv(wc.STALE_ENV, "600")
+    recent = datetime.now(UTC).isoformat(timespec="seconds")
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    _claim(tmp_path, host="node-a", heartbeat_at=recent, slurm_job="4242", slurm_restart=0)
+    held = acquire_claim(tmp_path, "run-ab --resume")
+    mine = read_claim(tmp_path)
+    assert "node-a" in (mine.took_over or "")
+    assert (mine.slurm_job, mine.slurm_restart) == ("4242", 1)
+    held.release()
+    for other in (
+        {"slurm_job": "999", "slurm_restart": 0},
+        {"slurm_job": "4242", "slurm_restart": 1},
+    ):
+        _claim(tmp_path, host="node-a", heartbeat_at=recent, **other)
+        with pytest.raises(SpecabError, match="host node-a"):
+            acquire_claim(tmp_path, "run-ab --resume")
+
+
 def test_a_holder_taken_over_records_nothing_and_its_heartbeat_stops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
