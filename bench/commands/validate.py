@@ -80,7 +80,7 @@ def validate(
                 f"\nnote: arms {', '.join(names)} run exactly the same thing (an A/A control?)",
                 markup=False,
             )
-    for line in checked.warnings:
+    for line in (*checked.warnings, *checked.advice):
         console.print(f"\n{line}", markup=False)
     _print_lint(checked, file)
 

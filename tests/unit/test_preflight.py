@@ -25,6 +25,8 @@ def _doc(**server: object) -> dict[str, object]:
 def _sampler_doc(method: str) -> dict[str, Any]:
     doc: dict[str, Any] = _doc()
     doc["server"]["speculative_config"]["rejection_sample_method"] = method
+    if method == "synthetic":  # what vLLM's SpeculativeConfig requires with it (K = 3)
+        doc["server"]["speculative_config"]["synthetic_acceptance_rates"] = [0.6, 0.5, 0.4]
     return doc
 
 
@@ -169,13 +171,16 @@ def test_run_ab_prints_lint_findings_before_anything_else(
     monkeypatch.setattr(ray, "init", stop)
     spec = base_dir(offline)
     cfg = offline / "models" / "draft" / "config.json"
-    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "vocab_size": 4096}))
+    # the seed-002 mismatch, which vLLM's engine accepts (it refuses a vocab mismatch itself)
+    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "partial_rotary_factor": 0.5}))
     results = offline / "results"
     with pytest.raises(Reached):  # without --strict the run goes on to Ray
         run(["run-ab", str(spec), "--results-dir", str(results), "--quiet"])
     out = capsys.readouterr().out.splitlines()
-    assert out[0] == "lint: 2 finding(s) in 2 of 2 arm(s)"
-    assert out[1].startswith("  base: warning: vocab_size:") and "Fix:" in out[1]
+    assert out[0] == f"results: {results.resolve()} (new: 4 boots)"  # where they go, first
+    assert out[1].startswith("experiment.boots_per_arm = 2")  # what 2 boots cannot tell
+    assert out[2] == "lint: 2 finding(s) in 2 of 2 arm(s)"
+    assert out[3].startswith("  base: warning: partial_rotary_factor:") and "Fix:" in out[3]
     assert not results.exists()
 
 

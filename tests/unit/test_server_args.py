@@ -49,7 +49,8 @@ def test_vllms_own_parser_refuses_a_sweep_level_then_an_arm_flag_then_passes(
     assert "--max-model-len" in err and "'lots'" in err and "vLLM 0.32" in err
     assert not results.exists()  # refused before the results directory
     cached = list((tmp_path / "cache" / "vllm-args").glob("*.json"))
-    assert len(cached) == 4  # every cell of both arms, parsed in one vLLM import
+    # every cell of both arms, parsed and engine-checked in one vLLM import
+    assert len(cached) == 8
     # that import also inspected the accepted line's architecture for the boots to come
     infos = [p.name for p in (tmp_path / "vllm-cache" / "modelinfos").glob("*.json")]
     assert infos == ["vllm-model_executor-models-qwen3-Qwen3ForCausalLM.json"]
@@ -99,12 +100,17 @@ def test_priming_parses_several_files_in_one_import_that_their_checks_then_read(
     calls: list[list[list[str]]] = []
 
     def spy(
-        python: str, pythonpath: str, argvs: list[list[str]], warm: list[list[str]]
-    ) -> list[dict[str, str]]:
+        python: str,
+        pythonpath: str,
+        argvs: list[list[str]],
+        warm: list[list[str]],
+        engine: list[object],
+    ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         calls.append(argvs)
         # every arm's own line (real model paths) for the model-info warm-up
         assert len(warm) == 5 and all(str(tmp_path / "models" / "target") in w for w in warm)
-        return [{"message": None, "version": "spy"} for _ in argvs]  # type: ignore[misc]
+        ok = {"message": None, "version": "spy"}
+        return [ok for _ in argvs], [ok for _ in engine]  # type: ignore[misc, return-value]
 
     checks = importlib.import_module("bench.experiment.preflight.server_args")
     monkeypatch.setattr(checks, "_parse", spy)
@@ -135,11 +141,16 @@ def test_two_processes_priming_the_same_lines_at_once_import_vllm_once(
     calls: list[str] = []
 
     def slow_spy(
-        python: str, pythonpath: str, argvs: list[list[str]], warm: list[list[str]]
-    ) -> list[dict[str, str]]:
+        python: str,
+        pythonpath: str,
+        argvs: list[list[str]],
+        warm: list[list[str]],
+        engine: list[object],
+    ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         calls.append(threading.current_thread().name)
         time.sleep(1.0)  # the other thread reaches the lock meanwhile
-        return [{"message": None, "version": "spy"} for _ in argvs]  # type: ignore[misc]
+        ok = {"message": None, "version": "spy"}
+        return [ok for _ in argvs], [ok for _ in engine]  # type: ignore[misc, return-value]
 
     checks = importlib.import_module("bench.experiment.preflight.server_args")
     monkeypatch.setattr(checks, "_parse", slow_spy)

@@ -164,9 +164,18 @@ def test_boots_needed_honours_the_requested_power(tmp_path: Path) -> None:
         if c95["scale"] == "relative":  # speed: planned on the log scale of its SD
             effect = max(abs(np.log1p(c95["difference"])), np.log1p(c95["margin"]))
 
-        def planned(b: int, sd: float = sd) -> float:  # the planning formula, v = 2B - 2
+        # planned at Holm's first step: alpha over the comparisons of its family
+        family = [
+            c
+            for c in high["comparisons"]
+            if c["family"] == c95["family"]
+            and (c["family"] == "primary" or c["metric"] == c95["metric"])
+        ]
+        q = 1 - 0.05 / len(family) / 2
+
+        def planned(b: int, sd: float = sd, q: float = q) -> float:  # v = 2B - 2
             nu = 2 * b - 2
-            return float((st.t.ppf(0.975, nu) + st.t.ppf(0.95, nu)) * sd * np.sqrt(2 / b))
+            return float((st.t.ppf(q, nu) + st.t.ppf(0.95, nu)) * sd * np.sqrt(2 / b))
 
         assert planned(n) <= effect < planned(n - 1)
     assert high["settings"]["power"] == 0.95

@@ -54,6 +54,7 @@ class Preflight:
     arms: tuple[ResolvedArm, ...]
     warnings: tuple[str, ...]
     unchecked: tuple[str, ...] = ()  # arms with a model not on this machine (cluster only)
+    advice: tuple[str, ...] = ()  # what the design cannot tell (e.g. 2 boots an arm)
 
     def lint(self, spec_file: str | Path) -> LintReport:
         """`specab lint` of the arms whose models are readable here; a note for the others
@@ -109,24 +110,23 @@ def preflight(
             _interpreter(spec, spec_file, arm, cluster=cluster)
         warnings += _diffs_apply(arm)
         measurement(spec, spec_file, arm)  # what a boot measures: source, timings, lanes
-    warnings += _small_campaign(spec)
     warnings += check_known_bad_builds(spec, spec_file, resolved, cluster=cluster)
     # with a cluster, by this machine's vLLM: the arm's interpreter is checked here too
     warnings += check_server_args(spec, spec_file, resolved, env, cluster=cluster)
-    return Preflight(spec, resolved, tuple(warnings), tuple(unchecked))
+    return Preflight(spec, resolved, tuple(warnings), tuple(unchecked), _small_campaign(spec))
 
 
-def _small_campaign(spec: Experiment) -> list[str]:
+def _small_campaign(spec: Experiment) -> tuple[str, ...]:
     """What 2 boots an arm cannot tell: a between-boot SD on 1 degree of freedom (t = 12.7
     at 95 %), so speed intervals span orders of magnitude and verdicts are rare."""
     b = spec.experiment.boots_per_arm
     if b >= 3:
-        return []
-    return [
+        return ()
+    return (
         f"experiment.boots_per_arm = {b}: each arm's between-boot SD rests on {b - 1} degree "
         "of freedom; intervals print as 'too few boots' and most verdicts stay inconclusive. "
-        "Use 3 or more (speed questions need 6+; `specab plan` on this run sizes the next)"
-    ]
+        "Use 3 or more (speed questions need 6+; `specab plan` on this run sizes the next)",
+    )
 
 
 def _probe_sets(spec: Experiment, spec_file: Path) -> None:

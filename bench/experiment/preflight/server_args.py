@@ -126,8 +126,10 @@ def _parse(
         (x["engine"] for x in lines if isinstance(x, dict) and "engine" in x), []
     )
     checked: list[str | None] = (list(found) + [""] * len(engine))[: len(engine)]
+    # "" (not checkable here: another kind of error, out of time) is kept as no refusal, so
+    # the next validate does not import vLLM again for it; the boot tells
     engine_answers: list[Answer | None] = [
-        None if m == "" else {"message": m, "version": version} for m in checked
+        {"message": m or None, "version": version} for m in checked
     ]
     return [{"message": m, "version": version} for m in body["results"]], engine_answers
 

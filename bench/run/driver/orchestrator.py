@@ -92,7 +92,7 @@ class Driver:
     def _lint(self, checked: Preflight) -> None:
         """Preflight's warnings and lint's findings (known draft/target config mismatches),
         which stop the run only with --strict."""
-        for line in checked.warnings:
+        for line in (*checked.warnings, *checked.advice):
             self.console.print(line, markup=False, soft_wrap=True)
         report = checked.lint(self.spec_file)
         self.console.print(f"lint: {report.summary()}", markup=False)
