@@ -6,8 +6,8 @@ after parsing its flags and before it loads weights: that step refuses a misspel
 argument`), a `max-model-len` beyond the model's own length, a method the draft cannot run.
 `parse_with_vllm.py` runs it, in the same vLLM import as the parser check, for each arm's
 real command line (model paths and config overlays as a boot sees them) with the arm's
-environment (no secrets, no patches); answers are cached by the build, the command line, that
-environment and the content of the models' JSON files.
+environment (no secrets, no patches); answers are cached by the build, the command line (model
+paths aside), that environment and the content of the models' JSON files.
 
 What it leaves to the boot: container arms (the image's vLLM), arms whose models are not on
 this machine, and runs on a cluster (`run-ab --address`: the nodes' build and memory decide).
@@ -73,6 +73,12 @@ def _models(argv: list[str]) -> list[str]:
     return out
 
 
+def _unplaced(arg: str, models: list[str]) -> str:
+    for i, m in enumerate(models):
+        arg = arg.replace(m, f"MODEL{i}")
+    return arg
+
+
 def engine_line(arm: ResolvedArm, plan: LaunchPlan, scratch: Path) -> EngineLine | None:
     """The arm's engine check, its config overlays built under `scratch` as the plan named
     them; None when it cannot run here (a model that is not a local directory)."""
@@ -91,7 +97,10 @@ def engine_line(arm: ResolvedArm, plan: LaunchPlan, scratch: Path) -> EngineLine
         for k, v in arm.env.items()
         if k.startswith(_ENV_PREFIXES) and k not in _PATCH_ENV and not is_secret_env(k)
     }
-    material = [argv, sorted(env.items()), [_model_files(m) for m in models]]
+    # where the models lie is not part of the answer, what their JSON files say is: copies of
+    # one model (every test's, every checkout's) share it
+    placed = [_unplaced(a, models) for a in argv]
+    material = [placed, sorted(env.items()), [_model_files(m) for m in models]]
     key = hashlib.sha256(json.dumps(material).encode()).hexdigest()
     return EngineLine(arm.name, argv, env, key)
 
