@@ -413,13 +413,22 @@ def _broken_config(root: Path) -> Path:
 
 
 def primed_experiments(root: Path) -> list[Path]:
-    """The command lines vLLM's parser answers here (the valid experiment, and the cases
-    its parser refuses), parsed before the first test (tests/conftest.py primes them all in
-    one vLLM import)."""
-    names = ("sweep level vLLM's parser refuses", "arm flag vLLM does not know")
+    """The command lines vLLM's parser and engine check answer here (the valid experiment,
+    and the cases they refuse), answered before the first test (tests/conftest.py primes
+    them all in one vLLM import)."""
+    names = (
+        "sweep level vLLM's parser refuses",
+        "arm flag vLLM does not know",
+        "speculative_config key the engine does not know (a typo)",
+        "max-model-len beyond the model's own length",
+        "draft with another vocabulary (refused by the engine)",
+    )
     parsed = [c for c in CASES if c.name in names]
     assert len(parsed) == len(names)
-    return [c.make(root / f"case-{i}") for i, c in enumerate(parsed)]
+    strict = root / "strict"
+    strict.mkdir()
+    _strict(strict)  # its draft's config is the lint finding's
+    return [*(c.make(root / f"case-{i}") for i, c in enumerate(parsed)), strict / "exp.toml"]
 
 
 # Mistakes not yet caught up front (being fixed; strict: a fixed case must leave this set).

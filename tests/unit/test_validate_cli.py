@@ -53,7 +53,37 @@ def write_exp_dir(root: Path) -> Path:
 def primed_experiments(root: Path) -> list[Path]:
     """The command lines vLLM's parser answers here, parsed before the first test
     (tests/conftest.py primes them all in one vLLM import)."""
-    return [write_exp_dir(root) / "exp.toml"]
+    demo = [_demo_mistake(root / f"demo-{i}", old, new) for i, (old, new, _) in enumerate(MISTAKES)]
+    return [write_exp_dir(root) / "exp.toml", *demo]
+
+
+DEMO = Path(__file__).resolve().parents[2] / "arms" / "demo"
+MISTAKES = [
+    (
+        "num_speculative_tokens = 4",
+        "num_speculative_token = 4",
+        (
+            "server.speculative_config.num_speculative_token",
+            "SpeculativeConfig.num_speculative_token: Unexpected keyword argument",
+        ),
+    ),
+    (
+        "max-model-len = 512",
+        'max-model-len = "512k"',
+        ("server.args.max-model-len", "max_model_len (512000) is greater than the derived"),
+    ),
+]
+
+
+def _demo_mistake(root: Path, old: str, new: str) -> Path:
+    """The demo's experiment, its paths pointing at the shipped demo, with one mistake."""
+    root.mkdir(parents=True, exist_ok=True)
+    text = (DEMO / "demo.toml").read_text().replace(old, new, 1)
+    for d in ("models", "probes", "patches"):
+        text = text.replace(f'"{d}/', f'"{DEMO / d}/')
+    f = root / "demo.toml"
+    f.write_text(text)
+    return f
 
 
 @pytest.fixture
@@ -301,21 +331,7 @@ def test_an_ab_of_the_cpu_sampler_fix_is_warned_not_refused(
 
 @pytest.mark.parametrize(
     ("old", "new", "words"),
-    [
-        (
-            "num_speculative_tokens = 4",
-            "num_speculative_token = 4",
-            (
-                "server.speculative_config.num_speculative_token",
-                "SpeculativeConfig.num_speculative_token: Unexpected keyword argument",
-            ),
-        ),
-        (
-            "max-model-len = 512",
-            'max-model-len = "512k"',
-            ("server.args.max-model-len", "max_model_len (512000) is greater than the derived"),
-        ),
-    ],
+    MISTAKES,
     ids=["speculative_config typo", "max-model-len beyond the model"],
 )
 def test_validate_refuses_what_vllms_engine_refuses_on_the_demo_models(
@@ -323,15 +339,7 @@ def test_validate_refuses_what_vllms_engine_refuses_on_the_demo_models(
 ) -> None:
     """The demo's own experiment and models, one newcomer's mistake each: one line naming the
     field, in vLLM's words, before any boot (the engine check of `validate`)."""
-    demo = Path(__file__).resolve().parents[2] / "arms" / "demo"
-    f = tmp_path / "demo.toml"
-    text = (demo / "demo.toml").read_text().replace(old, new, 1)
-    f.write_text(
-        text.replace('"models/', f'"{demo}/models/')
-        .replace('"probes/', f'"{demo}/probes/')
-        .replace('"patches/', f'"{demo}/patches/')
-    )
-    assert run(["validate", str(f)]) == 2
+    assert run(["validate", str(_demo_mistake(tmp_path, old, new))]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Fix:" in err
     for w in words:

@@ -58,7 +58,7 @@ def _model_files(path: str) -> list[tuple[str, str]]:
     return [
         (p.name, hashlib.sha256(p.read_bytes()).hexdigest())
         for p in sorted(d.glob("*.json"))
-        if p.is_file() and p.stat().st_size < 16 * 2**20
+        if p.is_file() and not p.name.startswith(".") and p.stat().st_size < 16 * 2**20
     ]
 
 
