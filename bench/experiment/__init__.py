@@ -8,6 +8,7 @@ diff), `preview` (the `validate` / `materialize` views). `runtime/` holds the st
 files copied into every server's environment; its path is a contract."""
 
 from bench.experiment.launch import (
+    PROBE_TIMEOUT_S,
     REDACTED,
     SERVER_MODULE,
     ContainerRef,
@@ -90,6 +91,7 @@ from bench.experiment.spec import (
 
 __all__ = [
     "OFFSET_LAYER_METHODS",
+    "PROBE_TIMEOUT_S",
     "PROMPT_FORMATS",
     "REDACTED",
     "RESUME_MAY_CHANGE",

@@ -210,3 +210,49 @@ def test_ledger_numbers_attempts_and_launch_order_after_the_disk(tmp_path: Path)
     assert (again.ok, again.next_order) == ({}, 3)
     c = again.claim(writer, "fix", 0, block=0, host="n1")
     assert (c.number, c.order) == (2, 3)
+
+
+STUB_RUNTIME = """#!/bin/sh
+# a docker-compatible CLI whose image is pulled only once the file PULLED exists
+[ "$1" = run ] || exit 0
+[ -f "{pulled}" ] || {{ echo "Error: image not known" >&2; exit 125; }}
+case "$*" in
+  *PackageNotFoundError*) echo "vllm==0.32.0" ;;
+  *per-request*) echo "per-request=no" ;;
+  *) echo "timing=no" ;;
+esac
+"""
+
+
+def test_an_image_not_pulled_on_a_node_fails_the_boot_naming_it_and_is_asked_again(
+    tmp_path: Path,
+) -> None:
+    """A probe of an image that is not on the node yet was cached as "no vLLM", and boots
+    then recorded another definition hash and fell back to /metrics deltas: now the boot
+    fails naming the image and the node, and the next boot reads the pulled image."""
+    from bench.experiment import resolve_arm
+    from bench.run import NodeSetup, run_boot
+
+    runtime = tmp_path / "stub-runtime"
+    runtime.write_text(STUB_RUNTIME.format(pulled=tmp_path / "PULLED"))
+    runtime.chmod(0o755)
+    for m in ("target", "draft"):
+        (tmp_path / "models" / m).mkdir(parents=True)
+        (tmp_path / "models" / m / "config.json").write_text("{}")
+    toml = experiment(tmp_path)
+    text = toml.read_text().replace(
+        "[server.speculative_config]",
+        f'container = {{ runtime = "{runtime}", image = "img:new" }}\n[server.speculative_config]',
+    )
+    toml.write_text(text)
+    spec = load_spec(toml)
+    attempt = Attempt("baseline", 0, 1, 0, 0, "node-7", "logs/baseline__b000__a1.log")
+    req = BootRequest(spec, str(toml), attempt, engine_seed=None)
+    node = NodeSetup(workdir=tmp_path / "work", log_file=tmp_path / "work" / "b.log")
+    out = run_boot(req, node)
+    assert out.record.status == "failed" and out.probes == []
+    error = out.record.error or ""
+    assert "cannot read vLLM in image img:new" in error and "on node node-7" in error
+    assert "pull img:new` on every node" in error
+    (tmp_path / "PULLED").write_text("")  # pulled now: asked again, not remembered as none
+    assert resolve_arm(spec, toml, "baseline").vllm_version() == "0.32.0"

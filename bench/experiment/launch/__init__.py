@@ -8,6 +8,7 @@ truth (`synthetic`). Nothing here starts a process; `bench.run` does."""
 
 from bench.experiment.launch.arms import ResolvedArm, resolve_arm, speculative_and_concurrency
 from bench.experiment.launch.containers import (
+    PROBE_TIMEOUT_S,
     ContainerRef,
     container_name,
     container_supports_per_request,
@@ -57,6 +58,7 @@ from bench.experiment.spec import (
 )
 
 __all__ = [
+    "PROBE_TIMEOUT_S",
     "REDACTED",
     "RUNTIME_DIR",
     "SERVER_MODULE",

@@ -12,7 +12,6 @@ decides what an arm runs except the image itself.
 from __future__ import annotations
 
 import base64
-import functools
 import json
 import subprocess
 from collections.abc import Iterable, Mapping
@@ -178,9 +177,15 @@ _TIMING_CODE = (
 )
 
 
-@functools.lru_cache(maxsize=64)
+_PROBED: dict[tuple[tuple[str, str, tuple[str, ...]], str, str], str] = {}
+
+
 def _probe(key: tuple[str, str, tuple[str, ...]], python: str, code: str) -> str:
-    """Last stdout line of the probe ("" when the runtime or the image cannot run it here)."""
+    """Last stdout line of the probe ("" when the runtime or the image cannot run it here).
+    Only answers are kept: a probe that failed (an image not pulled on this node yet, a slow
+    daemon) is asked again next time, never remembered as "no vLLM"."""
+    if (key, python, code) in _PROBED:
+        return _PROBED[(key, python, code)]
     c = ContainerSpec(runtime=key[0], image=key[1], options=list(key[2]))
     try:
         out = subprocess.run(
@@ -189,7 +194,10 @@ def _probe(key: tuple[str, str, tuple[str, ...]], python: str, code: str) -> str
     except (OSError, subprocess.TimeoutExpired):
         return ""
     lines = out.stdout.strip().splitlines()
-    return lines[-1] if out.returncode == 0 and lines else ""
+    line = lines[-1] if out.returncode == 0 and lines else ""
+    if line:
+        _PROBED[(key, python, code)] = line
+    return line
 
 
 def _key(c: ContainerSpec) -> tuple[str, str, tuple[str, ...]]:

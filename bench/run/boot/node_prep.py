@@ -1,5 +1,6 @@
 """Node preparation before a boot's server starts on it (`[server] pre_boot`,
-`min_free_memory_gb`): unified-memory hygiene for GB10-class nodes.
+`min_free_memory_gb`): unified-memory hygiene for GB10-class nodes; and whether a container
+arm's image can be read on this node at all (`image_unread`).
 
 On a node whose CPU and GPU share memory, the memory a previous server held comes back
 slowly (page cache of a ~149 GB checkpoint, a dying process), and vLLM's start-up check
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.errors import BootFailed
+from bench.experiment import PROBE_TIMEOUT_S, ResolvedArm
 
 MEMINFO = Path("/proc/meminfo")
 
@@ -104,3 +106,17 @@ def prepare_node(
     if min_free_memory_gb:
         have = wait_for_memory(min_free_memory_gb, log, timeout_s=wait_s)
         _log(log, f"[specab] MemAvailable {have:.1f} GiB >= {min_free_memory_gb:g} GiB")
+
+
+def image_unread(arm: ResolvedArm, host: str) -> str | None:
+    """Why a container arm's image cannot be read on this node (its vLLM version, which the
+    arm's definition hash and measurement rest on), else None: a boot that would have to
+    guess them fails instead, naming the image and the node."""
+    if arm.container is None or arm.vllm_version() is not None:
+        return None
+    c = arm.container
+    return (
+        f"cannot read vLLM in image {c.image} with {c.runtime} on node {host} (not pulled "
+        f"there, or the runtime did not answer within {PROBE_TIMEOUT_S:g} s): "
+        f"`{c.runtime} pull {c.image}` on every node first"
+    )

@@ -37,7 +37,7 @@ from bench.experiment import (
 from bench.records import BootRecord, FailedPhase, ProbeRecord
 from bench.run.attempt import Attempt
 from bench.run.boot.counters import SpecCounts, scrape_k
-from bench.run.boot.node_prep import prepare_node
+from bench.run.boot.node_prep import image_unread, prepare_node
 from bench.run.boot.probe_loop import Measured, check_boot_total, measure
 from bench.run.boot.requests import API_KEY_REFUSED, Sampling
 from bench.run.process import (
@@ -145,6 +145,9 @@ def run_boot(
     `members` (default: all on this machine, each its own process tree).
     """
     arm, sets = _arm_and_probes(req)
+    unread = image_unread(arm, req.attempt.host)
+    if unread is not None:  # its definition and measurement would be guessed: fail instead
+        return BootOutcome(failed_record(req, unread, started_at=_now(), node=node), [])
     t = _Timeline(
         started_at=_now(),
         k=arm.num_speculative_tokens,
