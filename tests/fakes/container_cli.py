@@ -2,7 +2,8 @@
 a container runtime. Real podman is exercised by tests/integration/test_container.py where it
 is installed; this one makes the same properties testable everywhere:
 
-- `run --rm --name NAME [-e K=V | -e K] [-v SRC:DST[:ro]] [-w DIR] ... IMAGE ARGV...`
+- `run --rm --name NAME [-e K=V | -e K] [-v SRC:DST[:ro]] [-w DIR] [--entrypoint EXE] ...
+  IMAGE ARGV...`
   starts ARGV as the "container": detached in its own session and owned by the "runtime"
   (recorded under $FAKE_CONTAINER_STATE), with exactly the -e environment (plus PATH), in
   -w; a -v source that does not exist fails like docker (exit 125). The client stays in
@@ -73,7 +74,7 @@ def _kill(name: str, grace: float) -> None:
 
 def _run(args: list[str]) -> int:
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
-    name, cwd, i = "", "/", 0
+    name, cwd, entrypoint, i = "", "/", "", 0
     while args[i].startswith("-"):
         opt = args[i]
         value = args[i + 1] if opt in _WITH_VALUE else ""
@@ -82,6 +83,8 @@ def _run(args: list[str]) -> int:
             name = value
         elif opt == "-w":
             cwd = value
+        elif opt == "--entrypoint":
+            entrypoint = value
         elif opt == "-e":
             k, eq, v = value.partition("=")
             env[k] = v if eq else os.environ.get(k, "")
@@ -89,6 +92,7 @@ def _run(args: list[str]) -> int:
             print(f"Error: no such file or directory: {value.split(':')[0]}", flush=True)
             return 125
     image, argv = args[i], args[i + 1 :]
+    argv = [entrypoint, *argv] if entrypoint else argv  # docker: the entrypoint, then args
     print(f"fake-container {name} image={image}", flush=True)
     STATE.mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen(argv, env=env, cwd=cwd, start_new_session=True)
