@@ -204,3 +204,13 @@ def test_scrubbing_leaves_short_harmless_values_alone() -> None:
     values = secret_values({"VLLM_API_KEY": KEY, "TOKENIZERS_PARALLELISM": "false"})
     assert values == (KEY,)
     assert scrub(f"false {KEY}", values) == f"false {REDACTED}"
+
+
+def test_a_numeric_key_is_a_secret_too(tmp_path: Path) -> None:
+    """TOML lets a key be a number: it is redacted and kept off the command line alike."""
+    f = _experiment(tmp_path)
+    f.write_text(f.read_text().replace(f"api-key = '{KEY}'", "api-key = 1234567890"))
+    arm = _resolve(f)
+    assert arm.definition()["args"]["api-key"] == REDACTED
+    plan = launch_plan(arm, tmp_path / "work", engine_seed=None, environ={}, create=False)
+    assert "1234567890" not in " ".join(plan.argv) and plan.env["VLLM_API_KEY"] == "1234567890"

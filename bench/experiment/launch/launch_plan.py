@@ -200,7 +200,8 @@ def launch_plan(
         args.pop("distributed-executor-backend", None)  # gang_flags sets it, once
 
     env = {**base_env(environ), **arm.env}
-    for flag in [f for f in args if secret_flag_env(f) and isinstance(args[f], str)]:
+    secret = [f for f, v in args.items() if secret_flag_env(f) and v is not None and v is not False]
+    for flag in [f for f in secret if args[f] is not True]:  # a bare flag carries no secret
         env[str(secret_flag_env(flag))] = str(args.pop(flag))  # never on a command line
     argv = [arm.python, "-m", SERVER_MODULE, "--model", model, *render_args(args)]
     if spec_cfg:

@@ -61,7 +61,7 @@ def redact_args(args: Mapping[str, V]) -> dict[str, V | str]:
     """Copy of `args` with the values of secret flags redacted (a bare `true` flag carries
     no secret and stays)."""
     return {
-        k: (REDACTED if is_secret_flag(k) and v not in (True, False, None) else v)
+        k: (REDACTED if is_secret_flag(k) and not isinstance(v, bool) and v is not None else v)
         for k, v in args.items()
     }
 
@@ -75,7 +75,11 @@ def secret_values(env: Mapping[str, str], args: Mapping[str, object] = {}) -> tu
     """The secret values a server is given, longest first (what a stored log and an error
     line are scrubbed of)."""
     found = {v for k, v in env.items() if is_secret_flag(k)}
-    found |= {v for k, v in args.items() if is_secret_flag(k) and isinstance(v, str)}
+    found |= {
+        str(v)
+        for k, v in args.items()
+        if is_secret_flag(k) and not isinstance(v, bool) and v is not None
+    }
     return tuple(sorted((v for v in found if len(v) >= _MIN_SCRUB), key=len, reverse=True))
 
 
