@@ -82,6 +82,14 @@ def test_a_build_without_a_parser_is_left_to_the_boot(tmp_path: Path) -> None:
     assert preflight(spec).warnings == ()
 
 
+def _all_pass(
+    argvs: list[list[str]], engine: list[object]
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """What a spy standing in for the vLLM import answers: every line passes."""
+    ok = {"message": None, "version": "spy"}
+    return [ok for _ in argvs], [ok for _ in engine]  # type: ignore[misc]
+
+
 def test_priming_parses_several_files_in_one_import_that_their_checks_then_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -109,8 +117,7 @@ def test_priming_parses_several_files_in_one_import_that_their_checks_then_read(
         calls.append(argvs)
         # every arm's own line (real model paths) for the model-info warm-up
         assert len(warm) == 5 and all(str(tmp_path / "models" / "target") in w for w in warm)
-        ok = {"message": None, "version": "spy"}
-        return [ok for _ in argvs], [ok for _ in engine]  # type: ignore[misc, return-value]
+        return _all_pass(argvs, engine)
 
     checks = importlib.import_module("bench.experiment.preflight.server_args")
     monkeypatch.setattr(checks, "_parse", spy)
@@ -149,8 +156,7 @@ def test_two_processes_priming_the_same_lines_at_once_import_vllm_once(
     ) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
         calls.append(threading.current_thread().name)
         time.sleep(1.0)  # the other thread reaches the lock meanwhile
-        ok = {"message": None, "version": "spy"}
-        return [ok for _ in argvs], [ok for _ in engine]  # type: ignore[misc, return-value]
+        return _all_pass(argvs, engine)
 
     checks = importlib.import_module("bench.experiment.preflight.server_args")
     monkeypatch.setattr(checks, "_parse", slow_spy)

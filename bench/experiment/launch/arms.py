@@ -90,6 +90,15 @@ class ResolvedArm:
         return str(m) if m is not None else None
 
     @property
+    def world_size(self) -> int:
+        """Tensor x pipeline parallel ranks of one server (over all its nodes)."""
+        world = 1
+        for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
+            value = self.args.get(flag)
+            world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
+        return world
+
+    @property
     def num_speculative_tokens(self) -> int:
         """As written in speculative_config; 0 when left to the method's default (e.g. MTP's
         n_predict), which the boot then reads from the server's /metrics."""
@@ -289,10 +298,7 @@ def _check_gang(arm: ResolvedArm) -> None:
             field=f"{where}.distributed-executor-backend",
             fix="remove the flag (specab passes --distributed-executor-backend mp)",
         )
-    world = 1
-    for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
-        value = arm.args.get(flag)
-        world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
+    world = arm.world_size
     if world % arm.nodes:
         raise SpecabError(
             f"[resources] nodes = {arm.nodes} must divide the server's world size "

@@ -9,7 +9,7 @@ GB10 pair, after a 15-minute load, for every retry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,11 +74,8 @@ def check_build_refusals(spec: Experiment, spec_file: Path, arm: ResolvedArm, pk
             continue
         if rule.cpu_only and not is_cpu_build(pkg):
             continue
-        try:
-            text = (pkg / rule.source).read_text(encoding="utf-8")
-        except OSError:
-            continue
-        if rule.needle in text:
+        text = _source(pkg, rule.source)
+        if text is not None and rule.needle in text:
             raise SpecabError(
                 f"{rule.key} = {rule.value!r}: this vLLM build refuses it {rule.when} "
                 f"('{rule.needle}', vllm/{rule.source})",
@@ -123,15 +120,25 @@ KNOWN_BAD = (
 )
 
 
-def _fixed(arm: ResolvedArm, rule: KnownBadBuild) -> bool:
+def patches_mention(arm: ResolvedArm, names: Iterable[str]) -> bool:
+    """A patch of the arm (its text) names one of `names`: it may change what they mean."""
+    wanted = tuple(names)
     for p in arm.patches:
         try:
             text = p.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        if any(marker in text for marker in rule.fixed_by):
+        if any(n in text for n in wanted):
             return True
     return False
+
+
+def _source(pkg: Path, rel: str) -> str | None:
+    """A file of the vLLM build at `pkg` (None: not there)."""
+    try:
+        return (pkg / rel).read_text(encoding="utf-8")
+    except OSError:
+        return None
 
 
 def check_known_bad_builds(
@@ -150,12 +157,10 @@ def check_known_bad_builds(
             setting = rule.exposed(spec, arm)
             if pkg is None or setting is None or (rule.cpu_only and not is_cpu_build(pkg)):
                 continue
-            try:
-                text = (pkg / rule.source).read_text(encoding="utf-8")
-            except OSError:
-                continue
-            if rule.needle in text:
-                (fixed if _fixed(arm, rule) else bad).append((arm.name, setting))
+            text = _source(pkg, rule.source)
+            if text is not None and rule.needle in text:
+                fix = patches_mention(arm, rule.fixed_by)
+                (fixed if fix else bad).append((arm.name, setting))
         if not bad:
             continue
         names = ", ".join(name for name, _ in bad)

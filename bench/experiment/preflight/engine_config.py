@@ -26,6 +26,7 @@ from pathlib import Path
 
 from bench.errors import SpecabError
 from bench.experiment.launch import LaunchPlan, ResolvedArm, materialize_overlay
+from bench.experiment.preflight.build_refusals import patches_mention
 from bench.experiment.preflight.model_paths import origin
 from bench.experiment.spec import Experiment, is_secret_env
 
@@ -135,15 +136,7 @@ def _patch_may_change_it(arm: ResolvedArm, message: str) -> bool:
     """A patch of the arm names the refused config class or one of the fields the message
     names: it may be what adds that setting, so the refusal is only a warning."""
     words = re.findall(r"[A-Za-z_][A-Za-z0-9_]{5,}", message)
-    names = {w for w in words if "_" in w or w[0].isupper()}
-    for p in arm.patches:
-        try:
-            text = p.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if any(n in text for n in names):
-            return True
-    return False
+    return patches_mention(arm, {w for w in words if "_" in w or w[0].isupper()})
 
 
 def engine_refusal(

@@ -195,10 +195,7 @@ def _whole_gpus(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:
             field="resources.gpu",
             fix=f"use a whole number, e.g. gpu = {max(int(gpu), 1)}",
         )
-    world = 1
-    for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
-        value = arm.args.get(flag)
-        world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
+    world = arm.world_size
     per_node = -(-world // nodes)
     if 0 < gpu < per_node:
         raise SpecabError(
