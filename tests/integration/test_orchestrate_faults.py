@@ -352,6 +352,8 @@ if sys.argv[2] == "sigkill-forked":  # a fork that never execs: a copy of the pi
         time.sleep(600)
         os._exit(0)
 print(leader.pid, child, copy, flush=True)
+if not sys.argv[2].startswith("sigkill"):
+    sys.stdin.readline()  # the test has seen the group alive before the guard may act
 def running(pid):
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] not in "ZX"
@@ -381,14 +383,19 @@ def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> 
     running; owner done normally, its group gone -> the watchdog exits, touching nothing."""
     owner = subprocess.Popen(
         [sys.executable, "-c", OWNER, str(tmp_path / "pgids"), how],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
     )
     try:
-        assert owner.stdout is not None
+        assert owner.stdin is not None and owner.stdout is not None
         leader, child, copy = (int(x) for x in owner.stdout.readline().split())
+        alive_at_start = _alive(child)
+        if not how.startswith("sigkill"):
+            owner.stdin.write("go\n")
+            owner.stdin.flush()
         if how != "exit":
-            assert _alive(child)
+            assert alive_at_start
             if how.startswith("sigkill"):
                 owner.kill()
                 owner.wait()
