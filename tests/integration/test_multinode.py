@@ -202,6 +202,13 @@ def _bind(log: str) -> str:
 
 
 GANG = {"nodes": 2, "cpu": 1, "custom": {"specab_slot": 1}}
+SLOW_PREP_S = 4
+# pre_boot on every node of a boot: of each boot's two preparations the second one to start
+# (odd index) is slow, whichever node it runs on; each writes when it finished
+SLOW_SECOND_PREP = (
+    "i=0; while ! mkdir {dir}/p$i 2>/dev/null; do i=$((i+1)); done; "
+    f"if [ $((i % 2)) = 1 ]; then sleep {SLOW_PREP_S}; fi; date +%s.%N > {{dir}}/p$i/done"
+)
 # A gang's fake server is healthy once both members have joined; beside the real vLLM half
 # of `make test` that took over 20 s (CI: every attempt timed out, the run failed).
 GANG_SERVER = {"args": {"tensor-parallel-size": 2}, "ready_timeout_s": 120.0}
@@ -213,18 +220,26 @@ GANG_SERVER = {"args": {"tensor-parallel-size": 2}, "ready_timeout_s": 120.0}
 def test_gang_boots_span_both_nodes_head_rotates_logs_come_back(
     tmp_path: Path, fake_experiment: Callable[..., Path], two_node_cluster: str
 ) -> None:
+    preps = tmp_path / "preps"
+    preps.mkdir()
     spec = fake_experiment(
         tmp_path,
         {"g": {}},
         boots_per_arm=2,
         resources=GANG,
-        server=GANG_SERVER,
+        server={**GANG_SERVER, "pre_boot": [SLOW_SECOND_PREP.format(dir=preps)]},
     )
     root = tmp_path / "results"
     argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
     assert run([*argv, "--address", two_node_cluster]) == 0
-    boots = load_results(root).ok_boots()
+    boots = load_results(root).ok_boots().sort_values("started_at")
     assert len(boots) == 2 and set(boots["members"]) == {2}
+    # every node of a gang is prepared before anything launches: the launch (started_at)
+    # comes after the slower of its two preparations, which boot_seconds does not count
+    done = sorted(float((p / "done").read_text()) for p in preps.iterdir())
+    assert len(done) == 4
+    for i, started in enumerate(boots["started_at"]):
+        assert started.timestamp() >= done[2 * i + 1] - 0.05, (started, done)
     pairs = [tuple(h) for h in boots["member_hosts"]]
     assert all(len(set(p)) == 2 for p in pairs)  # two distinct nodes per boot
     assert {p[0] for p in pairs} == set(pairs[0])  # each node was head once

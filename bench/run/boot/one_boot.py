@@ -171,7 +171,6 @@ def run_boot(
         )
         how = choose_measurement(req, arm, plan)
         srv = req.spec.server
-        prepare_node(srv.pre_boot, srv.min_free_memory_gb, node.log_file, wait_s=srv.memory_wait_s)
         setup = ServerSetup.of(req.spec, req.attempt.boot_id, req.engine_seed, node.log_file, cwd)
         server = make_server(
             arm,
@@ -181,7 +180,14 @@ def run_boot(
             watch=watch,
             members=members or LocalMembers(node.workdir, node.log_file, environ),
         )
-        t.started_at = _now()
+
+        def this_node() -> None:
+            prepare_node(
+                srv.pre_boot, srv.min_free_memory_gb, node.log_file, wait_s=srv.memory_wait_s
+            )
+
+        server.prepare(this_node) if isinstance(server, GangServer) else this_node()
+        t.started_at = _now()  # boot_seconds counts from the launch, not the preparation
         with server:
             measured = _measure_served(req, server, plan, sets, how, t)
         t.phase = "counts"

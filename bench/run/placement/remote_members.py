@@ -70,9 +70,12 @@ class MemberActor:
         self._log: Path | None = None
         self._shipped = False
         self._cache: Path | None = None
+        self._launch: tuple[MemberStart, Path, dict[str, str]] | None = None
 
-    def start(self, ms: MemberStart, node: MemberNode) -> str | None:
-        """Prepare the node and start the member; the reason it could not, else None."""
+    def prepare(self, ms: MemberStart, node: MemberNode) -> str | None:
+        """Prepare the node (log, scratch, watchdog, pre_boot, memory wait); why it could
+        not, else None. Nothing of the member runs yet: every node of the gang is prepared
+        before the head or any member launches."""
         import ray
 
         workdir = node_workdir(ms.experiment)
@@ -98,6 +101,17 @@ class MemberActor:
             prepare_node(
                 node.pre_boot, node.min_free_memory_gb, self._log, wait_s=node.memory_wait_s
             )
+        except (BootFailed, OSError, SpecabError) as exc:
+            return _one_line(exc)
+        self._launch = (ms, workdir, env)
+        return None
+
+    def launch(self) -> str | None:
+        """Start the member on the prepared node; why it could not, else None."""
+        if self._launch is None or self._log is None:
+            return "its node was not prepared"
+        ms, workdir, env = self._launch
+        try:
             self._proc, self._plan = start_member(
                 ms,
                 workdir=workdir,
@@ -166,6 +180,7 @@ class RemoteMember:
         self.rank, self.label = ms.rank, node.label
         self._ms, self._node, self._pg, self._options = ms, node, pg, options
         self._actor: Any = None
+        self._prep: Any = None
         self._start: Any = None
         self._stopping: Any = None
         self.log: bytes | None = None  # shipped after the stop
@@ -173,7 +188,7 @@ class RemoteMember:
     def _who(self) -> str:
         return f"gang member {self.rank} (node {self.label})"
 
-    def begin(self) -> None:
+    def begin_prepare(self) -> None:
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         strategy = PlacementGroupSchedulingStrategy(
@@ -181,7 +196,30 @@ class RemoteMember:
         )
         cls = _actor_class().options(**self._options, scheduling_strategy=strategy)
         self._actor = cls.remote()
-        self._start = self._actor.start.remote(self._ms, self._node)
+        self._prep = self._actor.prepare.remote(self._ms, self._node)
+
+    def prepared(self) -> None:
+        """Wait for the node's preparation (pre_boot commands, then the memory wait, each
+        bounded by memory_wait_s); BootFailed naming the member if it failed or hung."""
+        import ray
+        from ray.exceptions import GetTimeoutError, RayError
+
+        if self._prep is None:
+            return
+        wait = self._node.memory_wait_s * (len(self._node.pre_boot) + 1) + RAY_TIMEOUT_S
+        try:
+            err = ray.get(self._prep, timeout=wait)
+        except GetTimeoutError:
+            err = f"its node was not prepared within {wait:.0f} s"
+        except RayError as exc:  # the actor, its worker or its node died
+            err = f"lost: {type(exc).__name__}: {str(exc).strip()[:200]}"
+        if err is not None:
+            raise BootFailed(f"{self._who()} could not prepare its node: {err}")
+
+    def begin(self) -> None:
+        if self._actor is None:
+            self.begin_prepare()
+        self._start = self._actor.launch.remote()
 
     def problem(self) -> str | None:
         import ray
@@ -192,7 +230,7 @@ class RemoteMember:
         try:
             done, _ = ray.wait([self._start], timeout=0)
             if not done:
-                return None  # still preparing its node or starting
+                return None  # still starting
             if (err := ray.get(self._start)) is not None:
                 return f"{self._who()} could not start: {err}"
             rc, tail = ray.get(self._actor.poll.remote(), timeout=RAY_TIMEOUT_S)
@@ -227,8 +265,9 @@ class RemoteMember:
         actor, self._actor = self._actor, None
         err = None
         try:
-            # queued behind a start still preparing its node: allow for that wait too
-            wait = self._ms.stop_grace_s + self._node.memory_wait_s + RAY_TIMEOUT_S
+            # queued behind a preparation still running: allow for that wait too
+            prep = self._node.memory_wait_s * (len(self._node.pre_boot) + 1)
+            wait = self._ms.stop_grace_s + prep + RAY_TIMEOUT_S
             err = ray.get(self._stopping, timeout=wait)
             self.log = ray.get(actor.log_bytes.remote(), timeout=RAY_TIMEOUT_S)
             ray.get(actor.close.remote(), timeout=RAY_TIMEOUT_S)

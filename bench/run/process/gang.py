@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -104,6 +104,10 @@ class MemberHandle(Protocol):
     rank: int
     label: str  # its node, for errors
 
+    def begin_prepare(self) -> None: ...  # prepare its node (may return before it is done)
+
+    def prepared(self) -> None: ...  # wait for that; BootFailed naming the member if it failed
+
     def begin(self) -> None: ...  # start it (may return before it is running)
 
     def problem(self) -> str | None: ...  # why it is not (or no longer) running; None: fine
@@ -129,6 +133,12 @@ class LocalMember:
         self._ms, self._workdir, self._log, self._environ = ms, workdir, log, environ
         self._proc: MemberProcess | None = None
         self._plan: LaunchPlan | None = None
+
+    def begin_prepare(self) -> None:
+        pass  # the head's machine: the boot prepares it for the head
+
+    def prepared(self) -> None:
+        pass
 
     def begin(self) -> None:
         self._proc, self._plan = start_member(
@@ -178,6 +188,21 @@ class GangServer(Lifecycle):
         for m in self.members:
             if (why := m.problem()) is not None:
                 raise BootFailed(f"{why} (during startup of a {len(self.members) + 1}-node gang)")
+
+    def prepare(self, head_node: Callable[[], None]) -> None:
+        """Prepare every node of the gang (the members' in parallel, `head_node` here) and
+        wait for all, before anything launches: the head would otherwise sit in the
+        rendezvous while a member waits for memory, and the wait would count as boot time.
+        On failure every member started is stopped again."""
+        try:
+            for m in self.members:
+                m.begin_prepare()
+            head_node()
+            for m in self.members:
+                m.prepared()
+        except BaseException:
+            self.stop()
+            raise
 
     def start(self) -> None:
         for m in self.members:  # start order does not matter: the head waits for them
