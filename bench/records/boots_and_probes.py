@@ -148,6 +148,11 @@ class BootRecord(_Record):
         "first_request (the boot's first request), probes, counts (the final check); null "
         "for ok attempts and for attempts whose worker or node died.",
     )
+    warnings: tuple[str, ...] = Field(
+        (),
+        description="What went wrong without spoiling the measurement, one line each (a "
+        "process that outlived SIGKILL for a while; the boot's slot was held until it went).",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> BootRecord:
@@ -235,6 +240,7 @@ BOOT_SCHEMA = pa.schema(
         ("members", pa.int64()),
         ("member_hosts", pa.list_(pa.string())),
         ("failed_phase", pa.string()),
+        ("warnings", pa.list_(pa.string())),
     ]
 )
 

@@ -247,3 +247,12 @@ def check_counts(c: SpecCounts, what: str) -> None:
         problems.append("accepted_per_pos[0] > drafts")
     if problems:
         raise BootFailed(f"invalid counts for {what}: " + "; ".join(problems))
+
+
+def vllm_version(client: httpx.Client) -> str:
+    """The version the server reports at /version ("" when it does not say)."""
+    try:
+        body = client.get("/version").json()
+    except (httpx.HTTPError, ValueError):
+        return ""
+    return str(body.get("version", "")) if isinstance(body, dict) else ""

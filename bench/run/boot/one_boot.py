@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import httpx
@@ -36,7 +37,7 @@ from bench.experiment import (
 )
 from bench.records import BootRecord, FailedPhase, ProbeRecord
 from bench.run.attempt import Attempt
-from bench.run.boot.counters import SpecCounts, scrape_k
+from bench.run.boot.counters import SpecCounts, scrape_k, vllm_version
 from bench.run.boot.node_prep import image_unread, prepare_node
 from bench.run.boot.probe_loop import Measured, check_boot_total, measure
 from bench.run.boot.requests import API_KEY_REFUSED, Sampling
@@ -98,6 +99,7 @@ class _Timeline:
     speculative: bool = True
     concurrency: int = 1
     phase: FailedPhase | None = "start"  # where the boot is; a failure's `failed_phase`
+    warnings: tuple[str, ...] = ()  # went wrong without spoiling the measurement
 
 
 def _now() -> datetime:
@@ -114,14 +116,6 @@ def choose_measurement(req: BootRequest, arm: ResolvedArm, plan: LaunchPlan) -> 
     """Acceptance source, server timings, concurrency and the flags they need, for the
     server's own interpreter and PYTHONPATH (bench.experiment.measurement)."""
     return measurement(req.spec, req.spec_file, arm, pythonpath=plan.env.get("PYTHONPATH", ""))
-
-
-def _vllm_version(client: httpx.Client) -> str:
-    try:
-        body = client.get("/version").json()
-    except (httpx.HTTPError, ValueError):
-        return ""
-    return str(body.get("version", "")) if isinstance(body, dict) else ""
 
 
 def _arm_and_probes(req: BootRequest) -> tuple[ResolvedArm, list[ProbeSet]]:
@@ -180,16 +174,18 @@ def run_boot(
             watch=watch,
             members=members or LocalMembers(node.workdir, node.log_file, environ),
         )
-
-        def this_node() -> None:
-            prepare_node(
-                srv.pre_boot, srv.min_free_memory_gb, node.log_file, wait_s=srv.memory_wait_s
-            )
-
-        server.prepare(this_node) if isinstance(server, GangServer) else this_node()
+        prep = partial(
+            prepare_node,
+            srv.pre_boot,
+            srv.min_free_memory_gb,
+            node.log_file,
+            wait_s=srv.memory_wait_s,
+        )
+        server.prepare(prep) if isinstance(server, GangServer) else prep()
         t.started_at = _now()  # boot_seconds counts from the launch, not the preparation
         with server:
             measured = _measure_served(req, server, plan, sets, how, t)
+        t.warnings = server.lingering()
         t.phase = "counts"
         check_boot_total(measured, t.k)
     except BootFailed as exc:
@@ -230,7 +226,7 @@ def _measure_served(
             base_url=server.base_url, timeout=60, trust_env=False, headers=plan.client_headers
         ) as client,
     ):
-        t.vllm_version = _vllm_version(client)
+        t.vllm_version = vllm_version(client)
         if t.k < 1 and how.speculative:  # the method's default (e.g. MTP n_predict)
             t.k = scrape_k(client)
         return measure(
@@ -326,4 +322,5 @@ def _record(
         members=req.spec.resources.nodes,
         member_hosts=a.hosts(req.spec.resources.nodes),
         failed_phase=t.phase if error is not None else None,
+        warnings=t.warnings,
     )

@@ -33,7 +33,14 @@ from bench.run.node import (
     share_model_infos,
     visible_gpus,
 )
-from bench.run.process import BootGuard, MemberProcess, MemberStart, exit_problem, start_member
+from bench.run.process import (
+    LINGER_LIMIT_S,
+    BootGuard,
+    MemberProcess,
+    MemberStart,
+    exit_problem,
+    start_member,
+)
 
 RAY_TIMEOUT_S = 120.0  # a call to a live actor answers in well under this
 
@@ -140,15 +147,16 @@ class MemberActor:
         except BootFailed as exc:
             return _one_line(exc), ()
 
-    def stop(self) -> str | None:
-        """Stop the member (SIGTERM, grace, SIGKILL, container removed); survivors or None."""
+    def stop(self) -> tuple[str | None, tuple[str, ...]]:
+        """Stop the member (SIGTERM, grace, SIGKILL, container removed): (survivors or
+        None, what outlived SIGKILL for a while before it went)."""
         if self._proc is None:
-            return None
+            return None, ()
         try:
             self._proc.stop()
         except BootFailed as exc:
-            return _one_line(exc)
-        return None
+            return _one_line(exc), ()
+        return None, self._proc.lingering()
 
     def log_bytes(self) -> bytes | None:
         """The member's log, when it was not written into the driver's results dir."""
@@ -184,6 +192,7 @@ class RemoteMember:
         self._start: Any = None
         self._stopping: Any = None
         self.log: bytes | None = None  # shipped after the stop
+        self._lingered: tuple[str, ...] = ()
 
     def _who(self) -> str:
         return f"gang member {self.rank} (node {self.label})"
@@ -267,8 +276,9 @@ class RemoteMember:
         try:
             # queued behind a preparation still running: allow for that wait too
             prep = self._node.memory_wait_s * (len(self._node.pre_boot) + 1)
-            wait = self._ms.stop_grace_s + prep + RAY_TIMEOUT_S
-            err = ray.get(self._stopping, timeout=wait)
+            wait = self._ms.stop_grace_s + prep + LINGER_LIMIT_S + RAY_TIMEOUT_S
+            err, lingered = ray.get(self._stopping, timeout=wait)
+            self._lingered = tuple(f"{self._who()}: {w}" for w in lingered)
             self.log = ray.get(actor.log_bytes.remote(), timeout=RAY_TIMEOUT_S)
             ray.get(actor.close.remote(), timeout=RAY_TIMEOUT_S)
         except RayError:
@@ -277,6 +287,9 @@ class RemoteMember:
             ray.kill(actor, no_restart=True)
         if err is not None:
             raise BootFailed(f"{self._who()}: {err}")
+
+    def lingering(self) -> tuple[str, ...]:
+        return self._lingered
 
 
 class RayMembers:

@@ -10,14 +10,20 @@ and the detached stdlib-only watchdog that kills a boot's groups when its owner 
 from bench.run.process.api_server import ServerProcess, free_port
 from bench.run.process.gang import GangServer, MemberStart, exit_problem, start_member
 from bench.run.process.lifecycle import Watch
-from bench.run.process.member_process import CAUSE_LINES, MemberProcess, container_exists
+from bench.run.process.member_process import (
+    CAUSE_LINES,
+    LINGER_LIMIT_S,
+    MemberProcess,
+    container_exists,
+)
 from bench.run.process.procfs import descendants, group_members, log_tail
 from bench.run.process.reaper import BootGuard, clean_up, read_recorded
 from bench.run.process.root_cause import cause_context, exception_line, root_cause, summarize_tail
 from bench.run.process.server_for_boot import LocalMembers, MemberLauncher, ServerSetup, make_server
 
 __all__ = [
-    "CAUSE_LINES", "BootGuard", "GangServer", "LocalMembers", "MemberLauncher", "MemberProcess",
+    "CAUSE_LINES", "LINGER_LIMIT_S", "BootGuard", "GangServer", "LocalMembers",
+    "MemberLauncher", "MemberProcess",
     "MemberStart", "ServerProcess", "ServerSetup", "Watch", "cause_context", "clean_up",
     "container_exists", "descendants", "exception_line", "exit_problem", "free_port",
     "group_members", "log_tail", "make_server", "read_recorded", "root_cause", "start_member",

@@ -120,6 +120,8 @@ class MemberHandle(Protocol):
 
     def finish_stop(self) -> None: ...  # BootFailed if anything of it survived
 
+    def lingering(self) -> tuple[str, ...]: ...  # after the stop: outlived SIGKILL a while
+
 
 def exit_problem(who: str, rc: int, tail: Sequence[str]) -> str:
     return f"{who} exited with code {rc}: {summarize_tail(tail)}"
@@ -169,6 +171,9 @@ class LocalMember:
     def finish_stop(self) -> None:
         if self._proc is not None:
             self._proc.finish_stop()
+
+    def lingering(self) -> tuple[str, ...]:
+        return self._proc.lingering() if self._proc is not None else ()
 
 
 class GangServer(Lifecycle):
@@ -278,3 +283,7 @@ class GangServer(Lifecycle):
                 errors.append(exc)
         if errors:
             raise errors[0]
+
+    def lingering(self) -> tuple[str, ...]:
+        """After the stop: every member's processes that outlived SIGKILL for a while."""
+        return self.head.lingering() + tuple(w for m in self.members for w in m.lingering())

@@ -38,6 +38,10 @@ from bench.run.process.root_cause import summarize_tail
 
 CAUSE_LINES = 2000  # log lines searched for the root-cause exception
 CONTAINER_GONE_S = 30.0  # after stop + rm: how long a container may take to disappear
+KILL_SETTLE_S = 5.0  # SIGKILL is async: what the kernel normally needs to end a group
+# A GPU process outlives SIGKILL while its contexts are torn down: the stop waits that long
+# (the boot's slot stays held, so no next boot shares the GPU with it) before failing.
+LINGER_LIMIT_S = 300.0
 # vLLM's ZeroMQ sockets (ipc://<dir>/<uuid4>, default the temp dir) outlive every stop
 RPC_ENV = "VLLM_RPC_BASE_PATH"  # each boot left 2 in /tmp for good: 1,700 in a day here
 _SUN_PATH_ROOM = 70  # a socket path is at most 107 bytes; the name after the dir takes 37
@@ -89,6 +93,7 @@ class MemberProcess(Lifecycle):
         self._stopping: _Stopping | None = None  # between begin_stop and finish_stop
         self._lock = threading.Lock()  # a gang's monitor thread may kill while we stop
         self.pgid = 0
+        self.lingered: str | None = None  # processes outlived SIGKILL, then went: a warning
 
     @property
     def pid(self) -> int:
@@ -268,14 +273,7 @@ class MemberProcess(Lifecycle):
         signal_group(self.pgid, signal.SIGKILL)
         kill_known(self._known)
         proc.wait()
-        deadline = time.monotonic() + 5.0  # SIGKILL is async; give the kernel a moment
-        while (left := self.survivors()) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if left:
-            raise BootFailed(
-                f"processes {left} of group {self.pgid} survived SIGKILL",
-                log_path=str(self.log_path),
-            )
+        self._wait_gone()
         if self.container is not None:
             deadline = time.monotonic() + CONTAINER_GONE_S
             while container_exists(self.container) and time.monotonic() < deadline:
@@ -285,6 +283,33 @@ class MemberProcess(Lifecycle):
                     f"container {self.container.name} still exists after stop and rm -f",
                     log_path=str(self.log_path),
                 )
+
+    def lingering(self) -> tuple[str, ...]:
+        """After the stop: what outlived SIGKILL for a while (a warning, not a failure)."""
+        return (self.lingered,) if self.lingered else ()
+
+    def _wait_gone(self) -> None:
+        """Wait until nothing of the group is left. Beyond KILL_SETTLE_S the stop goes on
+        waiting (holding the boot's slot) and notes it in `lingered`; BootFailed only when
+        something is still there after LINGER_LIMIT_S."""
+        t0 = time.monotonic()
+        first: list[int] = []
+        while left := self.survivors():
+            first = first or left
+            waited = time.monotonic() - t0
+            if waited > LINGER_LIMIT_S:
+                raise BootFailed(
+                    f"processes {left} of {self.role} group {self.pgid} survived SIGKILL "
+                    f"for {waited:.0f} s",
+                    log_path=str(self.log_path),
+                )
+            time.sleep(0.05 if waited < KILL_SETTLE_S else 0.5)
+        waited = time.monotonic() - t0
+        if waited > KILL_SETTLE_S:
+            self.lingered = (
+                f"processes {first} of the {self.role} outlived SIGKILL by {waited:.0f} s "
+                "(its slot was held until they were gone)"
+            )
 
     def _close(self) -> None:
         if self._log is not None:
