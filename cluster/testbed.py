@@ -7,6 +7,7 @@ the same path, as a cluster's shared filesystem would be. Host i runs on core i 
 machine's cores).
 
     sudo python3 cluster/testbed.py up --hosts 2 --state /tmp/tb.json
+    sudo python3 cluster/testbed.py up --hosts 4 --pairs --state /tmp/tb.json  # + pair links
     sudo python3 cluster/testbed.py run --state /tmp/tb.json 2 -- hostname -I
     sudo python3 cluster/testbed.py down --state /tmp/tb.json     # verified: nothing left
 
@@ -32,6 +33,10 @@ import time
 from pathlib import Path
 
 SUBNET = "10.99.{net}.{host}"
+# --pairs: hosts 1+2, 3+4, ... also joined by a link of their own (as Sparks by their
+# ConnectX-7 ports), each pair on its own subnet: no route from one pair's link to another's
+FABRIC_SUBNET = "10.{pair}.{net}.{host}"  # pair 0 -> 10.100.NET.x, pair 1 -> 10.101.NET.x
+FABRIC_IFACE = "fab0"
 
 
 def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -142,7 +147,29 @@ def _bridge_up() -> tuple[str, int, str]:
     return tag, net, bridge
 
 
-def up(n_hosts: int, state: Path, share: list[str] | None = None) -> dict[str, object]:
+def _pair_links(info: dict[str, object]) -> None:
+    """A veth between the two hosts of each pair (`fab0` on both), on the pair's subnet."""
+    hosts = info["hosts"]
+    assert isinstance(hosts, dict)
+    names = list(hosts)
+    for p in range(len(names) // 2):
+        ends = names[2 * p : 2 * p + 2]
+        link = f"tb{info['tag']}f{p}"
+        sh("ip", "link", "add", f"{link}a", "type", "veth", "peer", "name", f"{link}b")
+        for side, h in zip("ab", ends, strict=True):
+            ns, addr = hosts[h]["ns"], FABRIC_SUBNET.format(
+                pair=100 + p, net=info["net"], host=names.index(h) + 1
+            )
+            sh("ip", "link", "set", f"{link}{side}", "netns", ns)
+            sh("ip", "-n", ns, "link", "set", f"{link}{side}", "name", FABRIC_IFACE)
+            sh("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", FABRIC_IFACE)
+            sh("ip", "-n", ns, "link", "set", FABRIC_IFACE, "up")
+            hosts[h]["fabric"] = {"iface": FABRIC_IFACE, "addr": addr, "group": f"pair{p + 1}"}
+
+
+def up(
+    n_hosts: int, state: Path, share: list[str] | None = None, *, pairs: bool = False
+) -> dict[str, object]:
     why = refusal()
     if why:
         raise SystemExit(f"testbed: {why}")
@@ -208,6 +235,9 @@ def up(n_hosts: int, state: Path, share: list[str] | None = None) -> dict[str, o
         }
         state.write_text(json.dumps(info))
         hosts[h]["pid"] = _init_pid(holder.pid)
+        state.write_text(json.dumps(info))
+    if pairs:  # the links live in the hosts' namespaces: removed with them by `down`
+        _pair_links(info)
         state.write_text(json.dumps(info))
     return info
 
@@ -390,6 +420,7 @@ def main() -> int:
     u.add_argument("--hosts", type=int, default=2)
     u.add_argument("--state", type=Path, required=True)
     u.add_argument("--slurm", action="store_true", help="also run a real Slurm over the hosts")
+    u.add_argument("--pairs", action="store_true", help="link hosts 1+2, 3+4, ... pairwise")
     d = sub.add_parser("down")
     d.add_argument("--state", type=Path, required=True)
     r = sub.add_parser("run")
@@ -404,7 +435,7 @@ def main() -> int:
         print(why or "ok")
         return 1 if why else 0
     if a.cmd == "up":
-        info = up(a.hosts, a.state)
+        info = up(a.hosts, a.state, pairs=a.pairs)
         if a.slurm:
             slurm_up(info, a.state)
         print(json.dumps(info, indent=1))

@@ -7,8 +7,11 @@ environment is never changed (Ray reuses workers across boots).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
+import socket
+import struct
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,6 +20,8 @@ MAX_LOG_BYTES = 4 * 2**20  # log tail shipped back when the node does not share 
 CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 CACHE_ROOT = "VLLM_CACHE_ROOT"
 MODEL_INFOS = "modelinfos"  # vLLM's cache of what it inspected of a model architecture
+FABRIC_IFACE = "SPECAB_FABRIC_IFACE"  # in a Ray node's environment: its gang interconnect
+_SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
 
 
 def node_workdir(experiment: str) -> Path:
@@ -110,6 +115,22 @@ def node_ip() -> str:
         if n.get("NodeID") == me and n.get("NodeManagerAddress"):
             return str(n["NodeManagerAddress"])
     return str(ray.util.get_node_ip_address())
+
+
+def fabric_ip(environ: Mapping[str, str] = os.environ) -> str:
+    """Where a gang's members reach this node: the IPv4 address of the interface named by
+    FABRIC_IFACE in the node's environment (a Spark's ConnectX-7 link to its pair), else the
+    address it registered with Ray. Ray stays on the management network, which every node
+    reaches; the members' rendezvous and NCCL traffic go over the link."""
+    iface = environ.get(FABRIC_IFACE, "")
+    if not iface:
+        return node_ip()
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            packed = fcntl.ioctl(s.fileno(), _SIOCGIFADDR, struct.pack("256s", iface[:15].encode()))
+        except OSError as exc:
+            raise OSError(f"{FABRIC_IFACE}={iface}: no IPv4 address on this node ({exc})") from None
+    return socket.inet_ntoa(packed[20:24])
 
 
 def fresh_node_log(workdir: Path, results_logs: str, name: str) -> Path:

@@ -5,6 +5,7 @@ cluster with one node per host. Tests skip, saying why, where the machine refuse
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -69,7 +70,9 @@ class Bed:
         """A Ray head on the first host and a worker on every other (each on its host's own
         core, see cluster/testbed.py); returns HEAD:PORT. `dashboard`: the head serves the
         dashboard and job API on its address, port 8265. `env` goes to every `ray start`
-        (Ray's RAY_<config> settings)."""
+        (Ray's RAY_<config> settings). A bed up with pair links (`pairs=True`): each node
+        declares its pair as its fabric group and the link as its fabric interface, as the
+        GB10 recipe does (docs/cluster.md), while Ray itself stays on the bridge."""
         head = self.hosts[0]
         address = f"{self.addr(head)}:6379"
         for h in self.hosts:
@@ -83,21 +86,25 @@ class Bed:
             else:
                 role = ["--address", address]
             argv = [RAY, "start", *role, "--node-ip-address", self.addr(h)]
+            host_env = dict(env or {})
+            if fabric := self.info["hosts"][h].get("fabric"):
+                argv += ["--resources", json.dumps({f"specab_fabric_{fabric['group']}": 1})]
+                host_env["SPECAB_FABRIC_IFACE"] = fabric["iface"]
             out = self.run(
-                h, [*argv, "--num-cpus", str(cpus), "--disable-usage-stats"], env=env or {}
+                h, [*argv, "--num-cpus", str(cpus), "--disable-usage-stats"], env=host_env
             )
             assert out.returncode == 0, out.stdout + out.stderr
         return address
 
 
 @contextmanager
-def namespace_hosts(n: int, state: Path) -> Iterator[Bed]:
+def namespace_hosts(n: int, state: Path, *, pairs: bool = False) -> Iterator[Bed]:
     why = TB.refusal()
     if why:
         pytest.skip(f"no namespace test bed here: {why}")
     t0 = time.monotonic()
     try:
-        info = TB.up(n, state)
+        info = TB.up(n, state, pairs=pairs)
         bed = Bed(info)
         bed.info["up_s"] = time.monotonic() - t0
         yield bed

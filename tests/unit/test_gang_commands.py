@@ -9,6 +9,7 @@ import shlex
 import subprocess
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -356,3 +357,74 @@ def test_a_container_running_several_ranks_shares_the_hosts_ipc_unless_told_othe
     f.write_text(f.read_text().replace(bare, own))
     mine = member_command(plan_of(f, tmp_path / "w3"), 0, container_name="c", cwd="/tmp")
     assert "--ipc" not in mine.argv and "--shm-size=8g" in mine.argv
+
+
+def test_gang_members_stay_within_the_heads_fabric_group() -> None:
+    """Two linked pairs (fabric groups): every gang of 2 lands within one pair, whichever
+    node heads it, while the head still rotates over all four nodes; the capacity counts
+    one gang per pair; a group left with one live node no longer takes gangs."""
+    from bench.run.driver import Dispatcher
+    from bench.run.placement import gang_capacity
+
+    nodes = [
+        NodeSlots("n1", "a", 1, "pair1"),
+        NodeSlots("n2", "b", 1, "pair2"),
+        NodeSlots("n3", "c", 1, "pair1"),
+        NodeSlots("n4", "d", 1, "pair2"),
+    ]
+    assert gang_capacity(nodes, 2) == 2 and gang_capacity(nodes[:3], 2) == 1
+    assert gang_capacity(nodes, 1) == 4
+    d = Dispatcher(nodes, 2, {}, lambda a: None, gang=2)  # type: ignore[arg-type,return-value]
+    pair_of = {n.node_id: n.fabric for n in nodes}
+    todo = plan_order(["x", "y"], 4, seed=0)
+    heads = []
+    while todo:
+        held = [d.reserve(todo), d.reserve(todo)]  # two at once: one per pair
+        assert all(p is not None for p in held)
+        assert d.reserve(todo) is None  # no third gang fits
+        for place in held:
+            assert place is not None
+            ids = [n.node_id for n, _ in place.members]
+            assert len({pair_of[i] for i in ids}) == 1, ids
+            heads.append(ids[0])
+            d._per_node_arm[(ids[0], place.plan.arm)] += 1
+            for n in ids:
+                d._member_arm[(n, place.plan.arm)] += 1
+                d._per_node_total[n] += 1
+        for place in held:
+            assert place is not None
+            for n, slot in place.members:
+                d._free[n.node_id].add(slot)
+    assert set(heads) == {"n1", "n2", "n3", "n4"}
+    del d._free["n3"]  # n3 left the cluster: pair1 has one node, pair2 still takes gangs
+    assert d.can_place()
+    place = d.reserve(plan_order(["x"], 1, seed=0))
+    assert place is not None and {n.node_id for n, _ in place.members} == {"n2", "n4"}
+    del d._free["n4"]
+    assert not d.can_place()
+
+
+def test_a_gang_larger_than_every_fabric_group_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three nodes, but pairwise linked (pair1: 2 nodes, pair2: 1): a 3-node gang has no
+    group to run in, and `cluster_slots` says so before any results directory exists."""
+    import ray
+
+    from bench.experiment import ResourcesSection
+    from bench.run.placement import cluster_slots
+
+    def node(i: int, group: str) -> dict[str, Any]:
+        res = {"CPU": 1.0, f"specab_fabric_{group}": 1.0}
+        return {"NodeID": f"n{i}", "Alive": True, "NodeManagerHostname": f"h{i}", "Resources": res}
+
+    monkeypatch.setattr(
+        ray, "nodes", lambda: [node(1, "pair1"), node(2, "pair1"), node(3, "pair2")]
+    )
+    slots = cluster_slots(ResourcesSection(nodes=2, cpu=1), "exp.toml")
+    assert [n.fabric for n in slots] == ["pair1", "pair1", "pair2"]
+    with pytest.raises(SpecabError) as err:
+        cluster_slots(ResourcesSection(nodes=3, cpu=1), "exp.toml")
+    line = str(err.value)
+    assert "no group has that many" in line and "pair1: 2, pair2: 1" in line
+    assert err.value.field == "resources.nodes"

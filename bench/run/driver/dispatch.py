@@ -5,12 +5,14 @@ node that balances arms best, see `pick_next`), builds the attempt, launches it 
 node affinity (`launch`) and gets finished attempts back (`finished`), which frees their
 slots. Cancelling (graceful, then forced) also goes through here.
 
-Gang boots (`[resources] nodes = N`) take a slot on N distinct nodes: the head goes where
-`pick_next` puts it (the node where that arm was head least often, so the head rotates over
-the nodes), the other members to the free nodes where the arm ran least (then fewest boots,
-then name). One placement group per boot, STRICT_SPREAD, each bundle pinned to its chosen
-node (label `ray.io/node-id`); the task runs in bundle 0 and starts the other members in
-the others; the group is removed when the task ends, which also ends its members' actors.
+Gang boots (`[resources] nodes = N`) take a slot on N distinct nodes of one fabric group
+(`NodeSlots.fabric`: nodes of two linked pairs never mix): the head goes where `pick_next`
+puts it among nodes whose group has N free (the node where that arm was head least often, so
+the head rotates over the nodes), the other members to the free nodes of its group where the
+arm ran least (then fewest boots, then name). One placement group per boot, STRICT_SPREAD,
+each bundle pinned to its chosen node (label `ray.io/node-id`); the task runs in bundle 0
+and starts the other members in the others; the group is removed when the task ends, which
+also ends its members' actors.
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ class Dispatcher:
         boots of arms in `hold` are eligible)."""
         if len(self.inflight) >= self.cap:
             return None
-        free = {node_id: len(slots) for node_id, slots in self._free.items()}
+        free = self._gang_room({node_id: len(slots) for node_id, slots in self._free.items()})
         if sum(1 for k in free.values() if k > 0) < self.gang:
             return None
         pick = pick_next(todo, free, self._per_node_arm, self._per_node_total, hold)
@@ -98,8 +100,9 @@ class Dispatcher:
         index, node_id = pick
         plan = todo[index]
         del todo[index]
+        fabric = self._nodes[node_id].fabric
         others = sorted(
-            (n for n, k in free.items() if k > 0 and n != node_id),
+            (n for n, k in free.items() if k > 0 and n != node_id and self._fabric(n) == fabric),
             key=lambda n: (self._member_arm[(n, plan.arm)], self._per_node_total[n], n),
         )[: self.gang - 1]
         taken = []
@@ -110,9 +113,20 @@ class Dispatcher:
         members = tuple(taken) if self.gang > 1 else ()
         return Place(plan, taken[0][0], taken[0][1], members)
 
+    def _fabric(self, node_id: str) -> str:
+        return self._nodes[node_id].fabric
+
+    def _gang_room(self, free: dict[str, int]) -> dict[str, int]:
+        """The free slots of nodes whose fabric group has a free slot on `gang` nodes."""
+        if self.gang == 1:
+            return free
+        busy = Counter(self._fabric(n) for n, k in free.items() if k > 0)
+        return {n: k for n, k in free.items() if busy[self._fabric(n)] >= self.gang}
+
     def can_place(self) -> bool:
-        """Enough live nodes remain for one boot (a gang needs `gang` of them)."""
-        return len(self._free) >= self.gang
+        """Enough live nodes remain for one boot (a gang: `gang` of one fabric group)."""
+        groups = Counter(self._fabric(n) for n in self._free)
+        return max(groups.values(), default=0) >= self.gang
 
     def drop_lost(self, f: InFlight, *, dead: bool = False) -> list[str]:
         """Labels of this attempt's nodes that Ray no longer lists alive (a single node's

@@ -38,10 +38,10 @@ from bench.run.driver.progress import ProgressState, make_progress
 from bench.run.placement import (
     AttemptSpec,
     TaskResult,
-    boot_capacity,
     bundle,
     cluster_slots,
     connect,
+    gang_capacity,
     run_attempt,
     task_options,
 )
@@ -214,7 +214,7 @@ class Driver:
                     summary.root, manifest, resume=False, claim=self._claim_name()
                 )
             res = self.spec.resources
-            cap = boot_capacity([n.slots for n in nodes], res.nodes)
+            cap = gang_capacity(nodes, res.nodes)
             if self.opts.slots:
                 cap = min(cap, self.opts.slots)
             summary.slots = cap

@@ -4,11 +4,13 @@ Ray connection (`capacity`), the task body of one boot attempt on the node Ray p
 placement group (`remote_members`)."""
 
 from bench.run.placement.capacity import (
+    FABRIC_PREFIX,
     NodeSlots,
     boot_capacity,
     bundle,
     cluster_slots,
     connect,
+    gang_capacity,
     node_capacity,
     ray_request,
     task_options,
@@ -16,7 +18,7 @@ from bench.run.placement.capacity import (
 from bench.run.placement.task import AttemptSpec, TaskResult, placement_failed, run_attempt
 
 __all__ = [
-    "AttemptSpec", "NodeSlots", "TaskResult", "boot_capacity", "bundle", "cluster_slots",
-    "connect", "node_capacity", "placement_failed", "ray_request", "run_attempt",
-    "task_options",
+    "FABRIC_PREFIX", "AttemptSpec", "NodeSlots", "TaskResult", "boot_capacity", "bundle",
+    "cluster_slots", "connect", "gang_capacity", "node_capacity", "placement_failed",
+    "ray_request", "run_attempt", "task_options",
 ]  # fmt: skip

@@ -4,7 +4,10 @@ Slots are computed per node from the per-boot `[resources]`: a node holding 8 CP
 1 GPU runs min(8 / cpu, 1 / gpu) boots at once. The driver keeps per-node slot counts itself
 and places each boot with node affinity, which is what lets it balance arms across nodes.
 A gang boot (`nodes = N`) takes one slot on each of N distinct nodes (the resources are
-then per node), placed as one STRICT_SPREAD placement group.
+then per node), placed as one STRICT_SPREAD placement group, and all N within one fabric
+group: nodes started with the same custom resource `specab_fabric_<group>` (Sparks linked
+pairwise: one group per pair; NCCL has no route between pairs). Nodes without one form one
+group of their own.
 """
 
 from __future__ import annotations
@@ -19,12 +22,28 @@ from typing import Any
 from bench.errors import SpecabError
 from bench.experiment import ResourcesSection
 
+FABRIC_PREFIX = "specab_fabric_"  # a node's fabric group: Ray resource specab_fabric_<group>
+
 
 @dataclass(frozen=True)
 class NodeSlots:
     node_id: str
     label: str  # hostname, made unique when several nodes share one (local test clusters)
     slots: int
+    fabric: str = ""  # the node's fabric group ("": none declared)
+
+
+def fabric_of(resources: dict[str, float]) -> str:
+    """The fabric group a node declares (`specab_fabric_<group>`), "" when none."""
+    groups = sorted(k.removeprefix(FABRIC_PREFIX) for k in resources if k.startswith(FABRIC_PREFIX))
+    return groups[0] if groups else ""
+
+
+def fabric_groups(nodes: list[NodeSlots]) -> dict[str, list[NodeSlots]]:
+    out: dict[str, list[NodeSlots]] = {}
+    for n in nodes:
+        out.setdefault(n.fabric, []).append(n)
+    return out
 
 
 def ray_request(res: ResourcesSection) -> dict[str, float]:
@@ -42,6 +61,13 @@ def boot_capacity(slots: list[int], gang: int) -> int:
     while sum(min(s, k + 1) for s in slots) >= gang * (k + 1):
         k += 1
     return k
+
+
+def gang_capacity(nodes: list[NodeSlots], gang: int) -> int:
+    """Most boots of `gang` nodes at once when each gang stays within one fabric group."""
+    if gang == 1:
+        return boot_capacity([n.slots for n in nodes], 1)
+    return sum(boot_capacity([n.slots for n in g], gang) for g in fabric_groups(nodes).values())
 
 
 def bundle(res: ResourcesSection) -> dict[str, float]:
@@ -131,9 +157,10 @@ def cluster_slots(res: ResourcesSection, spec_file: str | Path) -> list[NodeSlot
     for n in sorted(nodes, key=lambda n: str(n["NodeID"])):
         host = str(n.get("NodeManagerHostname", "?"))
         label = host if names[host] == 1 else f"{host}:{str(n['NodeID'])[:6]}"
-        k = node_capacity(dict(n.get("Resources", {})), req)
+        offers = dict(n.get("Resources", {}))
+        k = node_capacity(offers, req)
         if k > 0:
-            out.append(NodeSlots(node_id=str(n["NodeID"]), label=label, slots=k))
+            out.append(NodeSlots(str(n["NodeID"]), label, k, fabric_of(offers)))
     if not out:
         have = sorted({k for n in nodes for k in n.get("Resources", {}) if "node:" not in k})
         raise SpecabError(
@@ -150,5 +177,16 @@ def cluster_slots(res: ResourcesSection, spec_file: str | Path) -> list[NodeSlot
             file=spec_file,
             field="resources.nodes",
             fix=f"start {res.nodes} nodes with those resources, or lower [resources] nodes",
+        )
+    groups = fabric_groups(out)
+    if res.nodes > 1 and max(len(g) for g in groups.values()) < res.nodes:
+        sizes = ", ".join(f"{f or '(none)'}: {len(g)}" for f, g in sorted(groups.items()))
+        raise SpecabError(
+            f"a boot spans {res.nodes} nodes of one fabric group, but no group has that many "
+            f"nodes that can run a member (nodes per group: {sizes})",
+            file=spec_file,
+            field="resources.nodes",
+            fix=f"give {res.nodes} linked nodes the same `{FABRIC_PREFIX}<group>` resource "
+            "(docs/cluster.md, GB10 recipe), or lower [resources] nodes",
         )
     return out

@@ -25,9 +25,9 @@ from bench.run.node import (
     GPU_ENV,
     compile_cache_path,
     cpu_binding_for,
+    fabric_ip,
     fresh_node_log,
     member_log_name,
-    node_ip,
     node_workdir,
     read_log_tail,
     share_model_infos,
@@ -124,7 +124,7 @@ class MemberActor:
                 workdir=workdir,
                 log=self._log,
                 environ=env,
-                node_ip=node_ip(),
+                node_ip=fabric_ip(),
                 watch=self._guard,
             )
         except (BootFailed, OSError, SpecabError) as exc:
@@ -307,7 +307,7 @@ class RayMembers:
         self.started: list[RemoteMember] = []
 
     def head_ip(self) -> str:
-        return node_ip()
+        return fabric_ip()
 
     def member(self, ms: MemberStart) -> RemoteMember:
         m = RemoteMember(ms, self._nodes[ms.rank - 1], self._pg, self._options)
