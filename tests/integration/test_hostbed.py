@@ -4,7 +4,10 @@ own address, hostname, process table, /tmp and /dev/shm), in the order a cluster
 1. `cluster/ray-job-submit.sh` as users get it, against the head's dashboard: the job runs
    run-ab on the cluster, --results-dir holds the results, `ray job logs` shows the run and
    its statement of whether arms stayed balanced across the hosts.
-2. Hosts that fail mid-boot: host 2 killed (its holder: the kernel ends its whole PID
+2. GPU accounting on hosts that declare two GPUs each to Ray (`ray start --num-gpus 2`;
+   no GPU exists, the servers only see the ids): concurrent boots on a host never share an
+   id, a TP = 2 boot gets two, and the recorded `gpu` column is what the server saw.
+3. Hosts that fail mid-boot: host 2 killed (its holder: the kernel ends its whole PID
    namespace), then host 3 cut off the network (its end of the bridge down). Each time the
    attempt fails naming the host, nothing more is placed there, the boot is retried on a
    live host, the run finishes with every boot once, and nothing is left running anywhere.
@@ -54,13 +57,17 @@ SERVER = "vllm.entrypoints.openai.api_server"
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, str, Path]]:
-    """Three hosts, a Ray head with its dashboard on h1 and workers on h2 and h3. The shared
-    directory is outside /tmp: every host has its own /tmp."""
+    """Three hosts, a Ray head with its dashboard on h1 and workers on h2 and h3, each
+    declaring two (fake) GPUs. The shared directory is outside /tmp: every host has its own
+    /tmp."""
     shared = Path(tempfile.mkdtemp(prefix="specab-hostbed-", dir="/var/tmp"))
     state = tmp_path_factory.mktemp("hostbed") / "bed.json"
     try:
         with namespace_hosts(3, state) as bed:
-            address = bed.ray_cluster(cpus=1, dashboard=True, env=FAST_DETECT)
+            # Ray told not to set CUDA_VISIBLE_DEVICES (as some sites do): what a server
+            # sees is then specab's doing alone
+            env = {**FAST_DETECT, "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}
+            address = bed.ray_cluster(cpus=1, gpus=2, dashboard=True, env=env)
             yield bed, address, shared
     finally:
         shutil.rmtree(shared, ignore_errors=True)
@@ -89,7 +96,7 @@ def test_ray_job_submit_runs_the_experiment_and_ray_job_logs_shows_it(
     cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]
 ) -> None:
     bed, _, shared = cluster
-    env = {"SPECAB_FAKE_PROBE_S": "0.2"}
+    env = {"SPECAB_FAKE_PROBE_S": "0.2", "SPECAB_FAKE_ECHO_ENV": "CUDA_VISIBLE_DEVICES"}
     spec = fake_experiment(shared / "job", {"base": env, "same": env}, name="job", boots_per_arm=3)
     root = shared / "job" / "results"
     dashboard = f"http://{bed.addr('h1')}:8265"
@@ -112,6 +119,8 @@ def test_ray_job_submit_runs_the_experiment_and_ray_job_logs_shows_it(
     ok = load_results(root).ok_boots()
     assert len(ok) == 6 and not ok.duplicated(["arm", "boot"]).any()
     assert sorted(set(ok["host"])) == bed.hosts  # every host ran boots
+    # a boot without GPUs on a node that has some sees none, whatever Ray does
+    assert all(_gpus_seen(root, b) == "" for b in ok["boot_id"]) and set(ok["gpu"]) == {""}
     # the dispatcher evens out each arm's hosts where a slot is free; the end of the run
     # says whether the shares came out equal (a host still busy takes no boot)
     by_arm = [list(ok.loc[ok["arm"] == a, "host"]) for a in ("base", "same")]
@@ -129,6 +138,55 @@ def test_ray_job_submit_runs_the_experiment_and_ray_job_logs_shows_it(
     )  # fmt: skip
     assert "succeeded" in (status.stdout + status.stderr).lower()
     print(f"ray job submit on the bed: submit to done {took:.1f} s")
+
+
+# ------------------------------------------------------------------ 2. GPU accounting
+def _gpus_seen(root: Path, boot_id: str) -> str:
+    """CUDA_VISIBLE_DEVICES as the (fake) server printed it at start-up."""
+    log = (root / "logs" / f"{boot_id}.log").read_text()
+    line = next(x for x in log.splitlines() if "fake server env: CUDA_VISIBLE_DEVICES=" in x)
+    return line.split("=", 1)[1].strip()
+
+
+def test_gpus_declared_to_ray_reach_each_server_and_concurrent_boots_never_share_one(
+    cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]
+) -> None:
+    bed, address, shared = cluster
+    env = {"SPECAB_FAKE_PROBE_S": "0.5", "SPECAB_FAKE_ECHO_ENV": "CUDA_VISIBLE_DEVICES"}
+    runs = {
+        # two boots per host at once (1 CPU, 2 GPUs each), one GPU each
+        "gpu1": ({"cpu": 0.5, "gpu": 1}, {}, 1),
+        # tensor parallel 2 on one node: both of the host's GPUs
+        "gpu2": ({"cpu": 0.5, "gpu": 2}, {"args": {"tensor-parallel-size": 2}}, 2),
+    }
+    for name, (resources, server, width) in runs.items():
+        spec = fake_experiment(
+            shared / name,
+            {"a": env, "b": env},
+            name=name,
+            boots_per_arm=3,
+            resources=resources,
+            server=server,
+        )
+        root = shared / name / "results"
+        argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
+        done = bed.run("h1", [sys.executable, "-m", "bench.cli", *argv, "--address", address], 300)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        ok = load_results(root).ok_boots()
+        assert len(ok) == 6
+        overlaps = 0
+        for row in ok.itertuples():
+            ids = row.gpu.split(",")
+            assert len(ids) == width and set(ids) <= {"0", "1"}, row.gpu
+            assert _gpus_seen(root, row.boot_id) == row.gpu  # the record = what it saw
+            for other in ok[(ok["host"] == row.host) & (ok["boot_id"] > row.boot_id)].itertuples():
+                if other.started_at < row.finished_at and row.started_at < other.finished_at:
+                    overlaps += 1
+                    assert not set(ids) & set(other.gpu.split(",")), (row.gpu, other.gpu)
+        if width == 1:
+            assert overlaps >= 1  # boots did share a host at the same time
+        else:
+            assert overlaps == 0  # a host's two GPUs hold one TP = 2 boot at a time
 
 
 # ------------------------------------------------------------------ 2. hosts that fail

