@@ -3,7 +3,7 @@
     .venv/bin/python docs/make_report_figures.py                    # simulated, known truth
     .venv/bin/python docs/make_report_figures.py results/<experiment>  # a real run
 
-Without an argument it simulates (bench.simulate.runs, STATISTICS.md's generative model) three
+Without an argument it simulates (bench.simulate.runs, the generative model in bench.simulate.generative) three
 arms of 6 boots x 100 prompts: `aux-fix` with no true effect and `aux+rope-fix` with a true
 gain, then renders the report and copies figures 1 and 2 here.
 """

@@ -1,4 +1,4 @@
-"""The results contract (DESIGN.md, schema_version 1) as typed records: one row per boot
+"""The results contract (docs/results.md, schema_version 1) as typed records: one row per boot
 attempt and per measured probe with the Parquet schemas they are stored in (`boots_and_probes`), the
 manifest (`manifest`) and a gate's stored reference (`reference`). Everyone's vocabulary:
 every package reads and builds these, none of them computes anything."""

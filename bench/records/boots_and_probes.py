@@ -1,4 +1,4 @@
-"""The rows of the results contract (DESIGN.md "Results contract", schema_version 1) as typed,
+"""The rows of the results contract (docs/results.md, schema_version 1) as typed,
 immutable records, and the Parquet schemas they are stored with.
 
 One record per boot attempt (`BootRecord`) and one per measured probe (`ProbeRecord`). They
@@ -18,7 +18,7 @@ import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
-# The primary metrics (DESIGN.md `analyze --json`) and their pre-registered default margins,
+# The primary metrics (`analyze --json`, docs/results.md) and their pre-registered default margins,
 # defined once: the experiment file, the statistics and the report all read these.
 METRICS = ("acceptance_pos0", "mean_accepted_length")
 # Speed (secondary unless an experiment lists it in `primary_metrics`): output tokens/s per
@@ -59,7 +59,7 @@ class ProbeRecord(_Record):
     output_sha256: str = Field(description="sha256 of the generated text.")
     source: AcceptanceSource = Field(description="Where the per-probe counts came from.")
     latency_s: float = Field(ge=0, description="Request wall time in seconds.")
-    # Additive columns beyond the DESIGN.md minimum (results/README.md); None when unknown.
+    # Additive columns beyond the contract's minimum (results/README.md); None when unknown.
     category: str | None = Field(None, description="The probe's category in its probe set.")
     ttft_s: float | None = Field(
         None, ge=0, description="Time to first token, server-side (scheduled to first token)."
@@ -122,7 +122,7 @@ class BootRecord(_Record):
     accepted_per_pos: tuple[int, ...] | None = Field(
         None, description="Delta: cumulative accepted per position."
     )
-    # Additive columns beyond the DESIGN.md minimum (documented in results/README.md).
+    # Additive columns beyond the contract's minimum (documented in results/README.md).
     engine_seed: int | None = Field(None, description="The engine --seed of this boot.")
     compile_cache: str | None = Field(None, description="cold | warm: vLLM's compile cache.")
     definition_sha256: str | None = Field(

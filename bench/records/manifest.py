@@ -1,4 +1,4 @@
-"""manifest.json (DESIGN.md "Results contract", schema_version 1) as a typed record.
+"""manifest.json (docs/results.md, schema_version 1) as a typed record.
 
 `bench.experiment.build_manifest` builds it, `bench.store` writes it and loads it back
 through `Manifest.model_validate`; every other reader (statistics, report, gate, export,

@@ -1,5 +1,6 @@
-"""Simulated results with a known truth (STATISTICS.md's generative model), for calibrating
-`bench.stats` by simulation, the benchmarks and the docs figures; never part of a real run.
+"""Simulated results with a known truth (the generative model of `generative`), for
+calibrating `bench.stats` by simulation, the benchmarks and the docs figures; never part
+of a real run.
 
 - `generative`: the model, vectorized over replicates (count arrays; `simulate_boot_totals`
   is the fast path the calibration suites use).

@@ -1,4 +1,5 @@
-"""The STATISTICS.md generative model, vectorized over replicates (count arrays, no rows).
+"""The generative model of simulated results (docs/statistics.md), vectorized over replicates
+(count arrays, no rows).
 
 For arm a, boot b, prompt p, draft position k the conditional acceptance is
     q = logistic(mu_k + delta_a + beta_ab + gamma_p + (delta gamma)_ap + eps_bp)

@@ -1,4 +1,4 @@
-"""Boot-level statistics (STATISTICS.md): pure functions of the frames `bench.store` loads
+"""Boot-level statistics (docs/statistics.md): pure functions of the frames `bench.store` loads
 and its typed manifest; no I/O, no printing.
 
 The layers, each importing only the ones before it: `schema` (the typed answers), `methods`

@@ -1,6 +1,6 @@
 """The statistics engine: `analyze` returns the typed `analyze --json` object (`Analysis`).
 
-Pure functions of the loaded frames (no I/O, no printing). Method: STATISTICS.md. The boot
+Pure functions of the loaded frames (no I/O, no printing). Method: docs/statistics.md. The boot
 is the unit of replication; ratio of sums within boot; Welch intervals on jackknife
 (leverage-robust) boot SEs; Holm across the primary family (each arm vs baseline x the
 experiment's `primary_metrics`, default {pos0, mean length}); every other metric (output
@@ -8,7 +8,7 @@ tokens/s by default: Welch on log boot values, reported as a ratio) is secondary
 Holm family; each verdict rests on the Holm-compatible interval it quotes (`verdict_ci`).
 With sequential looks the family is the one the design decided at the look reached, and
 everything else (secondary families, speedups, `--by` groups) uses the same boots.
-Additive keys beyond DESIGN.md are described on the models (`bench.stats.schema.arm_result`).
+Additive keys beyond the contract are described on the models (`bench.stats.schema.arm_result`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The results directory (schema_version 1): writing it atomically and loading it back.
 
-Layout (see results/README.md, DESIGN.md "Results contract"):
+Layout (see results/README.md and docs/results.md):
     results/<experiment>/manifest.json
     results/<experiment>/boots/<arm>__b<boot>__a<attempt>.parquet   one row per boot attempt
     results/<experiment>/probes/<arm>__b<boot>__a<attempt>.parquet  one row per measured probe

@@ -164,3 +164,30 @@ def test_the_module_map_names_only_modules_and_functions_that_exist(doc: str) ->
         if named and span not in known:
             missing.append(span)
     assert not missing, f"{doc} names what the code does not have: {sorted(set(missing))}"
+
+
+def test_no_file_cites_a_document_the_repository_lacks() -> None:
+    """The repository stands alone: every document a source file or page names exists in it
+    (relative to the citing file, the repository root or docs/): markdown links, documents
+    named in capitals (README and the like) and paths that leave their folder (`..`). Files specab
+    writes (`report.md`) are outputs, not citations."""
+    cites = (
+        re.compile(r"\]\(([^)#\s]+\.md)"),
+        re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[A-Z][A-Z0-9_]+\.md)\b"),
+        re.compile(r"((?:\.\./)+[\w./-]+\.md)\b"),
+    )
+    missing = []
+    for p in ROOT.rglob("*"):
+        rel = p.relative_to(ROOT)
+        if p.suffix not in (".py", ".md", ".toml", ".sh", ".yml") or not p.is_file():
+            continue
+        if rel.parts[0] in (".venv", ".git", "site") or "goldens" in rel.parts:
+            continue
+        text = p.read_text(encoding="utf-8", errors="replace")
+        for name in {n for c in cites for n in c.findall(text)}:
+            if name.startswith(("http", "www.")):
+                continue
+            here = [p.parent / name, ROOT / name, ROOT / "docs" / name]
+            if not any(c.resolve().is_file() for c in here):
+                missing.append(f"{rel}: {name}")
+    assert missing == [], missing

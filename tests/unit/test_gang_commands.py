@@ -432,28 +432,27 @@ def test_a_gang_larger_than_every_fabric_group_is_refused_in_one_line(
 
 
 def test_a_docker_container_runs_as_the_invoking_user_unless_told_otherwise(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """NGC images run as root: under a rootful daemon their files in the user's mounts are
     root's (a root-squashed NFS home then keeps them for good). Docker/nerdctl run by a
     user get `--user UID:GID` and a HOME the user can write; podman (rootless: root is
     already the user) and root itself are left alone; the user's own --user/-u wins."""
-    from bench.experiment.launch.containers import invoking_user, run_command
-    from bench.experiment.spec import ContainerSpec
 
-    monkeypatch.setattr(os, "getegid", lambda: 1000)
-    assert invoking_user("docker", [], euid=1000) == ["--user", "1000:1000", "-e", "HOME=/tmp"]
-    assert invoking_user("/usr/bin/nerdctl", ["--gpus", "all"], euid=1000)[:2] == [
-        "--user",
-        "1000:1000",
-    ]
-    assert invoking_user("podman", [], euid=1000) == []
-    assert invoking_user("docker", [], euid=0) == []
-    assert invoking_user("docker", ["--user=2000"], euid=1000) == []
-    assert invoking_user("docker", ["-u", "2000"], euid=1000) == []
-    c = ContainerSpec(runtime="docker", image="vllm:x")
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    argv = run_command(c, ["vllm"], name="n", env={}, mounts=[], cwd="/w", labels={})
-    assert argv[argv.index("--user") + 1] == "1000:1000" and argv.index("--user") < argv.index(
-        "vllm:x"
-    )
+    def argv(container: str, euid: int) -> list[str]:
+        monkeypatch.setattr(os, "geteuid", lambda: euid)
+        monkeypatch.setattr(os, "getegid", lambda: 1000)
+        f = write(tmp_path / f"{euid}-{len(container)}", server_extra=f"container = {container}")
+        work = tmp_path / f"w{euid}-{len(container)}"
+        return member_command(plan_of(f, work), 1, container_name="c", cwd="/tmp").argv
+
+    docker = argv('{ runtime = "docker", image = "vllm:x" }', 1000)
+    at = docker.index("--user")
+    assert docker[at + 1] == "1000:1000" and at < docker.index("vllm:x")
+    assert "HOME=/tmp" in docker[: docker.index("vllm:x")]
+    nerdctl = argv('{ runtime = "/usr/bin/nerdctl", image = "vllm:x" }', 1000)
+    assert "--user" in nerdctl
+    assert "--user" not in argv('{ runtime = "podman", image = "vllm:x" }', 1000)
+    assert "--user" not in argv('{ runtime = "docker", image = "vllm:x" }', 0)
+    own = argv('{ runtime = "docker", image = "vllm:x", options = ["-u", "2000"] }', 1000)
+    assert own.count("-u") == 1 and "--user" not in own

@@ -1,4 +1,4 @@
-"""The STATISTICS.md generative model: schemas, round trip through the store, magnitudes."""
+"""The generative model of simulated results: schemas, round trip through the store, magnitudes."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def test_results_directory_round_trips_through_the_store(tmp_path: Path) -> None
     # the stored tables convert to the store schemas without loss
     pa.Table.from_pandas(r.probes[PROBE_SCHEMA.names], schema=PROBE_SCHEMA, preserve_index=False)
     pa.Table.from_pandas(r.boots[BOOT_SCHEMA.names], schema=BOOT_SCHEMA, preserve_index=False)
-    # a boot row's /metrics delta equals the sum over its probes (DESIGN.md)
+    # a boot row's /metrics delta equals the sum over its probes (docs/results.md)
     ok = r.boots[r.boots["status"] == "ok"].set_index("boot_id")
     sums = r.probes.groupby("boot_id")[["num_drafts", "num_accepted_tokens"]].sum()
     assert (sums["num_drafts"] == ok.loc[sums.index, "num_drafts"]).all()
@@ -55,7 +55,7 @@ def test_default_parameters_give_the_documented_magnitudes() -> None:
     drafts, acc = simulate_boot_totals(rng, [0.0], 40, 100, SimParams(), replicates=20)
     pos0 = acc[..., 0] / drafts
     length = 1 + acc.sum(axis=-1) / drafts
-    # STATISTICS.md: pos0 ~0.78, mean length ~3.19, between-boot SD ~0.008 / ~0.038
+    # the model's defaults: pos0 ~0.78, mean length ~3.19, between-boot SD ~0.008 / ~0.038
     assert 0.74 < pos0.mean() < 0.84 and 3.0 < length.mean() < 3.45
     assert 0.004 < pos0.std(axis=-1, ddof=1).mean() < 0.014
     assert 0.02 < length.std(axis=-1, ddof=1).mean() < 0.06

@@ -147,7 +147,7 @@ def test_estimates_are_ratio_of_sums_and_welch(three_arms: Path) -> None:
 
 
 def test_jackknife_equals_linearized_se_with_equal_work() -> None:
-    """With equal drafts per boot the jackknife SE is the linearized one (STATISTICS.md)."""
+    """With equal drafts per boot the jackknife SE is the linearized one (docs/statistics.md)."""
     den = np.full(4, 1000.0)
     num = np.array([700.0, 712, 695, 705])
     ratio = num.sum() / den.sum()

@@ -1,4 +1,4 @@
-"""Calibration of the boot-level statistics by simulation with known truth (STATISTICS.md
+"""Calibration of the boot-level statistics by simulation with known truth (docs/statistics.md
 "Calibration"). Thousands of simulated experiments go through the product's own estimate /
 family / look_decision functions (`test_stats.py` checks `analyze` agrees with them).
 Tolerances are alpha + 2 MCSE (false positives) and 1 - alpha - 2 MCSE (coverage)."""

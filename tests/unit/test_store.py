@@ -321,7 +321,7 @@ def test_ok_boot_row_with_null_counts_is_refused(tmp_path: Path) -> None:
 
 
 def test_files_written_by_another_tool_without_specab_metadata_load(tmp_path: Path) -> None:
-    """DESIGN.md's contract columns only, no specab key in the Parquet metadata: the
+    """The contract's columns only, no specab key in the Parquet metadata: the
     manifest's schema_version governs; additive columns come back as nulls."""
     w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
     w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))

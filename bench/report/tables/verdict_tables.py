@@ -112,7 +112,7 @@ def failed_attempts(boots: pd.DataFrame) -> pd.DataFrame:
 
 def variance_table(analysis: Analysis) -> pd.DataFrame:
     """Long table arm, metric, boot, prompt, residual (variances) and between_boot_sd, from
-    `variance_components.per_arm` (STATISTICS.md's crossed ANOVA on per-cell ratios).
+    `variance_components.per_arm` (a crossed ANOVA on per-cell ratios, docs/statistics.md).
     Entries without every component are left out."""
     rows = []
     for arm, per_metric in analysis.variance_components.per_arm.items():

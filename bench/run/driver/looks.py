@@ -1,4 +1,4 @@
-"""Sequential stopping for `specab run-ab` (experiment.looks, see STATISTICS.md).
+"""Sequential stopping for `specab run-ab` (experiment.looks, see docs/statistics.md).
 
 The driver calls `SequentialRun.check` after every finished attempt; it does something only
 when every arm has reached the next planned look in ok boots. Each look is tested exactly

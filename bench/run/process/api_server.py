@@ -1,4 +1,4 @@
-"""The vLLM API server of one boot (DESIGN.md "One boot"): a `MemberProcess` with a port.
+"""The vLLM API server of one boot: a `MemberProcess` with a port.
 
 Free loopback port, `/health` polling that also notices early exit (and, for a gang boot,
 any other member's exit through `check`), a retry when another process won the free-port

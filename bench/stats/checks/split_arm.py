@@ -1,4 +1,4 @@
-"""The split-arm check (STATISTICS.md): the primary pipeline on splits of one arm's boots
+"""The split-arm check (docs/statistics.md): the primary pipeline on splits of one arm's boots
 into two pseudo-arms. Boots of one arm are exchangeable, so a claimed difference is a false
 positive; a rate far above alpha points at drift or node effects that boot ordering missed.
 """

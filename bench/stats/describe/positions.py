@@ -1,4 +1,4 @@
-"""Positions k >= 0 (STATISTICS.md: secondary). Per arm: cumulative sum A_k / sum D and
+"""Positions k >= 0 (docs/statistics.md: secondary). Per arm: cumulative sum A_k / sum D and
 conditional sum A_k / sum A_{k-1}, each with simultaneous intervals over positions (arm vs
 baseline differences at k >= 1 are `bench.stats.compare`'s). Simultaneous critical values:
 `bench.stats.methods.simultaneous_critical` (plain t for one position, Bonferroni-t at small

@@ -1,4 +1,4 @@
-"""Variance components and planning (STATISTICS.md "Variance components and planning").
+"""Variance components and planning (docs/statistics.md).
 
 Per arm and metric: the between-boot SD (jackknife SE x sqrt(B_eff): what the intervals
 use), the binomial floor sqrt(R(1-R)/D) for pos0 and the overdispersion ratio

@@ -1,4 +1,4 @@
-"""Sequential design: planned looks with O'Brien-Fleming boundaries (STATISTICS.md).
+"""Sequential design: planned looks with O'Brien-Fleming boundaries (docs/statistics.md).
 
 Looks are boots per arm (e.g. 3, 6, 10). Alpha is spent with the Lan-DeMets O'Brien-Fleming
 function alpha(t) = 2 - 2 Phi(z_{1-alpha/2} / sqrt(t)), t = n_look / n_last. Boundaries are

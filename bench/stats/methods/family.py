@@ -83,7 +83,7 @@ class Family:
     df: F
     p: F  # raw two-sided Welch p; NaN when not testable (deterministic, unreplicated)
     p_adj: F  # Holm across the family
-    lo: F  # raw (1 - alpha) interval (DESIGN.md ci_low / ci_high)
+    lo: F  # raw (1 - alpha) interval (the contract's ci_low / ci_high)
     hi: F
     lo2: F  # (1 - 2 alpha) interval: TOST for equivalence
     hi2: F

@@ -1,6 +1,5 @@
 """Power: the minimum detectable effect of a comparison, the planned MDE with B boots per arm,
-and the boots per arm a target effect needs (STATISTICS.md "Variance components and
-planning")."""
+and the boots per arm a target effect needs (docs/statistics.md)."""
 
 from __future__ import annotations
 

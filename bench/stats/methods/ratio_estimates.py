@@ -1,5 +1,5 @@
 """Ratio-of-sums estimates over boots with a leverage-robust (delete-one-boot jackknife) SE and
-Kish's effective boots (STATISTICS.md). Arrays whose LAST axis is boots, with any leading
+Kish's effective boots (docs/statistics.md). Arrays whose LAST axis is boots, with any leading
 batch axes, so calibration runs thousands of simulated experiments in one call.
 
 What the answers mean: an estimate and its SE are for the ratio-of-sums metric *on this

@@ -5,7 +5,7 @@ resamples): boot-label permutation test, studentized cluster bootstrap, pigeonho
   `n_resamples` of them, else Monte Carlo. Its smallest attainable p is reported, because at
   small B it cannot go below 2/C(2B, B) (0.029 at B = 4) whatever the data.
 - Studentized cluster bootstrap (B >= 10 per arm): boots resampled within arm, numerator
-  and denominator together; a percentile bootstrap is NOT valid at small B (STATISTICS.md).
+  and denominator together; a percentile bootstrap is NOT valid at small B (docs/statistics.md).
 - Pigeonhole bootstrap (Owen 2007): one prompt-weight draw shared by every arm and boot,
   independent boot draws per arm. It answers "would this hold on new prompts?" and is
   reported beside, never instead of, the primary interval.

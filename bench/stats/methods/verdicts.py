@@ -1,4 +1,4 @@
-"""The six verdicts (STATISTICS.md) from the interval a claim rests on, the (1 - 2 alpha) TOST
+"""The six verdicts (docs/statistics.md) from the interval a claim rests on, the (1 - 2 alpha) TOST
 interval and the margin, as codes into `VERDICTS`; vectorized."""
 
 from __future__ import annotations

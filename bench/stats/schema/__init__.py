@@ -1,4 +1,4 @@
-"""The statistics' typed answers: the `specab analyze --json` object (DESIGN.md, schema
+"""The statistics' typed answers: the `specab analyze --json` object (docs/results.md, schema
 version 1) and the other commands' results, as immutable pydantic models. Schema modules
 import no computation: the packages that compute these import them, never the reverse.
 

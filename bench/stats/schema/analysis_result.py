@@ -1,5 +1,5 @@
-"""The whole `specab analyze --json` object (DESIGN.md, schema_version 1): arms, comparisons
-and variance components first (DESIGN.md's keys, in its order), then the additive keys. Its
+"""The whole `specab analyze --json` object (docs/results.md, schema_version 1): arms, comparisons
+and variance components first (the contract's keys, in its order), then the additive keys. Its
 `to_json()` is strict JSON (null, never NaN)."""
 
 from __future__ import annotations

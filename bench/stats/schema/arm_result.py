@@ -1,6 +1,6 @@
-"""One arm of `specab analyze --json` (DESIGN.md, schema_version 1): its metric estimates,
+"""One arm of `specab analyze --json` (docs/results.md, schema_version 1): its metric estimates,
 acceptance per draft position, each ok boot's values, and the accepted-length, draft-length
-and peer-length parts. DESIGN.md's keys come first in each object, in its order; everything
+and peer-length parts. The contract's keys come first in each object, in its order; everything
 else is additive (readers may ignore it). Non-finite numbers are stored as null."""
 
 from __future__ import annotations

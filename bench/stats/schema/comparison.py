@@ -34,7 +34,7 @@ class Comparison(Frozen):
     p_adjusted: Num = Field(description="Holm-adjusted p across the comparison's family.")
     method: str = Field(description="welch, welch_prior_sd, deterministic or unreplicated.")
     margin: float = Field(description="Pre-registered margin (metric units, or relative).")
-    verdict: Verdict = Field(description="The verdict (STATISTICS.md).")
+    verdict: Verdict = Field(description="The verdict (docs/statistics.md).")
     mde: Num = Field(description="Effect this comparison detects with the stated power.")
     boots_needed: int | None = Field(description="Boots/arm for that power at max(|d|, margin).")
     why: str = Field(description="One sentence explaining the verdict.")
