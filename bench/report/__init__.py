@@ -7,49 +7,102 @@ computed; no statistic is computed here.
 `run-ab`, `analyze`, `plan` and `gate` print; `mlflow_runs` writes a results directory as
 MLflow runs (`export mlflow`), `live_tracking` the same while a run goes (`run-ab --track`)."""
 
-from bench.report.console import (
-    print_end,
-    render_analysis,
-    render_gate,
-    render_plan,
-    render_split,
-    table_console,
-)
-from bench.report.figures import METRIC_SHORT, per_boot_frame
-from bench.report.live_tracking import LiveTracker
-from bench.report.mlflow_runs import (
-    check_server,
-    finish_runs,
-    log_boot,
-    mlflow_client,
-    open_runs,
-    quick_requests,
-)
-from bench.report.render import (
-    analyze_results,
-    build_figures,
-    figure_png,
-    render_report,
-    verdict_markdown,
-    write_report,
-)
-from bench.report.tables import (
-    accepted_length_table,
-    arm_summary,
-    category_table,
-    draft_length_table,
-    failed_attempts,
-    identity_summary,
-    output_identity,
-    probe_temperature,
-    provenance,
-    render_selection,
-    speed_table,
-    speedup_table,
-    variance_table,
-    verdict_interval,
-    verdict_table,
-)
+# The face loads its modules on first use (PEP 562): `specab status` and the table views
+# import what they print with, never the figures (matplotlib) or MLflow.
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.report.console import (
+        print_end,
+        render_analysis,
+        render_gate,
+        render_plan,
+        render_split,
+        table_console,
+    )
+    from bench.report.figures import METRIC_SHORT, per_boot_frame
+    from bench.report.live_tracking import LiveTracker
+    from bench.report.mlflow_runs import (
+        check_server,
+        finish_runs,
+        log_boot,
+        mlflow_client,
+        open_runs,
+        quick_requests,
+    )
+    from bench.report.render import (
+        analyze_results,
+        build_figures,
+        figure_png,
+        render_report,
+        verdict_markdown,
+        write_report,
+    )
+    from bench.report.tables import (
+        accepted_length_table,
+        arm_summary,
+        category_table,
+        draft_length_table,
+        failed_attempts,
+        identity_summary,
+        output_identity,
+        probe_temperature,
+        provenance,
+        render_selection,
+        speed_table,
+        speedup_table,
+        variance_table,
+        verdict_interval,
+        verdict_table,
+    )
+
+_WHERE = {
+    "LiveTracker": "bench.report.live_tracking",
+    "METRIC_SHORT": "bench.report.figures",
+    "accepted_length_table": "bench.report.tables",
+    "analyze_results": "bench.report.render",
+    "arm_summary": "bench.report.tables",
+    "build_figures": "bench.report.render",
+    "category_table": "bench.report.tables",
+    "check_server": "bench.report.mlflow_runs",
+    "draft_length_table": "bench.report.tables",
+    "failed_attempts": "bench.report.tables",
+    "figure_png": "bench.report.render",
+    "finish_runs": "bench.report.mlflow_runs",
+    "identity_summary": "bench.report.tables",
+    "log_boot": "bench.report.mlflow_runs",
+    "mlflow_client": "bench.report.mlflow_runs",
+    "open_runs": "bench.report.mlflow_runs",
+    "output_identity": "bench.report.tables",
+    "per_boot_frame": "bench.report.figures",
+    "print_end": "bench.report.console",
+    "probe_temperature": "bench.report.tables",
+    "provenance": "bench.report.tables",
+    "quick_requests": "bench.report.mlflow_runs",
+    "render_analysis": "bench.report.console",
+    "render_gate": "bench.report.console",
+    "render_plan": "bench.report.console",
+    "render_report": "bench.report.render",
+    "render_selection": "bench.report.tables",
+    "render_split": "bench.report.console",
+    "speed_table": "bench.report.tables",
+    "speedup_table": "bench.report.tables",
+    "table_console": "bench.report.console",
+    "variance_table": "bench.report.tables",
+    "verdict_interval": "bench.report.tables",
+    "verdict_markdown": "bench.report.render",
+    "verdict_table": "bench.report.tables",
+    "write_report": "bench.report.render",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name]), name)
+
 
 __all__ = [
     "METRIC_SHORT",

@@ -140,6 +140,19 @@ def _missing(v: Any) -> bool:
     return v is None or (isinstance(v, float) and np.isnan(v))
 
 
+def load_boots(root: str | Path) -> pd.DataFrame:
+    """Every boot attempt of a results directory, checked as `load_results` checks them,
+    without reading a probe (`specab status` reads only these)."""
+    root = Path(root)
+    boot_parts = _read_dir(root / "boots")
+    for path, df in boot_parts:
+        ok = df[df["status"] == "ok"] if "status" in df.columns else df
+        check_counts(ok, path, ("num_drafts", "num_draft_tokens", "num_accepted_tokens"), "boots")
+    boots = _frame(boot_parts, BOOT_SCHEMA, BootRecord)
+    check_arm_versions(boots, root / "boots")
+    return boots
+
+
 def load_results(root: str | Path) -> Results:
     """Load manifest, every boot attempt and the probes of ok boots. Refuses (SpecabError)
     unreadable or impossible data and an arm whose ok boots ran different versions."""
@@ -151,12 +164,7 @@ def load_results(root: str | Path) -> Results:
             fix="pass results/<experiment> as written by `specab run-ab` or `specab boot`",
         )
     manifest = load_manifest(root)
-    boot_parts = _read_dir(root / "boots")
-    for path, df in boot_parts:
-        ok = df[df["status"] == "ok"] if "status" in df.columns else df
-        check_counts(ok, path, ("num_drafts", "num_draft_tokens", "num_accepted_tokens"), "boots")
-    boots = _frame(boot_parts, BOOT_SCHEMA, BootRecord)
-    check_arm_versions(boots, root / "boots")
+    boots = load_boots(root)
     ok_rows = boots[boots["status"] == "ok"]
     ok_ids = set(ok_rows["boot_id"])
     k_of = dict(zip(ok_rows["boot_id"], ok_rows["num_speculative_tokens"].fillna(0), strict=True))

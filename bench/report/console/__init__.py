@@ -3,10 +3,35 @@ the sweep's choice, the per-node balance), `specab analyze` / `plan` / `--split-
 (`analysis_view`), `specab gate` (`gate_view`) and `specab status` (`status_view`). Rich
 tables from typed results only."""
 
-from bench.report.console.analysis_view import render_analysis, render_plan, render_split
-from bench.report.console.end_of_run import print_end, table_console
-from bench.report.console.gate_view import render_gate
-from bench.report.console.status_view import status_line, status_view
+# The face loads its modules on first use (PEP 562): `specab status` and the table views
+# import what they print with, never the figures (matplotlib) or MLflow.
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench.report.console.analysis_view import render_analysis, render_plan, render_split
+    from bench.report.console.end_of_run import print_end, table_console
+    from bench.report.console.gate_view import render_gate
+    from bench.report.console.status_view import status_line, status_view
+
+_WHERE = {
+    "print_end": "bench.report.console.end_of_run",
+    "render_analysis": "bench.report.console.analysis_view",
+    "render_gate": "bench.report.console.gate_view",
+    "render_plan": "bench.report.console.analysis_view",
+    "render_split": "bench.report.console.analysis_view",
+    "status_line": "bench.report.console.status_view",
+    "status_view": "bench.report.console.status_view",
+    "table_console": "bench.report.console.end_of_run",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_WHERE[name]), name)
+
 
 __all__ = [
     "print_end", "render_analysis", "render_gate", "render_plan", "render_split",

@@ -24,7 +24,15 @@ from bench.stats.inputs import (
     arm_names,
     resolve_settings,
 )
-from bench.stats.methods import STATUSES, VERDICTS, Est, look_index, look_status, obf_boundaries
+from bench.stats.methods import (
+    STATUSES,
+    VERDICTS,
+    Est,
+    design_stops,
+    look_index,
+    look_status,
+    obf_boundaries,
+)
 from bench.stats.schema import Decision, SequentialRow
 
 
@@ -124,7 +132,7 @@ def primary(
         )
     first = [r for r in rows if r.primary]
     status = look_status(first[0].fam) if first else np.zeros(0, dtype=np.int64)
-    stop = bool(np.all(status < 2)) or idx == len(looks) - 1
+    stop = bool(design_stops(status, idx == len(looks) - 1))
     table = [
         SequentialRow(
             arm=r.arm,

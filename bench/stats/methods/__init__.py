@@ -15,10 +15,12 @@ in one call. They know nothing of arms, metrics or frames.
 
 from bench.stats.methods.boundaries import (
     STATUSES,
+    design_stops,
     look_decision,
     look_index,
     look_status,
     obf_boundaries,
+    obf_spent,
 )
 from bench.stats.methods.family import Est, Family, Margin, estimate, family, log_estimate
 from bench.stats.methods.intervals import interval, t_pvalue, t_quantile, welch
@@ -54,9 +56,10 @@ from bench.stats.methods.verdicts import (
 __all__ = [
     "CLAIMS", "DETERMINISTIC_RTOL", "EQUIVALENT", "IMPROVED", "INCONCLUSIVE", "REGRESSED",
     "SMALL_IMP", "SMALL_REG", "STATUSES", "VERDICTS", "ArmStats", "Est", "F", "Family",
-    "Margin", "arm_stats", "boots_needed", "cluster_bootstrap", "detectable",
+    "Margin", "arm_stats", "boots_needed", "cluster_bootstrap", "design_stops", "detectable",
     "effective_boots", "estimate", "family", "holm", "holm_level", "interval", "log_estimate",
-    "look_decision", "look_index", "look_status", "mde", "obf_boundaries", "permutation_test",
+    "look_decision", "look_index", "look_status", "mde", "obf_boundaries", "obf_spent",
+    "permutation_test",
     "pigeonhole_interval", "pigeonhole_ratios", "pigeonhole_weights", "pseudo_values",
     "simultaneous_critical", "t_pvalue", "t_quantile", "verdict_codes", "welch",
 ]  # fmt: skip

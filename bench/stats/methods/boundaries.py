@@ -42,6 +42,13 @@ def _excess(
     return float(np.sum(mass * tails)) - target
 
 
+def obf_spent(t: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
+    """The Lan-DeMets O'Brien-Fleming-type spending function: the level spent by
+    information fraction t, 2 - 2 Phi(z_(1 - alpha/2) / sqrt(t)) (Lan and DeMets 1983)."""
+    out: NDArray[np.float64] = 2.0 - 2.0 * st.norm.cdf(st.norm.isf(alpha / 2.0) / np.sqrt(t))
+    return out
+
+
 @lru_cache(maxsize=64)
 def obf_boundaries(
     looks: tuple[int, ...], alpha: float
@@ -52,7 +59,7 @@ def obf_boundaries(
         raise ValueError("looks must be strictly increasing positive boot counts")
     t = n / n[-1]
     z_half = float(st.norm.isf(alpha / 2.0))
-    spent = 2.0 - 2.0 * st.norm.cdf(z_half / np.sqrt(t))
+    spent = obf_spent(t, alpha)
     # On the Brownian scale S = Z sqrt(t) the first boundary is z_half itself.
     bounds = [z_half]
     x, w = _simpson(-z_half, z_half)
@@ -101,5 +108,11 @@ def look_decision(
     pairs = [(base[m], arm[m], margins[m]) for arm in estimates[1:] for m in metrics]
     fam = family(pairs, level)
     status = look_status(fam)
-    stop = np.all(status < 2, axis=-1) | last
-    return fam, status, stop
+    return fam, status, design_stops(status, last)
+
+
+def design_stops(status: NDArray[np.int64], last: bool) -> NDArray[np.bool_]:
+    """The stop rule at a look, for the product and its calibration alike: every comparison
+    decided (no status 2, undecided), or the last planned look."""
+    out: NDArray[np.bool_] = np.all(status < 2, axis=-1) | last
+    return out

@@ -17,6 +17,8 @@ import numpy as np
 import scipy.stats as st
 from numpy.typing import NDArray
 
+from bench.stats.methods import obf_spent
+
 F = NDArray[np.float64]
 B = NDArray[np.bool_]
 
@@ -25,8 +27,7 @@ def spend(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
     """The level each look tests at: increments of the O'Brien-Fleming-type spending function
     2 - 2 Phi(z_(1 - alpha/2) / sqrt(t)), t = n_look / n_last (Lan and DeMets 1983). They sum
     to alpha, so a union bound over the looks holds whatever the looks' correlation."""
-    t = np.asarray(looks, dtype=np.float64) / looks[-1]
-    spent = 2.0 - 2.0 * st.norm.cdf(st.norm.ppf(1.0 - alpha / 2.0) / np.sqrt(t))
+    spent = obf_spent(np.asarray(looks, dtype=np.float64) / looks[-1], alpha)
     return tuple(float(x) for x in np.diff(np.concatenate([[0.0], spent])))
 
 
