@@ -148,6 +148,15 @@ class BootRecord(_Record):
         "first_request (the boot's first request), probes, counts (the final check); null "
         "for ok attempts and for attempts whose worker or node died.",
     )
+    slot: int | None = Field(
+        None,
+        ge=0,
+        description="Which of its node's slots the boot ran in (the driver's index; a gang "
+        "boot: the head's). Boots sharing a node at once ran in different slots.",
+    )
+    cpus: str = Field(
+        "", description="The CPU cores its server was bound to (its slot's); empty: unbound."
+    )
     warnings: tuple[str, ...] = Field(
         (),
         description="What went wrong without spoiling the measurement, one line each (a "
@@ -241,6 +250,8 @@ BOOT_SCHEMA = pa.schema(
         ("member_hosts", pa.list_(pa.string())),
         ("failed_phase", pa.string()),
         ("warnings", pa.list_(pa.string())),
+        ("slot", pa.int64()),
+        ("cpus", pa.string()),
     ]
 )
 

@@ -21,6 +21,7 @@ class Attempt:
     host: str  # node label (unique within the run)
     log_path: str  # the server log, relative to the results dir
     member_hosts: tuple[str, ...] = ()  # a gang boot: every member's node label, head first
+    slot: int | None = None  # which of its node's slots (the driver's index; a gang: the head's)
 
     @property
     def boot_id(self) -> str:

@@ -18,7 +18,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.records import InFlightBoot, WriterClaim
-from bench.store.load import load_boots, load_manifest
+from bench.store.load import STATUS_COLUMNS, load_boots, load_manifest
 from bench.store.writer_claim import describe, read_claim, stale_reason
 
 
@@ -145,7 +145,7 @@ def campaign_status(root: Path) -> CampaignStatus:
     """Read `root` (refusing damage in one line, as every reader does) into a status."""
     root = Path(root)
     manifest = load_manifest(root)
-    boots = load_boots(root)  # counts only: no probe is read
+    boots = load_boots(root, STATUS_COLUMNS)  # no probe, no count is read
     claim = read_claim(root)
     writer = _writer(claim)
     running = list(claim.in_flight) if claim is not None and writer and not writer.gone else []

@@ -120,3 +120,31 @@ def test_a_stopped_run_says_how_many_boots_it_misses(
     assert s.state == "stopped" and s.missing == 2 and s.eta_s is None
     assert run(["status", str(run_dir)]) == 0
     assert "stopped with 2 boot(s) missing" in capsys.readouterr().out
+
+
+STATUS_IMPORTS = """
+import sys
+from bench.cli import run
+code = run(["status", sys.argv[1]])
+heavy = sorted(m for m in ("matplotlib", "scipy", "bench.stats", "mlflow", "bench.report.figures")
+               if m in sys.modules)
+print("HEAVY", ",".join(heavy), flush=True)
+raise SystemExit(code)
+"""
+
+
+def test_status_reads_no_probe_and_imports_no_statistics_or_plotting(run_dir: Path) -> None:
+    """`status` on a login node, refreshed every few seconds over NFS, reads the boot rows
+    and the claim only: a probe file it cannot read changes nothing, and neither the
+    statistics, scipy, matplotlib nor MLflow is imported (they cost seconds per refresh)."""
+    probe = sorted((run_dir / "probes").glob("*.parquet"))[0]
+    probe.write_bytes(b"not parquet")  # analyze refuses this; status never opens it
+    out = subprocess.run(
+        [sys.executable, "-c", STATUS_IMPORTS, str(run_dir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "HEAVY \n" in out.stdout, out.stdout[-500:]
+    assert "fix" in out.stdout  # the table itself rendered (its arm rows)

@@ -30,7 +30,13 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(_WHERE[name]), name)
+    module = importlib.import_module(_WHERE[name])
+    # Every name of that module at once: importing a module also binds it here under its
+    # own name (`status_view`), which a name of the same spelling must override.
+    for other, where in _WHERE.items():
+        if where == _WHERE[name]:
+            globals()[other] = getattr(module, other)
+    return globals()[name]
 
 
 __all__ = [

@@ -41,6 +41,7 @@ from bench.run.boot.counters import SpecCounts, scrape_k, vllm_version
 from bench.run.boot.node_prep import image_unread, prepare_node
 from bench.run.boot.probe_loop import Measured, check_boot_total, measure
 from bench.run.boot.requests import API_KEY_REFUSED, Sampling
+from bench.run.node import CPU_BIND
 from bench.run.process import (
     CAUSE_LINES,
     GangServer,
@@ -323,4 +324,6 @@ def _record(
         member_hosts=a.hosts(req.spec.resources.nodes),
         failed_phase=t.phase if error is not None else None,
         warnings=t.warnings,
+        slot=a.slot,
+        cpus=node.server_env.get(CPU_BIND, "") if node else "",
     )

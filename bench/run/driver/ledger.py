@@ -55,6 +55,7 @@ class Ledger:
         block: int,
         host: str,
         member_hosts: tuple[str, ...] = (),
+        slot: int | None = None,
     ) -> Attempt:
         """Number the next attempt of (arm, boot) and give it the next launch order."""
         number = self.last.get((arm, boot), 0) + 1
@@ -62,7 +63,7 @@ class Ledger:
         order, self.next_order = self.next_order, self.next_order + 1
         log = writer.log_path(boot_file_stem(arm, boot, number))
         rel = str(log.relative_to(writer.root))
-        return Attempt(arm, boot, number, order, block, host, rel, member_hosts)
+        return Attempt(arm, boot, number, order, block, host, rel, member_hosts, slot)
 
 
 @dataclass(frozen=True)

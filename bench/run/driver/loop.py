@@ -52,13 +52,9 @@ def _in_flight(f: InFlight) -> InFlightBoot:
     a = f.spec.request.attempt
     started = datetime.now(UTC) - timedelta(seconds=time.monotonic() - f.t0)
     return InFlightBoot(
-        boot_id=a.boot_id,
-        arm=a.arm,
-        boot=a.boot,
-        attempt=a.number,
-        host=a.host,
+        boot_id=a.boot_id, arm=a.arm, boot=a.boot, attempt=a.number, host=a.host,
         started_at=started.isoformat(timespec="seconds"),
-    )
+    )  # fmt: skip
 
 
 def _task_spec_file(spec_file: Path) -> str:
@@ -172,8 +168,9 @@ class RunLoop:
         p, node = place.plan, place.node
         hosts = tuple(n.label for n, _ in place.members)  # a gang boot: every member's node
         attempt = self.ledger.claim(
-            self.writer, p.arm, p.boot, block=p.block, host=node.label, member_hosts=hosts
-        )
+            self.writer, p.arm, p.boot, block=p.block, host=node.label, member_hosts=hosts,
+            slot=place.slot,
+        )  # fmt: skip
         self.tries[(p.arm, p.boot)] += 1
         crn = self.opts.common_random_numbers
         seed = boot_seed(self.spec, p.arm, p.boot, common_random_numbers=crn)

@@ -1,11 +1,13 @@
 """Every arm against the baseline: which comparisons form which Holm family (`families`),
 the primary family and the sequential decision at a look (`primary`), the typed comparisons
 with power, resampling extras and the one-sentence why (`comparisons`, `resampling`, `why`),
-comparisons within hosts when hosts differ (`hosts`), speedups over no-speculation arms
+comparisons within hosts when hosts differ (`hosts`), speed within co-run groups of boots
+measured at once (`duets`), speedups over no-speculation arms
 (`speedups`), per-position differences (`position_differences`) and the `--by` breakdown."""
 
 from bench.stats.compare.breakdown import breakdown
 from bench.stats.compare.comparisons import comparisons
+from bench.stats.compare.duets import duet_pairs
 from bench.stats.compare.families import arm_metrics, comparison_keys
 from bench.stats.compare.hosts import (
     adjusted_difference,
@@ -21,7 +23,7 @@ from bench.stats.compare.why import level_name, why
 
 __all__ = [
     "adjusted_difference", "arm_metrics", "balanced", "breakdown", "comparison_keys",
-    "comparisons", "decide", "host_effect_p",
+    "comparisons", "decide", "duet_pairs", "host_effect_p",
     "host_summary", "level_name", "order_notes", "position_comparisons",
     "position_differences", "prepare", "primary", "pseudo_pair", "speed_notes", "speedups",
     "why",

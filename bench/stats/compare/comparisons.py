@@ -16,8 +16,8 @@ from bench.stats.compare.primary import Primary
 from bench.stats.compare.resampling import Extras, Wanted, resampling_extras
 from bench.stats.compare.why import why
 from bench.stats.describe import pooled_sd
-from bench.stats.inputs import Settings, effect_scale
-from bench.stats.methods import VERDICTS, boots_needed, detectable
+from bench.stats.inputs import Settings, effect_scale, margin_for
+from bench.stats.methods import VERDICTS, boots_needed, detectable, family
 from bench.stats.schema import Comparison
 
 
@@ -46,6 +46,7 @@ def comparisons(
         if c.deterministic:
             notes.append(f"{r.arm} vs {s.baseline}: deterministic on this probe set")
         out.append(c.model_copy(update={"why": explain(c, prim)}))
+    notes += [duet_note(c) for c in out if c.pairing == "duet"]
     small = [c.permutation_min_p for c in out if c.permutation_min_p]
     if small and min(small) > prim.level / 4:
         notes.append(
@@ -53,6 +54,21 @@ def comparisons(
             f"{min(small):.3g}"
         )
     return out
+
+
+def duet_note(c: Comparison) -> str:
+    """Both widths of a speed comparison made within co-run groups, and what they mean."""
+    paired = _f(c.ci_high) is not None and _f(c.ci_low) is not None
+    lone = _f(c.ci_unpaired_high) is not None and _f(c.ci_unpaired_low) is not None
+    if not (paired and lone):
+        return f"speed of {c.arm} vs {c.baseline} compared within co-run groups (duets)"
+    wp = float(c.ci_high) - float(c.ci_low)  # type: ignore[arg-type]
+    wu = float(c.ci_unpaired_high) - float(c.ci_unpaired_low)  # type: ignore[arg-type]
+    saved = f"; unpaired it would take ≈ {(wu / wp) ** 2:.1f}x the boots" if wp > 0 else ""
+    return (
+        f"speed of {c.arm} vs {c.baseline} compared within co-run groups (boots measured at "
+        f"once on one host): interval width {wp:.1%} against {wu:.1%} unpaired{saved}"
+    )
 
 
 def explain(c: Comparison, prim: Primary) -> str:
@@ -132,7 +148,22 @@ def one(prim: Primary, r: Row, s: Settings, power: float, ex: Extras) -> Compari
         ratio=np.exp(f.diff[i]) if relative else None,
         ratio_ci_low=np.exp(f.lo[i]) if relative else None,
         ratio_ci_high=np.exp(f.hi[i]) if relative else None,
+        **_pairing(prim, r, s, out),
     )
+
+
+def _pairing(prim: Primary, r: Row, s: Settings, out: Any) -> dict[str, Any]:
+    """Speed: whether it was compared within co-run groups, and the unpaired raw interval."""
+    if r.metric != SPEED_METRIC:
+        return {}
+    ei, ej = prim.est[s.baseline][r.metric], prim.est[r.arm][r.metric]
+    plain = family([(ei, ej, margin_for(r.metric, s.margins[r.metric]))], r.level)
+    paired = (r.arm, r.metric) in prim.paired
+    return {
+        "pairing": "duet" if paired else "none",
+        "ci_unpaired_low": out(plain.lo[0]),
+        "ci_unpaired_high": out(plain.hi[0]),
+    }
 
 
 def _f(x: Any) -> float | None:

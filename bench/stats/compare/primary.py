@@ -13,6 +13,7 @@ import pandas as pd
 
 from bench.errors import SpecabError
 from bench.records import ALL_METRICS, Manifest
+from bench.stats.compare.duets import duet_pairs
 from bench.stats.compare.families import Row, estimates, family_rows
 from bench.stats.compare.hosts import host_adjusted_pairs
 from bench.stats.inputs import (
@@ -94,6 +95,18 @@ class Primary:
     level: float  # the primary family's alpha (nominal at a look)
     sequential: bool
     before_first_look: bool = False  # a design not yet at its first look decides nothing
+    paired: frozenset[tuple[str, str]] = frozenset()  # (arm, metric) compared within duets
+
+
+def _adjusted(
+    data: Mapping[str, ArmData], baseline: str, others: list[str], est: dict[str, dict[str, Est]]
+) -> tuple[dict[tuple[str, str], tuple[Est, Est]], frozenset[tuple[str, str]]]:
+    """The comparisons made within blocks: hosts where arms ran on them unequally, and speed
+    within co-run groups (duets; nested in hosts, so it replaces the host adjustment)."""
+    duets = duet_pairs(data, baseline, others, est)
+    return {**host_adjusted_pairs(data, baseline, others, ALL_METRICS, est), **duets}, frozenset(
+        duets
+    )
 
 
 def primary(
@@ -105,9 +118,9 @@ def primary(
     others = [a for a in arms if a != s.baseline]
     if not s.looks:
         est = estimates(data, prior)
-        adj = host_adjusted_pairs(data, s.baseline, others, ALL_METRICS, est)
+        adj, paired = _adjusted(data, s.baseline, others, est)
         rows = family_rows(est, others, s, s.alpha, s.alpha, adj)
-        return Primary(dict(data), est, others, rows, s.alpha, False), None
+        return Primary(dict(data), est, others, rows, s.alpha, False, paired=paired), None
     looks = s.looks
     b_now = min(data[a].n_boots for a in arms)
     idx = look_index(looks, b_now)
@@ -116,9 +129,9 @@ def primary(
     level = nominal[0] if idx is None else nominal[idx]
     head = {a: data[a].head(n) for a in arms}
     est = estimates(head, prior)
-    adj = host_adjusted_pairs(head, s.baseline, others, ALL_METRICS, est)
+    adj, paired = _adjusted(head, s.baseline, others, est)
     rows = family_rows(est, others, s, level, s.alpha, adj)
-    prim = Primary(head, est, others, rows, level, True, idx is None)
+    prim = Primary(head, est, others, rows, level, True, idx is None, paired)
     if idx is None:
         reason = f"{b_now} boots per arm; the first planned look is at {looks[0]}"
         return prim, Decision(

@@ -34,14 +34,20 @@ def shared_machine(boots: pd.DataFrame) -> SharedMachine | None:
     for host, on_host in runs.groupby("host", sort=True):
         starts, ends = list(on_host["started_at"]), list(on_host["finished_at"])
         most = max(most, _most_at_once(starts, ends))
-        for idx, boot in ok[ok["host"] == host].iterrows():
-            others = on_host.drop(index=idx)
-            during = (others["started_at"] < boot["finished_at"]) & (
-                others["finished_at"] > boot["ready_at"]
-            )
-            if bool(during.any()):
-                shared += 1
-                hosts.add(str(host))
+        mine = ok[ok["host"] == host]
+        if mine.empty:
+            continue
+        # every (ok boot, other attempt) pair on the host at once: boots x attempts booleans
+        start = on_host["started_at"].to_numpy()
+        end = on_host["finished_at"].to_numpy()
+        during = (start[None, :] < mine["finished_at"].to_numpy()[:, None]) & (
+            end[None, :] > mine["ready_at"].to_numpy()[:, None]
+        )
+        during &= mine.index.to_numpy()[:, None] != on_host.index.to_numpy()[None, :]
+        n = int(during.any(axis=1).sum())
+        if n:
+            shared += n
+            hosts.add(str(host))
     if not shared:
         return None
     return SharedMachine(boots=len(ok), shared=shared, most_at_once=most, hosts=sorted(hosts))

@@ -1,8 +1,10 @@
 """From loaded frames to what every statistic works on: per-arm count arrays on the prompts
 every boot of every arm has (`dataset`, with the speed, histogram and category cells of
-`probe_attributes`), and the analysis settings resolved from options over the manifest (`settings`:
+`probe_attributes`; co-run groups of boots measured at once on one host: `co_runs`), and the
+analysis settings resolved from options over the manifest (`settings`:
 baseline, alpha, margins on each metric's scale, looks, primary family, a prior SD)."""
 
+from bench.stats.inputs.co_runs import MIN_OVERLAP, corun_groups
 from bench.stats.inputs.dataset import ArmData, Dataset, arm_data, boot_values, failed_counts
 from bench.stats.inputs.settings import (
     Prior,
@@ -15,6 +17,18 @@ from bench.stats.inputs.settings import (
 )
 
 __all__ = [
-    "ArmData", "Dataset", "Prior", "Settings", "arm_data", "arm_names", "boot_values",
-    "check_margin", "effect_scale", "failed_counts", "margin_for", "resolve_settings",
+    "MIN_OVERLAP",
+    "ArmData",
+    "Dataset",
+    "Prior",
+    "Settings",
+    "arm_data",
+    "arm_names",
+    "boot_values",
+    "check_margin",
+    "corun_groups",
+    "effect_scale",
+    "failed_counts",
+    "margin_for",
+    "resolve_settings",
 ]  # fmt: skip

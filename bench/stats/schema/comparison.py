@@ -69,6 +69,17 @@ class Comparison(Frozen):
     ratio: Num = Field(None, description="arm / baseline (relative-scale metrics).")
     ratio_ci_low: Num = Field(None, description="Raw (1 - alpha) interval of the ratio.")
     ratio_ci_high: Num = Field(None, description="Its upper end.")
+    pairing: Literal["duet", "none"] | None = Field(
+        None,
+        description="Speed: duet = compared within co-run groups (boots of both arms measured "
+        "at once on one host), none = unpaired; null for acceptance, which is never paired.",
+    )
+    ci_unpaired_low: Num = Field(
+        None,
+        description="Speed: the raw (1 - alpha) interval without the pairing, on the scale of "
+        "ci_low (equal to it when pairing is none).",
+    )
+    ci_unpaired_high: Num = Field(None, description="Its upper end.")
 
     @computed_field(  # type: ignore[prop-decorator]
         description="Confidence of the interval the verdict rests on (1 - verdict_ci_level: "
