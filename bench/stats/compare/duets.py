@@ -1,31 +1,70 @@
-"""Duet pairing of speed: boots of two arms measured at the same time on one host (a co-run
-group, `bench.stats.inputs.co_runs`) share what the machine did in those seconds, so their
-difference is compared within the groups. The model is the one hosts use, with the co-run
-group as the blocking factor: log tokens/s = arm + group, least squares on the two arms'
-boots, pooled-residual SE on n - rank df (a boot that ran with neither arm of the pair is a
-block of its own and informs nothing). Groups are nested in hosts, so this also adjusts for
-hosts. Acceptance is never paired: its noise is the engine's seed, not the machine's.
+"""Duet pairing of speed: boots measured at the same time on one host (a co-run group,
+`bench.stats.inputs.co_runs`) share what the machine did in those seconds, so arms are
+compared within the groups: one least-squares fit over every arm's boots,
 
-The interval is calibrated by simulation through this code (tests/unit/test_duets.py):
-A/A false claims stay within alpha with shared time effects, a slower slot taken by both
-arms alike, groups broken by failed boots, and heavy-tailed group effects."""
+    log tokens/s = arm + group (+ slot, where recorded and varying),
+
+a boot that ran alone being a group of its own (it informs nothing). A contrast arm -
+baseline is estimable when the groups connect the two arms (directly, or through other arms,
+as in an incomplete-block design); its SE comes from the pooled residual on n - rank df.
+Groups are nested in hosts, so this also adjusts for hosts. Acceptance is never paired: its
+noise is the engine's seed, not the machine's.
+
+Calibrated by simulation through this code (tests/unit/test_duets.py): A/A false claims
+stay within alpha with shared time effects, a slower slot, groups broken by failed boots and
+heavy-tailed group effects."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from bench.records import SPEED_METRIC
-from bench.stats.compare.hosts import adjusted_difference, pseudo_pair
+from bench.stats.compare.hosts import pseudo_pair
 from bench.stats.inputs import ArmData, boot_values
 from bench.stats.methods import Est
 
-MIN_DUETS = 2  # groups holding both arms, fewest for a paired comparison
+F = NDArray[np.float64]
+MIN_DF = 3  # residual df a paired comparison needs (fewer: t quantiles explode; unpaired)
 
 
-def blocks(ad: ArmData, tag: str) -> list[str]:
-    """Each boot's co-run group; a boot that ran alone is a block of its own."""
+def _dummies(values: Sequence[str], levels: Sequence[str]) -> F:
+    return np.array([[float(v == lv) for lv in levels] for v in values]).reshape(len(values), -1)
+
+
+def blocked_contrasts(
+    y: F, arms: Sequence[str], groups: Sequence[str], slots: Sequence[str] = ()
+) -> tuple[dict[str, tuple[F, F]], float]:
+    """Fit y = arm + group (+ slot) by least squares over y's last axis (leading axes are
+    batches: the calibration fits many experiments at once). Returns, for every arm after
+    the first one listed (the baseline) that the groups connect to it, (arm - baseline, SE),
+    and the residual df."""
+    names = list(dict.fromkeys(arms))
+    parts = [_dummies(arms, names), _dummies(groups, sorted(set(groups))[1:])]
+    if len(slots):
+        parts.append(_dummies(slots, sorted(set(slots))[1:]))
+    x = np.hstack(parts)
+    rank = int(np.linalg.matrix_rank(x))
+    df = float(x.shape[0] - rank)
+    pinv = np.linalg.pinv(x)
+    beta = y @ pinv.T
+    resid = y - beta @ x.T
+    s2 = (resid**2).sum(axis=-1) / df if df >= 1 else np.full(y.shape[:-1], np.nan)
+    xtx = np.linalg.pinv(x.T @ x)
+    out: dict[str, tuple[F, F]] = {}
+    for j, name in enumerate(names[1:], start=1):
+        c = np.zeros(x.shape[1])
+        c[0], c[j] = -1.0, 1.0  # arm j minus the first arm (the baseline)
+        if not np.allclose(c @ pinv @ x, c, atol=1e-8):  # not estimable: not connected
+            continue
+        out[name] = (beta @ c, np.sqrt(s2 * float(c @ xtx @ c)))
+    return out, df
+
+
+def _groups(ad: ArmData, tag: str) -> list[str]:
+    """Each boot's co-run group; a boot that ran alone is a group of its own."""
     groups = ad.corun or [""] * ad.n_boots
     return [g or f"{tag}:alone:{i}" for i, g in enumerate(groups)]
 
@@ -36,37 +75,33 @@ def duet_pairs(
     others: Sequence[str],
     est: Mapping[str, Mapping[str, Est]],
 ) -> dict[tuple[str, str], tuple[Est, Est]]:
-    """(arm, speed) -> the pair to compare within co-run groups, for every arm that shares at
-    least MIN_DUETS groups with the baseline and has residual df left; others stay unpaired."""
-    base = data[baseline]
+    """(arm, speed) -> the pair to compare within co-run groups, for every arm the groups
+    connect to the baseline with MIN_DF residual df; the others stay unpaired."""
+    arms = [a for a in (baseline, *others) if SPEED_METRIC in est.get(a, {})]
+    if baseline not in arms or not any(g for a in arms for g in data[a].corun):
+        return {}
+    y, arm_of, group_of, slot_of = [], [], [], []
+    for a in arms:
+        v = boot_values(data[a], SPEED_METRIC)  # log tokens/s
+        ok = np.isfinite(v)
+        slots = data[a].slots or [""] * data[a].n_boots
+        y += list(v[ok])
+        arm_of += [a] * int(ok.sum())
+        group_of += [g for g, k in zip(_groups(data[a], a), ok, strict=True) if k]
+        slot_of += [s for s, k in zip(slots, ok, strict=True) if k]
+    values = np.asarray(y)
+    fitted, df = blocked_contrasts(values, arm_of, group_of)
+    if all(slot_of) and len(set(slot_of)) > 1:  # the slot as a covariate where it varies
+        with_slot, df_slot = blocked_contrasts(values, arm_of, group_of, slot_of)
+        if df_slot >= MIN_DF:
+            fitted, df = with_slot, df_slot
+    if df < MIN_DF:
+        return {}
     out: dict[tuple[str, str], tuple[Est, Est]] = {}
     for arm in others:
-        ad = data[arm]
-        if SPEED_METRIC not in est.get(baseline, {}) or SPEED_METRIC not in est.get(arm, {}):
-            continue
-        ya, yb = boot_values(base, SPEED_METRIC), boot_values(ad, SPEED_METRIC)  # log tokens/s
-        ok_a, ok_b = np.isfinite(ya), np.isfinite(yb)
-        ga = [g for g, ok in zip(blocks(base, "a"), ok_a, strict=True) if ok]
-        gb = [g for g, ok in zip(blocks(ad, "b"), ok_b, strict=True) if ok]
-        if len(set(ga) & set(gb)) < MIN_DUETS:
-            continue
-        sa = [v for v, ok in zip(_slots(base), ok_a, strict=True) if ok]
-        sb = [v for v, ok in zip(_slots(ad), ok_b, strict=True) if ok]
-        # the slot as a covariate where it is recorded and varies (a slower core, a GPU on
-        # another PCIe switch); without it where it cannot be separated from the groups
-        slotted = all(sa + sb) and len(set(sa + sb)) > 1
-        diff, se, df = adjusted_difference(
-            ya[ok_a], yb[ok_b], ga, gb, *((sa, sb) if slotted else ())
-        )
-        if slotted and not np.all(np.isfinite(se)):
-            diff, se, df = adjusted_difference(ya[ok_a], yb[ok_b], ga, gb)
-        if not np.all(np.isfinite(se)):
-            continue
-        out[(arm, SPEED_METRIC)] = pseudo_pair(
-            np.asarray(diff), np.asarray(se), df, est[arm][SPEED_METRIC]
-        )
+        if arm in fitted and np.isfinite(fitted[arm][1]).all():
+            diff, se = fitted[arm]
+            out[(arm, SPEED_METRIC)] = pseudo_pair(
+                np.asarray(diff), np.asarray(se), df, est[arm][SPEED_METRIC]
+            )
     return out
-
-
-def _slots(ad: ArmData) -> list[str]:
-    return ad.slots or [""] * ad.n_boots
