@@ -22,8 +22,8 @@ from bench.stats.compare.speedups import order_notes, speed_notes, speedups
 from bench.stats.compare.why import level_name, why
 
 __all__ = [
-    "adjusted_difference", "arm_metrics", "blocked_contrasts", "balanced", "breakdown", "comparison_keys",
-    "comparisons", "decide", "duet_pairs", "host_effect_p",
+    "adjusted_difference", "arm_metrics", "balanced", "blocked_contrasts", "breakdown",
+    "comparison_keys", "comparisons", "decide", "duet_pairs", "host_effect_p",
     "host_summary", "level_name", "order_notes", "position_comparisons",
     "position_differences", "prepare", "primary", "pseudo_pair", "speed_notes", "speedups",
     "why",

@@ -64,7 +64,12 @@ def duet_note(c: Comparison) -> str:
         return f"speed of {c.arm} vs {c.baseline} compared within co-run groups (duets)"
     wp = float(c.ci_high) - float(c.ci_low)  # type: ignore[arg-type]
     wu = float(c.ci_unpaired_high) - float(c.ci_unpaired_low)  # type: ignore[arg-type]
-    saved = f"; unpaired it would take ≈ {(wu / wp) ** 2:.1f}x the boots" if wp > 0 else ""
+    if wp <= 0:
+        saved = ""
+    elif wp < wu:
+        saved = f"; unpaired, the same width would take ≈ {(wu / wp) ** 2:.1f}x the boots"
+    else:
+        saved = "; here the pairing cost more than it saved (each group spends a df)"
     return (
         f"speed of {c.arm} vs {c.baseline} compared within co-run groups (boots measured at "
         f"once on one host): interval width {wp:.1%} against {wu:.1%} unpaired{saved}"
