@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class SpecabError(Exception):
@@ -37,6 +42,37 @@ class SpecabError(Exception):
         if self.fix:
             text += f". Fix: {self.fix}"
         return " ".join(text.split())  # one line, always
+
+    @classmethod
+    def invalid(
+        cls,
+        exc: ValidationError,
+        *,
+        file: str | Path | None,
+        fix: str | Callable[[str], str],
+        problem: Callable[[str, str], str] | None = None,
+        field: str | None = None,
+    ) -> SpecabError:
+        """The first problem pydantic found, as one line: its message (or `problem(path,
+        message)`), the field path (`arms[0].definition`, or `field`) and the fix (or
+        `fix(error type)`)."""
+        first = exc.errors()[0]
+        path = field_path(tuple(first["loc"]))
+        msg = str(first["msg"])
+        return cls(
+            problem(path, msg) if problem else msg.lower(),
+            file=file,
+            field=field or path or None,
+            fix=fix(str(first["type"])) if callable(fix) else fix,
+        )
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as a field path: ("arms", 0, "definition") -> arms[0].definition."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
 
 
 class BootFailed(Exception):

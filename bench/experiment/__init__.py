@@ -61,7 +61,6 @@ from bench.experiment.preview import (
     materialize_arm,
     member_title,
 )
-from bench.experiment.probes import FORMATS as PROMPT_FORMATS
 from bench.experiment.probes import (
     Imported,
     Probe,
@@ -92,7 +91,6 @@ from bench.experiment.spec import (
 __all__ = [
     "OFFSET_LAYER_METHODS",
     "PROBE_TIMEOUT_S",
-    "PROMPT_FORMATS",
     "REDACTED",
     "RESUME_MAY_CHANGE",
     "SERVER_MODULE",

@@ -63,14 +63,6 @@ def _check_version(found: Any, file: Path) -> None:
         )
 
 
-def _where(loc: tuple[int | str, ...]) -> str:
-    """arms.0.definition -> arms[0].definition"""
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out
-
-
 def load_manifest(root: Path) -> Manifest:
     """manifest.json, validated: the one place a manifest is read from disk."""
     path = Path(root) / "manifest.json"
@@ -94,13 +86,8 @@ def load_manifest(root: Path) -> Manifest:
     try:
         return Manifest.model_validate(manifest)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise SpecabError(
-            first["msg"].lower(),
-            file=path,
-            field=_where(first["loc"]),
-            fix="restore the file from the run that wrote it, or start a new results directory",
-        ) from None
+        fix = "restore the file from the run that wrote it, or start a new results directory"
+        raise SpecabError.invalid(exc, file=path, fix=fix) from None
 
 
 def _read_dir(sub: Path, columns: Sequence[str] | None = None) -> list[tuple[Path, pa.Table]]:

@@ -92,10 +92,5 @@ def load_reference(store: Path, name: str) -> Reference:
     try:
         return Reference.model_validate(body)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise SpecabError(
-            first["msg"].lower(),
-            file=path,
-            field=".".join(str(p) for p in first["loc"]),
-            fix="save the reference again (`specab reference save DIR NAME --replace`)",
-        ) from None
+        fix = "save the reference again (`specab reference save DIR NAME --replace`)"
+        raise SpecabError.invalid(exc, file=path, fix=fix) from None

@@ -51,7 +51,7 @@ BAD = {
     "zero-max-tokens": ('{"id": "a", "prompt": "x", "max_tokens": 0}\n', ":1: max_tokens:"),
     "bad-role": (
         '{"id": "a", "messages": [{"role": "robot", "content": "y"}]}\n',
-        ":1: messages.0.role:",
+        ":1: messages[0].role:",
     ),
     "empty": ("\n# nothing here\n", ": probe set is empty"),
 }

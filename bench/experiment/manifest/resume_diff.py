@@ -211,15 +211,17 @@ def _spec(
     try:
         then = Experiment.model_validate(old["spec"]).redacted_dump()
     except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise SpecabError(
-            f"this specab cannot read the experiment the directory was started with "
-            f"(specab {old.get('specab_version', '?')}; {loc}: {first['msg']})",
+        version = old.get("specab_version", "?")
+        raise SpecabError.invalid(
+            exc,
             file=where,
             field="spec",
             fix="resume with the specab version that started it, or start a new results "
             "directory (--results-dir)",
+            problem=lambda loc, msg: (
+                "this specab cannot read the experiment the directory "
+                f"was started with (specab {version}; {loc}: {msg})"
+            ),
         ) from None
     changes = diff(then, new["spec"])
     refused = {k: v for k, v in changes.items() if not _allowed(k, proven)}

@@ -62,6 +62,15 @@ class ProbeSet:
         return len(self.probes)
 
 
+def _line_fix(kind: str) -> str:
+    """The fix for a probe line's field, by pydantic's error type."""
+    if kind == "missing":
+        return "add it"
+    if kind == "extra_forbidden":
+        return "remove it (allowed: " + ", ".join(ProbeLine.model_fields) + ")"
+    return "correct the value"
+
+
 def _line_error(path: Path, lineno: int, problem: str, fix: str) -> SpecabError:
     return SpecabError(problem, file=f"{path}:{lineno}", fix=fix)
 
@@ -100,13 +109,9 @@ def load_probe_set(path: str | Path) -> ProbeSet:
         try:
             line = ProbeLine.model_validate(obj)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or "(line)"
-            fix = {
-                "missing": "add it",
-                "extra_forbidden": "remove it (allowed: " + ", ".join(ProbeLine.model_fields) + ")",
-            }.get(err["type"], "correct the value")
-            raise SpecabError(err["msg"], file=f"{path}:{lineno}", field=field, fix=fix) from None
+            raise SpecabError.invalid(
+                exc, file=f"{path}:{lineno}", fix=_line_fix, problem=lambda _, msg: msg
+            ) from None
         if (line.prompt is None) == (line.messages is None):
             raise _line_error(
                 path,

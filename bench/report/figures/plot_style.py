@@ -69,10 +69,6 @@ def analysis_arms(analysis: Analysis) -> list[str]:
     return [a.arm for a in analysis.arms]
 
 
-def baseline_of(analysis: Analysis) -> str:
-    return analysis.baseline
-
-
 def finite(*values: Any) -> bool:
     return all(v is not None and np.isfinite(float(v)) for v in values)
 

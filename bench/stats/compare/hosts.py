@@ -119,11 +119,6 @@ def host_adjusted_pairs(
     return out
 
 
-def _rss(y: F, x: F) -> float:
-    beta = np.linalg.lstsq(x, y, rcond=None)[0]
-    return float(((y - x @ beta) ** 2).sum())
-
-
 def host_effect_p(values: Mapping[str, F], hosts: Mapping[str, Sequence[str]]) -> float | None:
     """F-test of a host effect in boot value = arm + host over every arm (None: one host,
     or no residual df)."""
