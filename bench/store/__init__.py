@@ -10,7 +10,8 @@ crash between the two leaves an orphan probe file that loading ignores.
 
 `atomic_files` (files never seen half-written), `write` (the writer), `load` (the typed
 manifest and the frames, refusing damage in one line), `validity` (count invariants checked
-at load), `references` (the gate's stored references), `writer_claim` (one writer per
+at load), `versions` (every stored version this specab reads, and its upgrade to today's),
+`references` (the gate's stored references), `writer_claim` (one writer per
 directory: `claim.json`), `campaign` (where a run stands, for `specab status`).
 """
 

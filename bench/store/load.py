@@ -19,12 +19,12 @@ from bench.errors import SpecabError
 from bench.records import (
     BOOT_SCHEMA,
     PROBE_SCHEMA,
-    SCHEMA_VERSION,
     BootRecord,
     Manifest,
     ProbeRecord,
 )
 from bench.store.validity import check_arm_versions, check_counts, check_probes
+from bench.store.versions import results_version, upgraded_manifest
 
 META_KEY = b"specab.schema_version"
 PROBE_REQUIRED = ("boot_id", "probe_set", "probe_id", "accepted_per_pos")
@@ -53,16 +53,6 @@ class Results:
         return listed + [a for a in seen if a not in listed]
 
 
-def _check_version(found: Any, file: Path) -> None:
-    if found != SCHEMA_VERSION:
-        raise SpecabError(
-            f"schema_version {found!r} is not supported (this specab reads {SCHEMA_VERSION})",
-            file=file,
-            field="schema_version",
-            fix="use the specab release that wrote it, or upgrade specab",
-        )
-
-
 def load_manifest(root: Path) -> Manifest:
     """manifest.json, validated: the one place a manifest is read from disk."""
     path = Path(root) / "manifest.json"
@@ -82,7 +72,7 @@ def load_manifest(root: Path) -> Manifest:
         ) from None
     if not isinstance(manifest, dict):
         raise SpecabError("not a JSON object", file=path, fix="restore the file")
-    _check_version(manifest.get("schema_version"), path)
+    manifest = upgraded_manifest(manifest, path)
     try:
         return Manifest.model_validate(manifest)
     except ValidationError as exc:
@@ -109,7 +99,7 @@ def _read_dir(sub: Path, columns: Sequence[str] | None = None) -> list[tuple[Pat
             ) from None
         version = (pf.schema_arrow.metadata or {}).get(META_KEY)
         if version is not None:
-            _check_version(int(version) if version.isdigit() else version, f)
+            results_version(int(version) if version.isdigit() else version, f)
         out.append((f, table))
     return out
 

@@ -17,6 +17,7 @@ from bench import __version__
 from bench.errors import SpecabError
 from bench.records import REFERENCE_VERSION, Machine, Reference, ReferenceArm
 from bench.store.atomic_files import atomic_write_json
+from bench.store.versions import upgraded_reference
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
@@ -81,14 +82,11 @@ def load_reference(store: Path, name: str) -> Reference:
         body = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise SpecabError(f"not a reference file ({exc})", file=path, fix="save it again") from None
-    version = body.get("reference_version") if isinstance(body, dict) else "?"
-    if version != REFERENCE_VERSION:
+    if not isinstance(body, dict):
         raise SpecabError(
-            f"reference_version {version} is not {REFERENCE_VERSION}",
-            file=path,
-            field="reference_version",
-            fix="save the reference again with this specab",
+            "not a reference file (not a JSON object)", file=path, fix="save it again"
         )
+    body = upgraded_reference(body, path)
     try:
         return Reference.model_validate(body)
     except ValidationError as exc:

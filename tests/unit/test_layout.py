@@ -41,6 +41,7 @@ LAYERS = {
     "store": [
         "atomic_files",
         "validity",
+        "versions",
         "load",
         "writer_claim",
         "write",

@@ -352,3 +352,36 @@ def test_files_without_additive_columns_load_with_record_defaults(tmp_path: Path
     assert res.boots["members"].tolist() == [1, 1]
     assert [list(x) for x in res.boots["member_hosts"]] == [[], []]
     assert res.probes["ttft_s"].isna().all()
+
+
+def test_every_stored_version_is_read_through_the_version_map(tmp_path: Path) -> None:
+    """Old results and references stay readable: each version this specab ever wrote has a
+    reader (an upgrade chain to today's), the committed schema-1 results and reference load
+    through it, and only a version newer than this specab is refused, saying to upgrade."""
+    import json
+    import shutil
+
+    from bench.errors import SpecabError
+    from bench.records import REFERENCE_VERSION, SCHEMA_VERSION
+    from bench.store import load_reference, load_results
+
+    goldens = Path(__file__).resolve().parents[1] / "fixtures" / "goldens"
+    root = tmp_path / "sim-ab"
+    shutil.copytree(goldens / "results" / "sim-ab", root)
+    assert json.loads((root / "manifest.json").read_text())["schema_version"] == 1
+    assert len(load_results(root).boots) > 0  # schema 1, through the map
+    store = tmp_path / "refs"
+    store.mkdir()
+    shutil.copy(goldens / "gate.reference.json.golden", store / "old.json")
+    assert json.loads((store / "old.json").read_text())["reference_version"] == 1
+    assert load_reference(store, "old").arms  # reference version 1, through the map
+    manifest = json.loads((root / "manifest.json").read_text())
+    manifest["schema_version"] = SCHEMA_VERSION + 1
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(SpecabError, match="upgrade specab"):
+        load_results(root)
+    ref = json.loads((store / "old.json").read_text())
+    ref["reference_version"] = REFERENCE_VERSION + 1
+    (store / "new.json").write_text(json.dumps(ref))
+    with pytest.raises(SpecabError, match="upgrade specab"):
+        load_reference(store, "new")
