@@ -456,3 +456,26 @@ def test_a_docker_container_runs_as_the_invoking_user_unless_told_otherwise(
     assert "--user" not in argv('{ runtime = "docker", image = "vllm:x" }', 0)
     own = argv('{ runtime = "docker", image = "vllm:x", options = ["-u", "2000"] }', 1000)
     assert own.count("-u") == 1 and "--user" not in own
+
+
+def test_slots_are_counterbalanced_so_a_slower_slot_falls_on_every_arm_alike() -> None:
+    """Two slots on one node, boots two at a time in shuffled blocks: each arm runs in each
+    slot about equally often (the slot it used least), not in whichever slot is lowest."""
+    from collections import Counter
+
+    from bench.run.driver import Dispatcher
+
+    d = Dispatcher([NodeSlots("n1", "a", 2)], 2, {}, lambda a: None)  # type: ignore[arg-type,return-value]
+    todo = plan_order(["x", "y"], 8, seed=2)  # x first in 2 blocks of 8: lowest-slot 2 vs 6
+    used: Counter[tuple[str, int]] = Counter()
+    while todo:
+        held = [p for p in (d.reserve(todo), d.reserve(todo)) if p is not None]
+        for place in held:
+            used[(place.plan.arm, place.slot)] += 1
+            d._slot_arm[("n1", place.slot, place.plan.arm)] += 1  # what launch() counts
+            d._per_node_arm[("n1", place.plan.arm)] += 1
+            d._per_node_total["n1"] += 1
+        for place in held:
+            d._free["n1"].add(place.slot)
+    for arm in "xy":
+        assert abs(used[(arm, 0)] - used[(arm, 1)]) <= 1, dict(used)

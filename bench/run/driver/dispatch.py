@@ -77,6 +77,7 @@ class Dispatcher:
         self._per_node_arm: Counter[tuple[str, str]] = Counter()  # head (or single) role
         self._member_arm: Counter[tuple[str, str]] = Counter()  # any member of a gang
         self._per_node_total: Counter[str] = Counter()
+        self._slot_arm: Counter[tuple[str, int, str]] = Counter()  # (node, slot, arm) launches
         self.lost_nodes: list[str] = []  # labels of nodes that left the cluster mid-run
         self._checked = 0.0  # when on_dead_nodes last asked Ray for its node table
         self._remote = ray.remote(task)
@@ -107,7 +108,9 @@ class Dispatcher:
         )[: self.gang - 1]
         taken = []
         for n in (node_id, *others):
-            slot = min(self._free[n])
+            # counterbalanced: the free slot this arm ran in least on this node (a slower
+            # core or GPU then falls on every arm alike instead of becoming an arm effect)
+            slot = min(self._free[n], key=lambda s: (self._slot_arm[(n, s, plan.arm)], s))
             self._free[n].discard(slot)
             taken.append((self._nodes[n], slot))
         members = tuple(taken) if self.gang > 1 else ()
@@ -166,9 +169,10 @@ class Dispatcher:
         """A failed attempt does not count towards its arm's share of a node: the retry is
         balanced as if the attempt had never run."""
         self._per_node_arm[(f.place.node.node_id, f.place.plan.arm)] -= 1
-        for n, _ in _slots_of(f):
+        for n, slot in _slots_of(f):
             self._member_arm[(n.node_id, f.place.plan.arm)] -= 1
             self._per_node_total[n.node_id] -= 1
+            self._slot_arm[(n.node_id, slot, f.place.plan.arm)] -= 1
 
     def _placement_group(self, place: Place) -> tuple[Any, str | None]:
         """The gang's placement group, ready; or None and why it could not be placed."""
@@ -209,9 +213,10 @@ class Dispatcher:
             strategy = NodeAffinitySchedulingStrategy(node_id=node_id, soft=False)
             ref = self._remote.options(**self._options, scheduling_strategy=strategy).remote(spec)
         self._per_node_arm[(node_id, place.plan.arm)] += 1
-        for n, _ in place.members or ((place.node, place.slot),):
+        for n, slot in place.members or ((place.node, place.slot),):
             self._member_arm[(n.node_id, place.plan.arm)] += 1
             self._per_node_total[n.node_id] += 1
+            self._slot_arm[(n.node_id, slot, place.plan.arm)] += 1
         f = InFlight(place, spec, datetime.now(UTC), time.monotonic(), pg)
         self.inflight[ref] = f
         return f
