@@ -24,8 +24,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-# Measured before this release on the 20 x 50 x 1,000 directory (quiet 2-core machine).
-BEFORE = {"status": (21.3, 932), "analyze --json": (31.7, 1250), "report": (41.2, 1250)}
+# The release before (its code run the same way on the 20 x 50 x 1,000 directory, a quiet
+# 2-core AMD EPYC with AVX-512): (CPU s, peak MB).
+BEFORE = {"status": (18.4, 1219), "analyze --json": (27.2, 1600), "report": (38.8, 1596)}
 COMMANDS = {
     "status": ["status", "{dir}", "--json"],
     "analyze --json": ["analyze", "{dir}", "--json"],

@@ -204,3 +204,26 @@ def test_duet_pairs_compare_speed_within_groups_and_only_where_groups_hold_both(
     _, arm = pairs[("fast", SPEED_METRIC)]
     assert abs(float(arm.ratio) - np.log(1.1)) < 0.01  # the true ratio, within groups
     assert float(arm.se) < 0.2 * float(est["fast"][SPEED_METRIC].se)
+
+
+def test_a_slower_slot_is_named_and_an_even_machine_is_not() -> None:
+    from dataclasses import replace
+
+    from bench.stats.compare import slot_note
+
+    rng = np.random.default_rng(5)
+    slots = ["0", "1"] * 6
+
+    def arms(slow: float) -> dict[str, ArmData]:
+        out = {}
+        for name in ("base", "fix"):
+            factor = np.array([1.0 - slow if s == "1" else 1.0 for s in slots])
+            speeds = 50.0 * factor * np.exp(rng.normal(0.0, 0.02, len(slots)))
+            out[name] = replace(
+                _arm(name, speeds, [""] * len(slots)), hosts=["h"] * 12, slots=slots
+            )
+        return out
+
+    note = slot_note(arms(0.15))
+    assert note is not None and "slot effect p" in note
+    assert slot_note(arms(0.0)) is None

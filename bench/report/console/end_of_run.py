@@ -121,6 +121,15 @@ def print_end(
             markup=False,
             highlight=False,
         )
+    for c in analysis.comparisons:  # speed compared within co-run groups: both widths
+        if c.pairing == "duet" and None not in (c.ci_low, c.ci_high, c.ci_unpaired_low):
+            console.print(
+                f"speed of {c.arm} vs {c.baseline} within co-run groups: "
+                f"[{c.ci_low:+.1%}, {c.ci_high:+.1%}] paired, "
+                f"[{c.ci_unpaired_low:+.1%}, {c.ci_unpaired_high:+.1%}] unpaired",
+                markup=False,
+                highlight=False,
+            )
     if analysis.selection is not None:
         render_selection(analysis.selection, console)
     if not report:

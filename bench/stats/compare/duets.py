@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.records import SPEED_METRIC
-from bench.stats.compare.hosts import pseudo_pair
+from bench.stats.compare.hosts import host_effect_p, pseudo_pair
 from bench.stats.inputs import ArmData, boot_values
 from bench.stats.methods import Est
 
@@ -105,3 +105,23 @@ def duet_pairs(
                 np.asarray(diff), np.asarray(se), df, est[arm][SPEED_METRIC]
             )
     return out
+
+
+def slot_note(data: Mapping[str, ArmData]) -> str | None:
+    """A slot effect on speed (log tokens/s = arm + slot within its host, an F-test as for
+    hosts), stated when p < 0.05: a slower core or GPU. Slots are counterbalanced across arms
+    and comparisons within co-run groups adjust for them, so it moves no verdict by itself."""
+    values, cells = {}, {}
+    for a, ad in data.items():
+        if not ad.slots or not all(ad.slots) or not ad.hosts:
+            return None
+        values[a] = boot_values(ad, SPEED_METRIC)
+        cells[a] = [f"{h} slot {s}" for h, s in zip(ad.hosts, ad.slots, strict=True)]
+    p = host_effect_p(values, cells)
+    if p is None or p >= 0.05:
+        return None
+    return (
+        f"speed differs between slots (slot effect p = {p:.2g}: a slower core or GPU); the "
+        "slots are counterbalanced across arms and comparisons within co-run groups adjust "
+        "for them — check the node if it persists"
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench.records import SPEED_METRIC
+from bench.stats.compare.duets import slot_note
 from bench.stats.describe import speed_est
 from bench.stats.inputs import ArmData, Settings, margin_for
 from bench.stats.methods import family
@@ -69,7 +70,8 @@ def speed_notes(data: dict[str, ArmData], s: Settings) -> list[str]:
             f"the baseline {s.baseline} runs without speculative decoding, so no acceptance "
             "is compared; pass a speculative baseline (--baseline) to compare acceptance"
         )
-    return notes
+    slots = slot_note(data)
+    return notes + ([slots] if slots else [])
 
 
 def order_notes(data: dict[str, ArmData], baseline: str, claimed: list[str]) -> list[str]:
