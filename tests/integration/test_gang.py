@@ -156,3 +156,27 @@ def test_min_free_memory_fails_with_a_clear_error_when_the_node_never_has_it(
     # it gave up after memory_wait_s = 1 s, not the default 300 s (the bound allows a loaded
     # machine: the boot's own set-up is most of it)
     assert took < 60
+
+
+def test_a_port_collision_restarts_the_whole_gang_on_new_ports(
+    tmp_path: Path, fake_experiment: Callable[..., Path], boot_once: Callable[..., BootOutcome]
+) -> None:
+    """The head loses a port it binds to another process (torch's EADDRINUSE): the whole
+    gang stops and starts again on a new rendezvous port, the member joining the new one;
+    relaunching the head alone would leave the member on the old rendezvous."""
+    env = {"SPECAB_FAKE_FAULT": "port_in_use", "SPECAB_FAKE_FAULT_TIMES": "1"}
+    out, _ = gang_boot(tmp_path, fake_experiment, boot_once, env)
+    assert out.record.status == "ok", out.record.error
+    head_log = (tmp_path / "work" / "g.log").read_text()
+    member_log = (tmp_path / "work" / "g__b000__a1.m1.log").read_text()
+
+    def ports(log: str) -> list[str]:
+        lines = [x for x in log.splitlines() if x.startswith("[specab] launching")]
+        return [x.split("--master-port ")[1].split()[0] for x in lines]
+
+    assert "address already in use" in head_log
+    head, member = ports(head_log), ports(member_log)
+    assert len(head) == 2 and head[0] != head[1], head  # a new rendezvous port
+    assert member == head, (member, head)  # the member restarted with the head, each time
+    assert "fake head: member 1 joined" in head_log.split("[specab] launching")[-1]
+    assert_all_gone(tmp_path / "fake-state")

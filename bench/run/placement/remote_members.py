@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -290,6 +290,12 @@ class RemoteMember:
 
     def lingering(self) -> tuple[str, ...]:
         return self._lingered
+
+    def retarget(self, master_port: int) -> None:
+        """Stopped (its actor ended): the next `begin` prepares a new actor that joins the
+        rendezvous on `master_port`."""
+        self._ms = replace(self._ms, master_port=master_port)
+        self._prep = self._start = self._stopping = None
 
 
 class RayMembers:

@@ -22,6 +22,7 @@ from bench.run.process.procfs import descendants, group_members, log_tail
 from bench.run.process.root_cause import summarize_tail
 
 __all__ = [
+    "MAX_PORT_RETRIES",
     "Plan",
     "ServerProcess",
     "descendants",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 _PORT_IN_USE = ("address already in use", "errno 98")
-_MAX_PORT_RETRIES = 3
+MAX_PORT_RETRIES = 3
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -89,9 +90,18 @@ class ServerProcess(MemberProcess):
         argv = [*self.plan.argv, "--host", self.host, "--port", str(self.port), *self.extra_args]
         self.launch(argv)
 
-    def wait_ready(self, check: Callable[[], None] | None = None) -> None:
+    def port_taken(self) -> bool:
+        """The server exited because a port it binds was taken (another process won the
+        free-port race: its API port, or a gang head's rendezvous port)."""
+        return any(m in line.lower() for line in self.tail() for m in _PORT_IN_USE)
+
+    def wait_ready(
+        self, check: Callable[[], None] | None = None, *, port_retries: int = MAX_PORT_RETRIES
+    ) -> None:
         """Poll /health until 200; BootFailed with the log tail on early exit or deadline.
-        `check` runs every poll and may raise BootFailed itself (a gang member exited)."""
+        `check` runs every poll and may raise BootFailed itself (a gang member exited).
+        `port_retries`: relaunches on a new API port after a port collision (a gang: 0, the
+        gang restarts whole on new ports instead)."""
         assert self._proc is not None, "start() first"
         deadline = time.monotonic() + self.ready_timeout_s
         retries = 0
@@ -100,9 +110,7 @@ class ServerProcess(MemberProcess):
                 rc = self.poll()
                 if rc is not None:
                     tail = self.tail()
-                    if retries < _MAX_PORT_RETRIES and any(
-                        m in line.lower() for line in tail for m in _PORT_IN_USE
-                    ):
+                    if retries < port_retries and self.port_taken():
                         retries += 1  # lost the free-port race to another process
                         self.reap()
                         self.start()

