@@ -1,10 +1,30 @@
 """specab: multi-boot A/B benchmarks of speculative-decoding acceptance."""
 
+import importlib
+import sys
+from collections.abc import Mapping
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 try:
     __version__ = version("specab")
 except PackageNotFoundError:  # running from a source tree without install
     __version__ = "0.0.0+src"
 
-__all__ = ["__version__"]
+
+def lazy_attribute(package: str, where: Mapping[str, str], name: str) -> Any:
+    """What a package face's `__getattr__` (PEP 562) returns: `name` from its module, imported
+    on first use (`where`: name -> module). Every name of that module is bound in the face at
+    once: importing a module also binds it in its package under its own name, which a name
+    of the same spelling (`status_view`) must override."""
+    if name not in where:
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+    module = importlib.import_module(where[name])
+    face = sys.modules[package]
+    for other, at in where.items():
+        if at == where[name]:
+            setattr(face, other, getattr(module, other))
+    return getattr(face, name)
+
+
+__all__ = ["__version__", "lazy_attribute"]

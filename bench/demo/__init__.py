@@ -6,6 +6,7 @@ building them (`drafters`, `build`), and the `make demo` entry (`python -m bench
 
 from typing import TYPE_CHECKING, Any
 
+from bench import lazy_attribute
 from bench.demo.build import build_demo_models, build_method_models, train_drafters
 from bench.demo.drafters import build_dflash, build_eagle3, save_dflash, save_eagle3
 from bench.demo.tiny_models import (
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 # The forwards and the distillation import torch and transformers (≈ 7 CPU-s): loaded on
 # first use, so that `make demo`'s driver and every pytest process that only needs the
 # committed models' paths do not pay for them (PEP 562).
+
 _TORCH_MODULES = {
     "DFlashDraft": "dflash",
     "block_inputs": "dflash",
@@ -40,11 +42,8 @@ _TORCH_MODULES = {
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _TORCH_MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{_TORCH_MODULES[name]}"), name)
+    where = {n: f"{__name__}.{m}" for n, m in _TORCH_MODULES.items()}
+    return lazy_attribute(__name__, where, name)
 
 
 __all__ = [

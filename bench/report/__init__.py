@@ -11,6 +11,8 @@ MLflow runs (`export mlflow`), `live_tracking` the same while a run goes (`run-a
 # import what they print with, never the figures (matplotlib) or MLflow.
 from typing import TYPE_CHECKING, Any
 
+from bench import lazy_attribute
+
 if TYPE_CHECKING:
     from bench.report.console import (
         print_end,
@@ -97,17 +99,7 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    module = importlib.import_module(_WHERE[name])
-    # Every name of that module at once: importing a module also binds it here under its
-    # own name (`status_view`), which a name of the same spelling must override.
-    for other, where in _WHERE.items():
-        if where == _WHERE[name]:
-            globals()[other] = getattr(module, other)
-    return globals()[name]
+    return lazy_attribute(__name__, _WHERE, name)
 
 
 __all__ = [

@@ -7,6 +7,8 @@ tables from typed results only."""
 # import what they print with, never the figures (matplotlib) or MLflow.
 from typing import TYPE_CHECKING, Any
 
+from bench import lazy_attribute
+
 if TYPE_CHECKING:
     from bench.report.console.analysis_view import render_analysis, render_plan, render_split
     from bench.report.console.end_of_run import print_end, table_console
@@ -26,17 +28,7 @@ _WHERE = {
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _WHERE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    module = importlib.import_module(_WHERE[name])
-    # Every name of that module at once: importing a module also binds it here under its
-    # own name (`status_view`), which a name of the same spelling must override.
-    for other, where in _WHERE.items():
-        if where == _WHERE[name]:
-            globals()[other] = getattr(module, other)
-    return globals()[name]
+    return lazy_attribute(__name__, _WHERE, name)
 
 
 __all__ = [
