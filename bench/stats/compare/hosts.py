@@ -36,38 +36,26 @@ def balanced(hosts_a: Sequence[str], hosts_b: Sequence[str]) -> bool:
     return all(ca[h] * nb == cb[h] * na for h in set(ca) | set(cb))
 
 
-def _design(
-    hosts_a: Sequence[str],
-    hosts_b: Sequence[str],
-    extra_a: Sequence[str] = (),
-    extra_b: Sequence[str] = (),
-) -> NDArray[np.float64]:
-    """Columns: intercept, arm b, one dummy per host (block) after the first, then one per
-    level of a second factor after the first (a covariate such as the slot, when given)."""
-    x = np.zeros((len(hosts_a) + len(hosts_b), 2))
+def _design(hosts_a: Sequence[str], hosts_b: Sequence[str]) -> NDArray[np.float64]:
+    """Columns: intercept, arm b, one dummy per host after the first."""
+    order = sorted(set(hosts_a) | set(hosts_b))
+    rows = [(0.0, h) for h in hosts_a] + [(1.0, h) for h in hosts_b]
+    x = np.zeros((len(rows), 1 + len(order)))
     x[:, 0] = 1.0
-    x[len(hosts_a) :, 1] = 1.0
-    for a, b in ((hosts_a, hosts_b), (extra_a, extra_b)):
-        if not len(a) and not len(b):
-            continue
-        values = [*a, *b]
-        levels = sorted(set(values))[1:]
-        x = np.hstack([x, np.array([[float(v == lv) for lv in levels] for v in values])])
+    for i, (arm, h) in enumerate(rows):
+        x[i, 1] = arm
+        j = order.index(h)
+        if j:
+            x[i, 1 + j] = 1.0
     return x
 
 
 def adjusted_difference(
-    ya: F,
-    yb: F,
-    hosts_a: Sequence[str],
-    hosts_b: Sequence[str],
-    extra_a: Sequence[str] = (),
-    extra_b: Sequence[str] = (),
+    ya: F, yb: F, hosts_a: Sequence[str], hosts_b: Sequence[str]
 ) -> tuple[F, F, float]:
-    """Arm b minus arm a within hosts (or any blocks; `extra_*`: a second factor adjusted
-    for, e.g. the slot): (difference, SE, df) over batch axes. SE is NaN when arm and block
-    are confounded (no block has both arms) or no residual df is left."""
-    x = _design(hosts_a, hosts_b, extra_a, extra_b)
+    """Arm b minus arm a within hosts: (difference, SE, df) over batch axes. SE is NaN when
+    arm and host are confounded (no host has both arms) or no residual df is left."""
+    x = _design(hosts_a, hosts_b)
     y = np.concatenate([np.asarray(ya, float), np.asarray(yb, float)], axis=-1)
     rank = int(np.linalg.matrix_rank(x))
     pinv = np.linalg.pinv(x)
