@@ -123,19 +123,30 @@ def _create(path: Path, claim: WriterClaim) -> None:
     create_exclusive(path, claim.model_dump_json(indent=1).encode())
 
 
+def guard_stale_s() -> float:
+    """Age after which a left `claim.json.takeover` file is stale: a live holder keeps it
+    for milliseconds, so one that outlives the claim's own staleness was left by a driver
+    frozen or killed while holding it."""
+    return min(TAKEOVER_LOCK_STALE_S, stale_after_s())
+
+
 class _Guard:
-    """The short exclusive `claim.json.takeover` file (heartbeat and takeover take it)."""
+    """The short exclusive `claim.json.takeover` file (heartbeat and takeover take it). It
+    holds its taker's token, so a holder frozen while holding it and woken after a
+    successor took it over leaves the successor's guard alone."""
 
     def __init__(self, root: Path) -> None:
         self.path = Path(root) / f"{CLAIM_FILE}.takeover"
+        self.token = uuid.uuid4().hex
+        self.held = False
 
     def __enter__(self) -> bool:
         try:
-            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+            create_exclusive(self.path, self.token.encode())
             self.held = True
         except FileExistsError:
-            try:  # left by a process that died holding it
-                if time.time() - self.path.stat().st_mtime > TAKEOVER_LOCK_STALE_S:
+            try:  # left by a process that died or froze holding it
+                if time.time() - self.path.stat().st_mtime > guard_stale_s():
                     self.path.unlink(missing_ok=True)
             except FileNotFoundError:
                 pass
@@ -143,8 +154,11 @@ class _Guard:
         return self.held
 
     def __exit__(self, *exc: object) -> None:
-        if self.held:
-            self.path.unlink(missing_ok=True)
+        if not self.held:
+            return
+        with contextlib.suppress(OSError):
+            if self.path.read_text(encoding="utf-8") == self.token:
+                self.path.unlink(missing_ok=True)
 
 
 class HeldClaim:
@@ -232,7 +246,9 @@ def acquire_claim(root: Path, command: str) -> HeldClaim:
         slurm_restart=restart,
     )
     path = root / CLAIM_FILE
-    for _ in range(5):
+    # long enough for a guard left by a frozen holder to go stale, then a few tries more
+    deadline = time.monotonic() + guard_stale_s() + 5.0
+    while time.monotonic() < deadline:
         try:
             _create(path, mine)
             return HeldClaim(root, mine, created_root=created)

@@ -168,6 +168,30 @@ def test_a_holder_taken_over_records_nothing_and_its_heartbeat_stops(
     assert read_claim(writer.root).token == "successor"  # nor did its release remove it
 
 
+def test_a_guard_left_by_a_frozen_holder_delays_a_takeover_only_until_it_is_stale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The holder froze (SIGSTOP, a hung node) while holding `claim.json.takeover` for a
+    heartbeat: the successor waits for the guard to go stale instead of giving up, and the
+    old holder's guard, woken later, does not remove the successor's."""
+    monkeypatch.setenv(wc.STALE_ENV, "1")
+    old = (datetime.now(UTC) - timedelta(seconds=30)).isoformat(timespec="seconds")
+    _claim(tmp_path, host="node-elsewhere", heartbeat_at=old)
+    frozen = wc._Guard(tmp_path)
+    assert frozen.__enter__() is True  # and its holder stops here
+    started = time.monotonic()
+    held = acquire_claim(tmp_path, "run-ab --resume")
+    assert 1.0 <= time.monotonic() - started < 8.0
+    assert "node-elsewhere" in (read_claim(tmp_path).took_over or "")
+    successor = wc._Guard(tmp_path)
+    assert successor.__enter__() is True
+    frozen.__exit__(None, None, None)  # the old holder wakes up
+    assert successor.path.read_text() == successor.token
+    successor.__exit__(None, None, None)
+    assert not successor.path.exists()
+    held.release()
+
+
 def test_a_newer_releases_claim_is_read_not_refused(tmp_path: Path) -> None:
     _claim(tmp_path, pid=_pid(), pid_started=wc.pid_started(_pid()), added_later={"x": 1})
     with pytest.raises(SpecabError, match="being written by"):  # a live holder, understood
