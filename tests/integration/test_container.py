@@ -17,17 +17,15 @@ import difflib
 import hashlib
 import importlib.util
 import os
-import resource
-import shutil
 import subprocess
 import sys
-import tarfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hostusr_image import podman_problem, run_options, write_rootfs_tar
 
 from bench.experiment import load_spec, resolve_arm
 from bench.experiment.launch import interpreter_vllm_version
@@ -93,51 +91,17 @@ def test_fake_server_boots_in_a_container_and_the_container_is_gone_after(
 
 
 # --------------------------------------------------------------------- real podman
-def _podman_problem() -> str | None:
-    if shutil.which("podman") is None:
-        return "podman is not installed (apt-get install -y podman runc)"
-    if os.geteuid() != 0:
-        return "the test image borrows the host's /usr: rootful podman only"
-    cmd = ["podman", "info", "--format", "{{.Host.OCIRuntime.Name}}"]
-    try:
-        info = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"podman info failed: {exc}"
-    return None if info.returncode == 0 else f"podman info failed: {info.stderr.strip()[:200]}"
-
-
 def _options() -> list[str]:
-    """What this kind of machine needs (a VM without CAP_SYS_RESOURCE, cgroup v1 hybrid):
-    runc instead of crun, limits no higher than ours, the host's /usr and Python mounted."""
-    opts = ["--runtime", "runc"] if shutil.which("runc") else []
-    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    nproc = min(resource.getrlimit(resource.RLIMIT_NPROC)[0], 32768)
-    opts += ["--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}"]
-    opts += ["--shm-size", "1g"]  # private /dev/shm: the container is its own "node"
-    for p in sorted({"/usr", sys.base_prefix, sys.prefix}):
-        opts += ["-v", f"{p}:{p}:ro"]
-    return opts
+    return [*run_options(), "--shm-size", "1g"]  # private /dev/shm: the container is a "node"
 
 
 @pytest.fixture(scope="module")
 def podman_image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """An image of an empty root whose /bin, /lib... point into /usr (mounted at run time)
-    plus a copy of /etc: what tests/../make_image.sh did by hand, built with `podman import`."""
-    why = _podman_problem()
+    """The host-/usr image (hostusr_image.py), built here with `podman import`."""
+    why = podman_problem()
     if why is not None:
         pytest.skip(why)
-    root = tmp_path_factory.mktemp("rootfs")
-    tar = root.parent / "rootfs.tar"
-    with tarfile.open(tar, "w") as tf:
-        for d in ("proc", "sys", "dev", "tmp", "run", "usr", "root"):
-            info = tarfile.TarInfo(d)
-            info.type, info.mode = tarfile.DIRTYPE, 0o1777 if d == "tmp" else 0o755
-            tf.addfile(info)
-        for d in ("bin", "lib", "lib64", "sbin"):
-            info = tarfile.TarInfo(d)
-            info.type, info.linkname = tarfile.SYMTYPE, f"usr/{d}"
-            tf.addfile(info)
-        tf.add("/etc", arcname="etc", filter=lambda t: t if t.isdir() or t.isfile() else None)
+    tar = write_rootfs_tar(tmp_path_factory.mktemp("rootfs") / "rootfs.tar")
     subprocess.run(["podman", "import", str(tar), IMAGE], check=True, capture_output=True)
     try:
         yield IMAGE

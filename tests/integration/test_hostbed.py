@@ -7,7 +7,9 @@ own address, hostname, process table, /tmp and /dev/shm), in the order a cluster
 2. GPU accounting on hosts that declare two GPUs each to Ray (`ray start --num-gpus 2`;
    no GPU exists, the servers only see the ids): concurrent boots on a host never share an
    id, a TP = 2 boot gets two, and the recorded `gpu` column is what the server saw.
-3. Hosts that fail mid-boot: host 2 killed (its holder: the kernel ends its whole PID
+3. An image missing on one host (podman, each host its own store): attempts placed there
+   fail naming the image and the host, and no arm mixes definitions.
+4. Hosts that fail mid-boot: host 2 killed (its holder: the kernel ends its whole PID
    namespace), then host 3 cut off the network (its end of the bridge down). Each time the
    attempt fails naming the host, nothing more is placed there, the boot is retried on a
    live host, the run finishes with every boot once, and nothing is left running anywhere.
@@ -31,6 +33,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostusr_image import (
+    PODMAN_ENV,
+    host_podman_store,
+    podman_problem,
+    run_options,
+    write_rootfs_tar,
+)
 from testbed_helpers import RAY, ROOT, Bed, namespace_hosts
 
 from bench.stats.compare import balanced
@@ -67,6 +76,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, str
             # Ray told not to set CUDA_VISIBLE_DEVICES (as some sites do): what a server
             # sees is then specab's doing alone
             env = {**FAST_DETECT, "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}
+            env |= PODMAN_ENV  # each host's own podman store (test 3), in its private /tmp
             address = bed.ray_cluster(cpus=1, gpus=2, dashboard=True, env=env)
             yield bed, address, shared
     finally:
@@ -189,7 +199,66 @@ def test_gpus_declared_to_ray_reach_each_server_and_concurrent_boots_never_share
             assert overlaps == 0  # a host's two GPUs hold one TP = 2 boot at a time
 
 
-# ------------------------------------------------------------------ 2. hosts that fail
+# ------------------------------------------------------------------ 3. an image not on every host
+def test_an_image_missing_on_one_host_fails_its_boots_there_and_never_mixes_an_arm(
+    cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]
+) -> None:
+    """Container arms (podman, each host its own store): the image is on h1 and h2, not on
+    h3. An attempt placed on h3 fails naming the image and the node, h3 takes no more boots
+    of that arm, and the run ends with every boot ok on h1 and h2; no ok boot guessed its
+    image's vLLM (each arm has one definition and one vLLM version). Before, a failed probe
+    was cached as "no vLLM" (h3's boots recorded another definition and the directory was
+    refused as mixed); then, with the probe fixed, the retries kept landing on h3, the host
+    free first, and boots ran out of attempts there."""
+    why = podman_problem()
+    if why is not None:
+        pytest.skip(why)
+    bed, address, shared = cluster
+    image = f"localhost/specab-bed-image:{os.getpid()}"
+    tar = write_rootfs_tar(shared / "rootfs.tar")
+    for h in bed.hosts:
+        host_podman_store(bed.run, h, tar, image if h != "h3" else None)
+    container = {
+        "runtime": "podman",
+        "image": image,
+        "options": [*run_options(), "-v", f"{ROOT}:{ROOT}:ro", "-v", f"{shared}:{shared}"],
+    }
+    env = {"SPECAB_FAKE_PROBE_S": "0.3"}
+    spec = fake_experiment(
+        shared / "image",
+        {"a": env, "b": env},
+        name="image",
+        boots_per_arm=3,
+        server={"container": container, "python": sys.executable},
+    )
+    root = shared / "image" / "results"
+    argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
+    done = bed.run(
+        "h1", [sys.executable, "-m", "bench.cli", *argv, "--address", address], 400, env=PODMAN_ENV
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    res = load_results(root)
+    boots = res.boots
+    on3 = boots[boots["host"] == "h3"]
+    assert len(on3) >= 1, (boots[["arm", "host", "status"]], done.stdout[-2000:])
+    assert (on3["status"] != "ok").all() and len(on3) <= 2  # one attempt per arm at most
+    for error in on3["error"]:
+        assert f"cannot read vLLM in image {image} with podman on node h3" in error, error
+    ok = res.ok_boots()
+    assert set(ok["host"]) <= {"h1", "h2"} and len(ok) == 6, ok["host"].tolist()
+    assert ok["vllm_version"].notna().all()
+    assert (ok.groupby("arm")["definition_sha256"].nunique() == 1).all()
+    print(
+        f"image missing on h3: {len(on3)} attempt(s) there failed naming it, {len(ok)} boots"
+        " ok on h1/h2"
+    )
+    for h in bed.hosts:
+        left = bed.run(h, ["podman", "ps", "-aq"], env=PODMAN_ENV).stdout.split()
+        assert left == [], (h, left)
+        bed.run(h, ["podman", "rmi", "-f", image], env=PODMAN_ENV)
+
+
+# ------------------------------------------------------------------ 4. hosts that fail
 def test_a_host_killed_and_a_host_cut_off_mid_boot_are_retried_elsewhere(
     cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]
 ) -> None:

@@ -23,6 +23,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hostusr_image import (
+    MARKER,
+    PODMAN_ENV,
+    host_podman_store,
+    podman_problem,
+    run_options,
+    write_rootfs_tar,
+)
 from testbed_helpers import ROOT, TB, Bed, namespace_hosts
 
 from bench.store import load_results
@@ -72,10 +80,10 @@ def _state(env: dict[str, str], job: str) -> str:
     return q.stdout.strip()
 
 
-def _wait(cond: Callable[[], bool], timeout: float, what: str) -> float:
+def _wait(cond: Callable[[], bool], timeout: float, what: str | Callable[[], str]) -> float:
     t0 = time.monotonic()
     while not cond():
-        assert time.monotonic() - t0 < timeout, what
+        assert time.monotonic() - t0 < timeout, what if isinstance(what, str) else what()
         time.sleep(0.5)
     return time.monotonic() - t0
 
@@ -130,6 +138,68 @@ def test_requeued_job_resumes_then_scancel_leaves_nothing(slurm, fake_experiment
     shutil.rmtree(spec.parent, ignore_errors=True)
 
 
+PY = "^[^ ]*python[^ ]*"  # a Python process itself, not a shell or srun naming it
+
+
+def _in_image(bed: Bed, host: str, needle: str) -> list[bool]:
+    """For each process on `host` whose command line matches `needle`: whether its root is
+    the test image's (the marker file exists only there)."""
+    check = f"[ -e /proc/$p/root/{MARKER} ] && echo in || echo out"
+    script = f"for p in $(pgrep -f '{needle}'); do {check}; done"
+    return [w == "in" for w in bed.run(host, ["sh", "-c", script]).stdout.split()]
+
+
+def test_ray_the_driver_and_every_server_run_in_the_image_on_every_node(
+    slurm, fake_experiment
+) -> None:
+    """`SPECAB_CONTAINER_IMAGE` with `SPECAB_CONTAINER_RUNTIME=podman`: each node's Ray step
+    and the driver run in the image (one container per node and role, cluster/in-container.sh),
+    nothing from the host's PATH, Ray's temp dir and the results directory mounted; the run
+    ends on its own with every boot ok on both hosts, and no container or process is left.
+    Before, the script ran the driver on the host and only Ray's steps in the image."""
+    why = podman_problem()
+    if why is not None:
+        pytest.skip(why)
+    bed, env = slurm
+    spec = _experiment(fake_experiment, "slurm-image", 2.0)
+    image = f"localhost/specab-slurm-image:{os.getpid()}"
+    tar = write_rootfs_tar(spec.parent / "rootfs.tar")
+    for h in bed.hosts:
+        host_podman_store(bed.run, h, tar, image)
+    knobs = {
+        **PODMAN_ENV,
+        "SPECAB_CONTAINER_IMAGE": image,
+        "SPECAB_CONTAINER_RUNTIME": "podman",
+        "SPECAB_CONTAINER_OPTIONS": " ".join(run_options(venv=False)),  # the script mounts it
+    }
+    job, out = _submit({**env, **knobs}, spec)
+    results = spec.parent / "results"
+    text = lambda: out.read_text() if out.exists() else "no output"  # noqa: E731
+    _wait(lambda: _boots(results) >= 1, 240, text)
+    seen = {h: _in_image(bed, h, f"{PY} [^ ]*/bin/ray start") for h in bed.hosts}
+    driver = [w for h in bed.hosts for w in _in_image(bed, h, f"{PY} [^ ]*/bin/specab run-ab")]
+    assert driver == [True], (driver, text())
+    assert sum(len(v) for v in seen.values()) == 2 and all(all(v) for v in seen.values()), seen
+    servers: list[bool] = []
+
+    def a_server() -> bool:
+        servers[:] = [w for h in bed.hosts for w in _in_image(bed, h, f"{PY} -m vllm.entrypoints")]
+        return bool(servers)
+
+    _wait(a_server, 60, "no server seen")
+    assert all(servers), servers
+    _wait(lambda: _state(env, job) == "", 300, text)
+    res = load_results(results)
+    assert len(res.ok_boots()) == 4, (res.boots[["arm", "boot", "status", "error"]], text())
+    assert res.boots["host"].nunique() == 2, res.boots["host"].tolist()
+    _wait(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
+    for h in bed.hosts:
+        left = bed.run(h, ["podman", "ps", "-aq"], env=PODMAN_ENV).stdout.split()
+        assert left == [], (h, left)
+        bed.run(h, ["podman", "rmi", "-f", image], env=PODMAN_ENV)
+    shutil.rmtree(spec.parent, ignore_errors=True)
+
+
 def _boots(results: Path) -> int:
     return len(list((results / "boots").glob("*.parquet")))
 
@@ -147,7 +217,7 @@ def test_a_job_whose_batch_host_dies_resumes_on_the_other_hosts_at_once(
     job, out = _submit(env, spec)
     results = spec.parent / "results"
     text = lambda: out.read_text() if out.exists() else "no output"  # noqa: E731
-    _wait(lambda: _boots(results) >= 1, 240, text())
+    _wait(lambda: _boots(results) >= 1, 240, text)
     batch = subprocess.run(
         ["squeue", "-h", "-j", job, "-o", "%B"], env=env, capture_output=True, text=True
     ).stdout.strip()

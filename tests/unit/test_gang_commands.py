@@ -479,3 +479,34 @@ def test_slots_are_counterbalanced_so_a_slower_slot_falls_on_every_arm_alike() -
             d._free["n1"].add(place.slot)
     for arm in "xy":
         assert abs(used[(arm, 0)] - used[(arm, 1)]) <= 1, dict(used)
+
+
+def test_a_node_that_cannot_read_an_arms_image_takes_no_more_of_that_arm() -> None:
+    """Arm x's attempt on node b failed: b's podman store lacks x's image. x's retries and
+    later boots go to a, y still runs on b; and once every node is barred for x, x is
+    placed anyway (its attempts then run out) instead of waiting forever."""
+    from datetime import UTC, datetime
+
+    from bench.run.driver import Dispatcher, InFlight
+
+    nodes = [NodeSlots("n1", "a", 1), NodeSlots("n2", "b", 1)]
+    d = Dispatcher(nodes, 2, {}, lambda a: None)  # type: ignore[arg-type,return-value]
+    todo = plan_order(["x", "y"], 4, seed=0)
+    first, second = d.reserve(todo), d.reserve(todo)
+    assert first is not None and second is not None
+    on_b = first if first.node.node_id == "n2" else second
+    assert d.bar(InFlight(on_b, None, datetime.now(UTC), 0.0)) == "b"  # type: ignore[arg-type]
+    barred_arm = on_b.plan.arm
+    for place in (first, second):
+        d._release(InFlight(place, None, datetime.now(UTC), 0.0))  # type: ignore[arg-type]
+    placed = []
+    while (place := d.reserve(todo)) is not None:
+        placed.append((place.node.label, place.plan.arm))
+        d._per_node_arm[(place.node.node_id, place.plan.arm)] += 1  # what launch() counts
+        d._per_node_total[place.node.node_id] += 1
+        d._release(InFlight(place, None, datetime.now(UTC), 0.0))  # type: ignore[arg-type]
+    assert ("b", barred_arm) not in placed and any(node == "b" for node, _ in placed)
+    assert len(placed) == 6  # every boot still placed
+    d._barred.add(("n1", barred_arm))  # no node left for that arm: the bar lifts
+    again = plan_order([barred_arm], 1, seed=0)
+    assert d.reserve(again) is not None

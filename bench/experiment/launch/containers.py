@@ -28,7 +28,12 @@ HOST_ONLY_ENV = frozenset(
     | {"SSL_CERT_FILE", "SSL_CERT_DIR"}  # host paths; the image has its own CA bundle
 )
 # What the container CLI itself needs from the caller (rootless podman, remote daemons).
-CLIENT_ENV = ("XDG_RUNTIME_DIR", "DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST")
+# podman's CONTAINERS_*: a site's per-node storage (rootless storage on local disk, as NFS
+# homes cannot hold it), its registries and its engine settings
+CLIENT_ENV = (
+    "XDG_RUNTIME_DIR", "DOCKER_HOST", "DOCKER_CONFIG", "CONTAINER_HOST",
+    "CONTAINERS_CONF", "CONTAINERS_STORAGE_CONF", "CONTAINERS_REGISTRIES_CONF",
+)  # fmt: skip
 # Environment variables naming cache directories the server writes: mounted when they exist.
 CACHE_ENV = (
     "VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",

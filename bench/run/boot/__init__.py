@@ -14,7 +14,7 @@ from bench.run.boot.counters import (
     positions_in_metrics,
 )
 from bench.run.boot.lanes import lane_of
-from bench.run.boot.node_prep import prepare_node
+from bench.run.boot.node_prep import IMAGE_UNREAD, prepare_node
 from bench.run.boot.one_boot import (
     BootOutcome,
     BootRequest,
@@ -28,8 +28,8 @@ from bench.run.boot.probe_loop import Measured, check_boot_total, measure
 from bench.run.boot.requests import API_KEY_REFUSED, Sampling, request_body, run_probe
 
 __all__ = [
-    "API_KEY_REFUSED", "BootOutcome", "BootRequest", "Measured", "NodeSetup", "Sampling",
-    "SpecCounts",
+    "API_KEY_REFUSED", "IMAGE_UNREAD", "BootOutcome", "BootRequest", "Measured", "NodeSetup",
+    "Sampling", "SpecCounts",
     "check_boot_total", "check_counts", "counts_from_response", "drafted_per_position",
     "failed_record", "guarded_boot", "lane_of", "measure", "one_line", "parse_metrics_text",
     "positions_in_metrics", "prepare_node", "request_body", "run_boot", "run_probe",

@@ -108,6 +108,9 @@ def prepare_node(
         _log(log, f"[specab] MemAvailable {have:.1f} GiB >= {min_free_memory_gb:g} GiB")
 
 
+IMAGE_UNREAD = "cannot read vLLM in image"  # how that failure's error starts
+
+
 def image_unread(arm: ResolvedArm, host: str) -> str | None:
     """Why a container arm's image cannot be read on this node (its vLLM version, which the
     arm's definition hash and measurement rest on), else None: a boot that would have to
@@ -116,7 +119,7 @@ def image_unread(arm: ResolvedArm, host: str) -> str | None:
         return None
     c = arm.container
     return (
-        f"cannot read vLLM in image {c.image} with {c.runtime} on node {host} (not pulled "
+        f"{IMAGE_UNREAD} {c.image} with {c.runtime} on node {host} (not pulled "
         f"there, or the runtime did not answer within {PROBE_TIMEOUT_S:g} s): "
         f"`{c.runtime} pull {c.image}` on every node first"
     )

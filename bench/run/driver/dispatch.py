@@ -78,6 +78,7 @@ class Dispatcher:
         self._member_arm: Counter[tuple[str, str]] = Counter()  # any member of a gang
         self._per_node_total: Counter[str] = Counter()
         self._slot_arm: Counter[tuple[str, int, str]] = Counter()  # (node, slot, arm) launches
+        self._barred: set[tuple[str, str]] = set()  # (node, arm): the node cannot run it
         self.lost_nodes: list[str] = []  # labels of nodes that left the cluster mid-run
         self._checked = 0.0  # when on_dead_nodes last asked Ray for its node table
         self._remote = ray.remote(task)
@@ -95,7 +96,9 @@ class Dispatcher:
         free = self._gang_room({node_id: len(slots) for node_id, slots in self._free.items()})
         if sum(1 for k in free.values() if k > 0) < self.gang:
             return None
-        pick = pick_next(todo, free, self._per_node_arm, self._per_node_total, hold)
+        pick = pick_next(
+            todo, free, self._per_node_arm, self._per_node_total, hold, self._barring()
+        )
         if pick is None:
             return None
         index, node_id = pick
@@ -115,6 +118,19 @@ class Dispatcher:
             taken.append((self._nodes[n], slot))
         members = tuple(taken) if self.gang > 1 else ()
         return Place(plan, taken[0][0], taken[0][1], members)
+
+    def bar(self, f: InFlight) -> str:
+        """The attempt's node cannot run its arm (the arm's image is not there): its retries
+        and later boots go to other nodes. Returns the node's label."""
+        self._barred.add((f.place.node.node_id, f.place.plan.arm))
+        return f.place.node.label
+
+    def _barring(self) -> set[tuple[str, str]]:
+        """The bars in force: none for an arm every live node is barred from (its boots then
+        fail where they land, and its attempts run out, rather than wait forever)."""
+        live = set(self._free)
+        open_arms = {a for n, a in self._barred if any((m, a) not in self._barred for m in live)}
+        return {(n, a) for n, a in self._barred if a in open_arms}
 
     def _fabric(self, node_id: str) -> str:
         return self._nodes[node_id].fabric

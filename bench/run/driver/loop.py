@@ -24,7 +24,7 @@ from typing import Any
 
 from bench.experiment import Experiment
 from bench.records import BootRecord, InFlightBoot, ProbeRecord
-from bench.run.boot import BootRequest, failed_record
+from bench.run.boot import IMAGE_UNREAD, BootRequest, failed_record
 from bench.run.driver.dispatch import Dispatcher, InFlight, Place
 from bench.run.driver.elimination import SelectionRun
 from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
@@ -146,9 +146,13 @@ class RunLoop:
 
     def _node_failed(self, f: InFlight, record: BootRecord) -> None:
         """After a failed attempt: it no longer counts towards its arm's share of the node,
-        and a node Ray reports dead takes no more boots."""
+        a node Ray reports dead takes no more boots, and a node that cannot read the arm's
+        image takes none of that arm."""
         self.dispatch.uncount(f)
         error = record.error or ""
+        if error.startswith(IMAGE_UNREAD):
+            where = self.dispatch.bar(f)
+            self.progress.note(f"node {where} cannot read arm {record.arm}'s image: no more there")
         if not error.startswith("ray:"):
             return
         dead = error.startswith(_NODE_DEAD)  # Ray's own words, before its node table agrees

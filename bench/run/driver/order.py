@@ -84,10 +84,12 @@ def pick_next(
     per_node_arm: Mapping[tuple[str, str], int],
     per_node_total: Mapping[str, int],
     held: Collection[str] = (),
+    barred: Collection[tuple[str, str]] = (),
 ) -> tuple[int, str] | None:
     """Choose (index into todo, node) for the next dispatch, or None when no slot is free
     (or every eligible boot belongs to an arm in `held`: one that waits for its attempt in
-    flight to show whether its failure repeats).
+    flight to show whether its failure repeats). A (node, arm) pair in `barred` is never
+    chosen: that node cannot run that arm (its image is not there).
 
     Only boots of the earliest pending block are eligible, so the block interleaving holds.
     Within it, the (boot, free node) pair whose arm has run fewest times on that node wins,
@@ -103,8 +105,11 @@ def pick_next(
     window = [i for i, p in enumerate(todo) if p.block == block and p.arm not in held]
     if not window:
         return None
+    pairs = [(i, n) for i in window for n in nodes if (n, todo[i].arm) not in barred]
+    if not pairs:
+        return None
     i, node = min(
-        ((i, n) for i in window for n in nodes),
+        pairs,
         key=lambda c: (
             per_node_arm.get((c[1], todo[c[0]].arm), 0),
             per_node_total.get(c[1], 0),
