@@ -7,6 +7,8 @@ own address, hostname, process table, /tmp and /dev/shm), in the order a cluster
 2. GPU accounting on hosts that declare two GPUs each to Ray (`ray start --num-gpus 2`;
    no GPU exists, the servers only see the ids): concurrent boots on a host never share an
    id, a TP = 2 boot gets two, and the recorded `gpu` column is what the server saw.
+   A two-host gang whose head loses its port: the whole gang, remote member included,
+   starts again on a new rendezvous port.
 3. An image missing on one host (podman, each host its own store): attempts placed there
    fail naming the image and the host, and no arm mixes definitions.
 4. Hosts that fail mid-boot: host 2 killed (its holder: the kernel ends its whole PID
@@ -199,6 +201,48 @@ def test_gpus_declared_to_ray_reach_each_server_and_concurrent_boots_never_share
             assert overlaps == 0  # a host's two GPUs hold one TP = 2 boot at a time
 
 
+def _master_ports(log: str) -> list[str]:
+    lines = [x for x in log.splitlines() if x.startswith("[specab] launching")]
+    return [x.split("--master-port ")[1].split()[0] for x in lines]
+
+
+def test_a_gangs_port_collision_restarts_its_remote_member_on_the_new_port(
+    cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]
+) -> None:
+    """A two-host gang whose head loses a port to another process (torch's EADDRINUSE, the
+    fake's first start): the whole gang starts again on a new rendezvous port, the member on
+    the other host (a new actor there) joining the new one, and the boot is ok."""
+    bed, address, shared = cluster
+    env = {"SPECAB_FAKE_PROBE_S": "0.2", "SPECAB_FAKE_FAULT": "port_in_use"}
+    env |= {"SPECAB_FAKE_FAULT_TIMES": "1"}
+    spec = fake_experiment(
+        shared / "ports",
+        {"a": env, "b": env},
+        name="ports",
+        boots_per_arm=1,
+        resources={"nodes": 2, "cpu": 0.5},
+        server={"args": {"tensor-parallel-size": 2}, "ready_timeout_s": 60.0},
+    )
+    root = shared / "ports" / "results"
+    argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
+    done = bed.run("h1", [sys.executable, "-m", "bench.cli", *argv, "--address", address], 300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    ok = load_results(root).ok_boots()
+    assert len(ok) == 2
+    hit = [r for r in ok.itertuples() if "address already in use" in _log(root, r.boot_id)]
+    assert len(hit) == 1, [r.boot_id for r in ok.itertuples()]
+    row = hit[0]
+    assert row.member_hosts[0] != row.member_hosts[1], row.member_hosts  # two hosts
+    head = _master_ports(_log(root, row.boot_id))
+    member = _master_ports(_log(root, f"{row.boot_id}.m1"))
+    assert len(head) == 2 and head[0] != head[1], head  # a new rendezvous port
+    assert member[-1] == head[-1], (member, head)  # the remote member joined the new one
+
+
+def _log(root: Path, name: str) -> str:
+    return (root / "logs" / f"{name}.log").read_text()
+
+
 # ------------------------------------------------------------------ 3. an image not on every host
 def test_an_image_missing_on_one_host_fails_its_boots_there_and_never_mixes_an_arm(
     cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]
@@ -230,6 +274,8 @@ def test_an_image_missing_on_one_host_fails_its_boots_there_and_never_mixes_an_a
         name="image",
         boots_per_arm=3,
         server={"container": container, "python": sys.executable},
+        # b: two ranks in one container, which gets the host's /dev/shm by default
+        arm_extra={"b": {"args": {"tensor-parallel-size": 2}}},
     )
     root = shared / "image" / "results"
     argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
@@ -248,6 +294,9 @@ def test_an_image_missing_on_one_host_fails_its_boots_there_and_never_mixes_an_a
     assert set(ok["host"]) <= {"h1", "h2"} and len(ok) == 6, ok["host"].tolist()
     assert ok["vllm_version"].notna().all()
     assert (ok.groupby("arm")["definition_sha256"].nunique() == 1).all()
+    for row in ok.itertuples():  # podman's own default is 64 MiB, too small for NCCL
+        shm = int(_log(root, row.boot_id).split("fake server /dev/shm: ")[1].split()[0])
+        assert (shm > 64) == (row.arm == "b"), (row.arm, shm)
     print(
         f"image missing on h3: {len(on3)} attempt(s) there failed naming it, {len(ok)} boots"
         " ok on h1/h2"

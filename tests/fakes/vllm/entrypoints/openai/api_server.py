@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -135,6 +136,9 @@ def main() -> None:
     echo = os.environ.get("SPECAB_FAKE_ECHO_ENV")
     if echo:  # a server that logs a secret it was given
         print(f"fake server env: {echo}={os.environ.get(echo, '')}", flush=True)
+    with contextlib.suppress(OSError):  # what NCCL and vLLM's queues between ranks get
+        shm = os.statvfs("/dev/shm")
+        print(f"fake server /dev/shm: {shm.f_blocks * shm.f_frsize // 2**20} MiB", flush=True)
     # like vLLM: VLLM_API_KEY guards /v1; SPECAB_FAKE_REQUIRED_KEY: a key from elsewhere
     keys = [os.environ.get(n, "") for n in ("VLLM_API_KEY", "SPECAB_FAKE_REQUIRED_KEY")]
     keys = [f"Bearer {k}" for k in keys if k]
