@@ -17,18 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import alive
 
 from bench.run import BootOutcome
 
 pytestmark = [pytest.mark.timeout(300)]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def fake_pids(state: Path) -> list[int]:
@@ -39,7 +32,7 @@ def assert_all_gone(state: Path, timeout_s: float = 15.0) -> None:
     pids = fake_pids(state)
     assert pids, "the fake wrote no pid files"
     deadline = time.monotonic() + timeout_s
-    while (left := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+    while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     for p in left:  # never leave them behind, even when the test fails
         os.kill(p, 9)

@@ -32,7 +32,6 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hostusr_image import (
@@ -42,6 +41,7 @@ from hostusr_image import (
     run_options,
     write_rootfs_tar,
 )
+from polling import wait_until
 from testbed_helpers import RAY, ROOT, Bed, namespace_hosts
 
 from bench.stats.compare import balanced
@@ -79,6 +79,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, str
             # sees is then specab's doing alone
             env = {**FAST_DETECT, "RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES": "1"}
             env |= PODMAN_ENV  # each host's own podman store (test 3), in its private /tmp
+            # a compile cache announced but not made on the host (torch sets the variable
+            # when it first compiles): a container boot must still mount it (test 3)
+            env |= {"TORCHINDUCTOR_CACHE_DIR": "/tmp/specab-bed-inductor"}
             address = bed.ray_cluster(cpus=1, gpus=2, dashboard=True, env=env)
             yield bed, address, shared
     finally:
@@ -88,14 +91,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, str
 def _servers(bed: Bed, host: str) -> list[str]:
     """The (fake or real) vLLM servers running on `host`."""
     return bed.processes(host, SERVER)
-
-
-def _wait(cond: Callable[[], Any], timeout: float, what: Callable[[], str]) -> float:
-    t0 = time.monotonic()
-    while not cond():
-        assert time.monotonic() - t0 < timeout, what()
-        time.sleep(0.25)
-    return time.monotonic() - t0
 
 
 def _failed_on(root: Path, host: str) -> bool:
@@ -253,7 +248,8 @@ def test_an_image_missing_on_one_host_fails_its_boots_there_and_never_mixes_an_a
     image's vLLM (each arm has one definition and one vLLM version). Before, a failed probe
     was cached as "no vLLM" (h3's boots recorded another definition and the directory was
     refused as mixed); then, with the probe fixed, the retries kept landing on h3, the host
-    free first, and boots ran out of attempts there."""
+    free first, and boots ran out of attempts there. The hosts' Ray announces a compile
+    cache that no host has made: each boot's node makes it before mounting it."""
     why = podman_problem()
     if why is not None:
         pytest.skip(why)
@@ -333,22 +329,24 @@ def test_a_host_killed_and_a_host_cut_off_mid_boot_are_retried_elsewhere(
         )
     text = lambda: out.read_text()  # noqa: E731
     try:
-        _wait(lambda: _servers(bed, "h2"), 120, text)
+        wait_until(lambda: _servers(bed, "h2"), 120, text)
         time.sleep(1.0)  # inside a probe
         os.kill(int(bed.info["hosts"]["h2"]["pid"]), signal.SIGKILL)
         t_kill = time.monotonic()
         # h3 is cut while the run still has boots to give it: waiting for h2's failed row
         # first let a loaded machine finish every boot before h3 got another one (CI)
-        _wait(lambda: _servers(bed, "h3"), 120, text)
+        wait_until(lambda: _servers(bed, "h3"), 120, text)
         time.sleep(1.0)
         subprocess.run(["ip", "link", "set", str(bed.info["hosts"]["h3"]["veth"]), "down"],
                        check=True)  # fmt: skip
         t_cut = time.monotonic()
-        _wait(lambda: _failed_on(root, "h2"), DETECT_BOUND_S - (t_cut - t_kill), text)
+        wait_until(lambda: _failed_on(root, "h2"), DETECT_BOUND_S - (t_cut - t_kill), text)
         killed = time.monotonic() - t_kill
-        _wait(lambda: _failed_on(root, "h3"), DETECT_BOUND_S - (time.monotonic() - t_cut), text)
+        wait_until(
+            lambda: _failed_on(root, "h3"), DETECT_BOUND_S - (time.monotonic() - t_cut), text
+        )
         cut = time.monotonic() - t_cut
-        gone = _wait(lambda: not _servers(bed, "h3"), CLEAN_BOUND_S, text) + cut
+        gone = wait_until(lambda: not _servers(bed, "h3"), CLEAN_BOUND_S, text) + cut
         rc = driver.wait(timeout=300)
     finally:
         if driver.poll() is None:

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import alive
 from testbed_helpers import TB
 
 from bench.cli import run
@@ -164,21 +165,13 @@ def test_slurm_script_syntax() -> None:
 
 
 # ------------------------------------------------------------------ gang boots (nodes = 2)
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
-
-
 def _fake_pids(state: Path) -> list[int]:
     return [int(x) for f in state.glob("pids-*") for x in f.read_text().split()]
 
 
 def _all_gone(pids: list[int], timeout_s: float) -> list[str]:
     deadline = time.monotonic() + timeout_s
-    while (left := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+    while (left := [p for p in pids if alive(p)]) and time.monotonic() < deadline:
         time.sleep(0.2)
     described = [_describe(p) for p in left]
     for p in left:  # never leave them behind, even when the test fails
@@ -298,7 +291,7 @@ def test_killed_driver_leaves_no_gang_member_on_any_node(
     proc = _driver(spec, root, two_node_cluster)
     try:
         deadline = time.monotonic() + 240
-        while len([p for p in _fake_pids(state) if _alive(p)]) < 4:  # 2 members x (leader, child)
+        while len([p for p in _fake_pids(state) if alive(p)]) < 4:  # 2 members x (leader, child)
             if proc.poll() is not None:
                 pytest.fail(
                     f"the driver ended (rc {proc.returncode}) before the gang started:\n"

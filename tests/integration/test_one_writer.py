@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from polling import wait_until
 from testbed_helpers import Bed, namespace_hosts
 
 from bench.records import CLAIM_FILE
@@ -40,13 +41,6 @@ def bed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, Path]]:
         shutil.rmtree(shared, ignore_errors=True)
 
 
-def _wait(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.2)
-
-
 def test_a_second_host_is_refused_then_takes_over_a_frozen_holder(
     bed: tuple[Bed, Path], fake_experiment: Callable[..., Path]
 ) -> None:
@@ -58,7 +52,7 @@ def test_a_second_host_is_refused_then_takes_over_a_frozen_holder(
     run_ab += ["--quiet", "--no-report", "--slots", "1"]
     first = hosts.popen("h1", run_ab, cwd=shared, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        _wait(
+        wait_until(
             lambda: (root / CLAIM_FILE).exists() and (root / "manifest.json").exists(), 120, "claim"
         )
         holder = read_claim(root)
@@ -70,7 +64,7 @@ def test_a_second_host_is_refused_then_takes_over_a_frozen_holder(
         assert f"host {holder.host} (pid {holder.pid})" in lines[-1] and "since" in lines[-1]
         assert read_claim(root).token == holder.token  # the refusal touched nothing
 
-        _wait(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 120, "a first boot")
+        wait_until(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 120, "a first boot")
         # host 1's driver hangs (signalled in its host's PID namespace, where the claim's PID
         # is its own); its boots may go on
         stop = hosts.run("h1", ["kill", "-STOP", str(holder.pid)], timeout=30)

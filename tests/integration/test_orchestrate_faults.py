@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from polling import alive, still_alive, wait_until
 
 from bench.cli import run
 from bench.experiment import REDACTED as REDACTED_TEXT
@@ -38,27 +39,11 @@ EXPECTED_ERROR = {
 }
 
 
-def _alive(pid: int) -> bool:
-    """Exists and is not a zombie."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
-
-
 def _fake_pids(state: Path) -> list[int]:
     pids: list[int] = []
     for f in state.glob("pids-*"):
         pids += [int(x) for x in f.read_text().split()]
     return pids
-
-
-def _wait_dead(pids: list[int], timeout_s: float = 20.0) -> list[int]:
-    deadline = time.monotonic() + timeout_s
-    while (left := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
 
 
 def _kill_leftovers(pids: list[int]) -> None:
@@ -107,7 +92,7 @@ def test_each_fault_is_recorded_and_retried(
     assert (ok.groupby("block")["arm"].nunique() == len(FAULTS)).all()
     assert ok["engine_seed"].notna().all() and ok["engine_seed"].nunique() == len(ok)
     _per_boot_settings_reached_the_server(root, boots)
-    assert not [p for p in _fake_pids(tmp_path / "fake-state") if _alive(p)]
+    assert not [p for p in _fake_pids(tmp_path / "fake-state") if alive(p)]
 
 
 def _per_boot_settings_reached_the_server(root: Path, boots: Any) -> None:
@@ -218,7 +203,7 @@ def test_force_cancel_leaves_no_orphans(
         while not _fake_pids(state) and time.monotonic() < deadline:
             time.sleep(0.2)
         pids = _fake_pids(state)
-        assert len(pids) == 2 and all(_alive(p) for p in pids)  # leader + "EngineCore"
+        assert len(pids) == 2 and all(alive(p) for p in pids)  # leader + "EngineCore"
         time.sleep(1.0)  # waiting for /health or inside the 60 s warmup probe now
         ray.cancel(ref, force=True)
         try:
@@ -226,7 +211,7 @@ def test_force_cancel_leaves_no_orphans(
         except ray.exceptions.RayError:
             ended = None  # killed, as a forced cancel must
         assert ended is None, f"the boot ended by itself before the cancel: {ended}"
-        left = _wait_dead(pids)
+        left = still_alive(pids, 20)
         _kill_leftovers(left)
         assert left == [], f"orphans after force cancel: {left}"
     finally:
@@ -241,14 +226,6 @@ def _start_driver(spec: Path, root: Path, *extra: str) -> subprocess.Popen[bytes
         stderr=subprocess.STDOUT,
         cwd=root.parent,
     )
-
-
-def _wait_for(cond: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out waiting")
-        time.sleep(0.2)
 
 
 @pytest.mark.ray
@@ -276,8 +253,8 @@ def test_killed_orchestrator_then_resume(
     proc = _start_driver(spec, root)
     try:
         # at least one boot written and others in flight
-        _wait_for(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 240)
-        _wait_for(lambda: any(_alive(p) for p in _fake_pids(state)), 60)
+        wait_until(lambda: len(list((root / "boots").glob("*.parquet"))) >= 1, 240)
+        wait_until(lambda: any(alive(p) for p in _fake_pids(state)), 60)
         # `specab status` reads the running campaign from the directory alone
         shown = subprocess.run(
             [sys.executable, "-m", "bench.cli", "status", str(root), "--json"],
@@ -306,7 +283,7 @@ def test_killed_orchestrator_then_resume(
     if sig == signal.SIGTERM:
         assert proc.returncode == 130, out.decode()
         assert b"--resume" in out
-    left = _wait_dead(_fake_pids(state), 30)
+    left = still_alive(_fake_pids(state), 30)
     _kill_leftovers(left)
     assert left == [], f"server processes outlived the orchestrator: {left}"
     done_before = _ok_per_arm(root)
@@ -391,7 +368,7 @@ def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> 
     try:
         assert owner.stdin is not None and owner.stdout is not None
         leader, child, copy = (int(x) for x in owner.stdout.readline().split())
-        alive_at_start = _alive(child)
+        alive_at_start = alive(child)
         if not how.startswith("sigkill"):
             owner.stdin.write("go\n")
             owner.stdin.flush()
@@ -402,7 +379,7 @@ def test_watchdog_kills_group_only_when_owner_dies(tmp_path: Path, how: str) -> 
                 owner.wait()
             else:
                 assert owner.stdout.readline().strip() == "done"
-            left = _wait_dead([leader, child], 15)
+            left = still_alive([leader, child], 15)
             _kill_leftovers(left + ([copy] if copy else []))
             assert left == []
             deadline = time.monotonic() + 10  # removed right after the kills
@@ -569,7 +546,7 @@ def test_bug_in_a_task_stops_the_run_with_its_traceback(
     assert "planted bug" in str(info.value) and "in task" in str(info.value)  # remote traceback
     boots = load_results(root).boots
     assert "bug" not in set(boots["arm"])
-    left = _wait_dead(_fake_pids(tmp_path / "fake-state"), 30)
+    left = still_alive(_fake_pids(tmp_path / "fake-state"), 30)
     _kill_leftovers(left)
     assert left == []
 

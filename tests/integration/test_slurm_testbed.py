@@ -31,6 +31,7 @@ from hostusr_image import (
     run_options,
     write_rootfs_tar,
 )
+from polling import wait_until
 from testbed_helpers import ROOT, TB, Bed, namespace_hosts
 
 from bench.store import load_results
@@ -80,22 +81,14 @@ def _state(env: dict[str, str], job: str) -> str:
     return q.stdout.strip()
 
 
-def _wait(cond: Callable[[], bool], timeout: float, what: str | Callable[[], str]) -> float:
-    t0 = time.monotonic()
-    while not cond():
-        assert time.monotonic() - t0 < timeout, what if isinstance(what, str) else what()
-        time.sleep(0.5)
-    return time.monotonic() - t0
-
-
-def _alive(bed: Bed) -> list[str]:
+def _live_hosts(bed: Bed) -> list[str]:
     return [h for h in bed.hosts if Path(f"/proc/{bed.info['hosts'][h]['pid']}").exists()]
 
 
 def _leftovers(bed: Bed) -> list[str]:
     """Processes on the live hosts other than their init and slurmd: specab, Ray, servers."""
     out = []
-    for h in _alive(bed):
+    for h in _live_hosts(bed):
         ps = bed.run(h, ["ps", "-e", "-o", "pid=,args="]).stdout.splitlines()
         for line in ps:
             pid, _, args = line.strip().partition(" ")
@@ -112,27 +105,24 @@ def test_requeued_job_resumes_then_scancel_leaves_nothing(slurm, fake_experiment
     spec = _experiment(fake_experiment, "slurm-life", 0.8)
     job, out = _submit(env, spec)
     results = spec.parent / "results"
-    first = _wait(
-        lambda: len(list((results / "boots").glob("*.parquet"))) >= 1,
-        240,
-        out.read_text() if out.exists() else "no output",
-    )
+    text = lambda: out.read_text() if out.exists() else "no output"  # noqa: E731
+    first = wait_until(lambda: _boots(results) >= 1, 240, text)
     subprocess.run(["scontrol", "requeue", job], env=env, check=True)
     # a requeued job waits out a begin-time delay: let it start again now
-    _wait(lambda: _state(env, job) in ("PENDING", "RUNNING"), 60, "requeue")
+    wait_until(lambda: _state(env, job) in ("PENDING", "RUNNING"), 60, "requeue")
     subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], env=env, check=False)
-    _wait(lambda: "resuming it" in out.read_text(), 120, out.read_text())
-    before = len(list((results / "boots").glob("*.parquet")))
-    _wait(lambda: len(list((results / "boots").glob("*.parquet"))) > before, 120, out.read_text())
+    wait_until(lambda: "resuming it" in text(), 120, text)
+    before = _boots(results)
+    wait_until(lambda: _boots(results) > before, 120, text)
     res = load_results(results)
     ok = res.ok_boots()
     assert not ok.duplicated(["arm", "boot"]).any()  # the resumed run skipped what it found
     assert not res.boots.duplicated(["arm", "boot", "attempt"]).any()
     assert _leftovers(bed)  # a run is going: Ray, specab and a server are up
     subprocess.run(["scancel", job], env=env, check=True)
-    took = _wait(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
+    took = wait_until(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
     print(f"first boot after {first:.1f} s; scancel: nothing left on any host after {took:.1f} s")
-    _wait(lambda: _state(env, job) == "", 30, "the cancelled job never left the queue")
+    wait_until(lambda: _state(env, job) == "", 30, "the cancelled job never left the queue")
     # the directory is still consistent and resumable: what was written loads
     assert len(load_results(results).ok_boots()) >= before
     shutil.rmtree(spec.parent, ignore_errors=True)
@@ -175,7 +165,7 @@ def test_ray_the_driver_and_every_server_run_in_the_image_on_every_node(
     job, out = _submit({**env, **knobs}, spec)
     results = spec.parent / "results"
     text = lambda: out.read_text() if out.exists() else "no output"  # noqa: E731
-    _wait(lambda: _boots(results) >= 1, 240, text)
+    wait_until(lambda: _boots(results) >= 1, 240, text)
     seen = {h: _in_image(bed, h, f"{PY} [^ ]*/bin/ray start") for h in bed.hosts}
     driver = [w for h in bed.hosts for w in _in_image(bed, h, f"{PY} [^ ]*/bin/specab run-ab")]
     assert driver == [True], (driver, text())
@@ -186,13 +176,13 @@ def test_ray_the_driver_and_every_server_run_in_the_image_on_every_node(
         servers[:] = [w for h in bed.hosts for w in _in_image(bed, h, f"{PY} -m vllm.entrypoints")]
         return bool(servers)
 
-    _wait(a_server, 60, "no server seen")
+    wait_until(a_server, 60, "no server seen")
     assert all(servers), servers
-    _wait(lambda: _state(env, job) == "", 300, text)
+    wait_until(lambda: _state(env, job) == "", 300, text)
     res = load_results(results)
     assert len(res.ok_boots()) == 4, (res.boots[["arm", "boot", "status", "error"]], text())
     assert res.boots["host"].nunique() == 2, res.boots["host"].tolist()
-    _wait(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
+    wait_until(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
     for h in bed.hosts:
         left = bed.run(h, ["podman", "ps", "-aq"], env=PODMAN_ENV).stdout.split()
         assert left == [], (h, left)
@@ -217,7 +207,7 @@ def test_a_job_whose_batch_host_dies_resumes_on_the_other_hosts_at_once(
     job, out = _submit(env, spec)
     results = spec.parent / "results"
     text = lambda: out.read_text() if out.exists() else "no output"  # noqa: E731
-    _wait(lambda: _boots(results) >= 1, 240, text)
+    wait_until(lambda: _boots(results) >= 1, 240, text)
     batch = subprocess.run(
         ["squeue", "-h", "-j", job, "-o", "%B"], env=env, capture_output=True, text=True
     ).stdout.strip()
@@ -225,11 +215,11 @@ def test_a_job_whose_batch_host_dies_resumes_on_the_other_hosts_at_once(
     os.kill(int(bed.info["hosts"][batch]["pid"]), signal.SIGKILL)  # the host, whole
     t_kill = time.monotonic()
     # Slurm notices (SlurmdTimeout 30 s here), requeues; skip the begin-time delay
-    _wait(lambda: _state(env, job) == "PENDING", 180, f"not requeued: {_state(env, job)}")
+    wait_until(lambda: _state(env, job) == "PENDING", 180, f"not requeued: {_state(env, job)}")
     subprocess.run(["scontrol", "update", f"jobid={job}", "StartTime=now"], env=env, check=False)
-    _wait(lambda: text().count("resuming it") >= 1, 120, text())
+    wait_until(lambda: text().count("resuming it") >= 1, 120, text)
     before = _boots(results)
-    _wait(lambda: _boots(results) > before, 180, text())
+    wait_until(lambda: _boots(results) > before, 180, text)
     moved = time.monotonic() - t_kill
     nodes = subprocess.run(
         ["squeue", "-h", "-j", job, "-o", "%N"], env=env, capture_output=True, text=True
@@ -239,6 +229,6 @@ def test_a_job_whose_batch_host_dies_resumes_on_the_other_hosts_at_once(
     res = load_results(results)
     assert not res.ok_boots().duplicated(["arm", "boot"]).any()
     subprocess.run(["scancel", job], env=env, check=True)
-    _wait(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
+    wait_until(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
     print(f"batch host {batch} killed: the job wrote boots again on {nodes} after {moved:.0f} s")
     shutil.rmtree(spec.parent, ignore_errors=True)

@@ -15,28 +15,12 @@ import time
 from pathlib import Path
 
 import pytest
+from polling import alive, wait_until
 
 from bench.experiment import ContainerRef
 from bench.run.process import BootGuard, MemberProcess, clean_up, container_exists, read_recorded
 
 CLI = Path(__file__).resolve().parents[1] / "fakes" / "container_cli.py"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
-
-
-def _wait(cond, timeout_s: float = 15.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout_s
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 @pytest.fixture
@@ -52,7 +36,7 @@ def runtime(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 
 def _container_pid(tmp_path: Path, name: str) -> int:
     f = tmp_path / "containers" / f"{name}.json"
-    assert _wait(f.is_file), "the container never started"
+    wait_until(f.is_file, 15, "the container to start")
     return int(json.loads(f.read_text())["pid"])
 
 
@@ -82,10 +66,10 @@ def test_stop_by_name_removes_a_container_whose_client_was_killed(
     # the runtime owns the container: killing our client group leaves it running
     os.killpg(proc.pgid, signal.SIGKILL)
     time.sleep(0.5)
-    assert _alive(inside) and container_exists(ref)
+    assert alive(inside) and container_exists(ref)
     t0 = time.monotonic()
     proc.stop()
-    assert not _alive(inside) and not container_exists(ref)
+    assert not alive(inside) and not container_exists(ref)
     assert time.monotonic() - t0 < 10
 
 
@@ -126,10 +110,10 @@ def test_watchdog_removes_the_container_when_the_owner_dies(tmp_path: Path, runt
         assert cwd.name.startswith("specab-server-cwd-") and cwd.is_dir()
         owner.kill()  # a force-cancelled Ray worker
         owner.wait()
-        assert _wait(lambda: not _alive(inside)), "the container outlived its boot's owner"
+        wait_until(lambda: not alive(inside), 15, "the container to die with its boot's owner")
         ref = ContainerRef(runtime, "specab-owner-m0")
-        assert _wait(lambda: not container_exists(ref))
-        assert _wait(lambda: not cwd.exists()), "the member's cwd outlived its boot's owner"
+        wait_until(lambda: not container_exists(ref), 15, "the container to be removed")
+        wait_until(lambda: not cwd.exists(), 15, "the member's cwd to go with its boot's owner")
     finally:
         owner.kill()
         owner.wait()
@@ -145,12 +129,12 @@ def test_clean_up_kills_remembered_descendants_only_while_they_are_the_same(
         with BootGuard(guard) as g:
             g.remember({child.pid: start + 1})  # a reused pid: must be left alone
             clean_up(read_recorded(guard), 0.1)
-            assert _alive(child.pid)
+            assert alive(child.pid)
             g.remember({child.pid: start})
             rec = read_recorded(guard)
             assert rec.pids == {child.pid: start}
             clean_up(rec, 0.1)
-        assert _wait(lambda: child.poll() is not None)
+        wait_until(lambda: child.poll() is not None, 15, "the child to end")
     finally:
         child.kill()
         child.wait()

@@ -67,6 +67,16 @@ class LaunchPlan:
         """The server's arguments after `python -m MODULE` (the same on every member)."""
         return self.argv[3:]
 
+    def create_mount_dirs(self) -> None:
+        """On the node about to start the container: the writable directories it mounts
+        (caches named in the environment, e.g. a compile cache another process announced
+        but never created here) made where missing, as the server would have made them;
+        a runtime refuses to mount a missing one. Read-only mounts (models) are not made:
+        a missing model stays the server's error."""
+        for m in self.mounts:
+            if m not in self.read_only and not m.startswith("$"):
+                Path(m).mkdir(parents=True, exist_ok=True)
+
 
 @dataclass(frozen=True)
 class MemberCommand:

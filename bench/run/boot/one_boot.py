@@ -164,6 +164,7 @@ def run_boot(
             environ=environ,
             extra_mounts=[node.log_file.parent],
         )
+        plan.create_mount_dirs()
         how = choose_measurement(req, arm, plan)
         srv = req.spec.server
         setup = ServerSetup.of(req.spec, req.attempt.boot_id, req.engine_seed, node.log_file, cwd)

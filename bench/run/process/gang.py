@@ -74,6 +74,7 @@ def start_member(
     plan = launch_plan(
         ms.arm, workdir, engine_seed=ms.engine_seed, environ=environ, extra_mounts=[log.parent]
     )
+    plan.create_mount_dirs()
     cmd = member_command(
         plan,
         ms.rank,
