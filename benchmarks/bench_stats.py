@@ -105,9 +105,8 @@ def main() -> None:
         times, cpu = [], []
         for _ in range(args.repeat):
             t0, c0 = time.perf_counter(), time.process_time()
-            stats.analyze(
-                results.probes, results.boots, results.manifest, n_resamples=args.resamples
-            )
+            options = stats.AnalysisOptions(n_resamples=args.resamples)
+            stats.analyze(results.probes, results.boots, results.manifest, options)
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
         t_scipy, c_scipy = scipy_loop(results, args.resamples)

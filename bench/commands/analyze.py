@@ -141,22 +141,26 @@ def analyze(
     results = load_results(results_dir)
     src = str(results_dir)
     with as_flags():
-        prior = _prior(prior_between_boot_sd, prior_df, prior_from)
+        options = stats.AnalysisOptions(
+            baseline=baseline,
+            alpha=alpha,
+            margin_pos0=margin_pos0,
+            margin_length=margin_length,
+            margin_speed=margin_speed,
+            looks=_looks(looks),
+            prior=_prior(prior_between_boot_sd, prior_df, prior_from),
+            by=_by(by),
+            n_resamples=resamples,
+            seed=seed,
+            power=power,
+        )
         if split_arm is not None:
             if gate:
                 raise SpecabError(
                     "the split check has no verdicts", field="--fail-on", fix="drop --fail-on"
                 )
             split = stats.split_arm(
-                results.probes,
-                results.boots,
-                results.manifest,
-                split_arm,
-                alpha=alpha,
-                margin_pos0=margin_pos0,
-                margin_length=margin_length,
-                margin_speed=margin_speed,
-                source=src,
+                results.probes, results.boots, results.manifest, split_arm, options, source=src
             )
             if out_fmt == "json":
                 typer.echo(json.dumps(split.model_dump(mode="json"), indent=2, allow_nan=False))
@@ -165,23 +169,7 @@ def analyze(
 
                 render_split(split, _console())
             return 0
-        result = stats.analyze(
-            results.probes,
-            results.boots,
-            results.manifest,
-            baseline=baseline,
-            alpha=alpha,
-            margin_pos0=margin_pos0,
-            margin_length=margin_length,
-            margin_speed=margin_speed,
-            prior=prior,
-            by=_by(by),
-            looks=_looks(looks),
-            n_resamples=resamples,
-            seed=seed,
-            power=power,
-            source=src,
-        )
+        result = stats.analyze(results.probes, results.boots, results.manifest, options, source=src)
     if out_fmt == "json":
         typer.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
     elif out_fmt == "markdown":

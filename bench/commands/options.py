@@ -1,4 +1,6 @@
-"""Statistics name a bad setting neutrally (`baseline`, `margins.acceptance_pos0`, ...); the
+"""What the commands share: each command-line option several commands take, declared once
+(an `Annotated` alias: one flag, one help text), and the turning of errors into flags.
+Statistics name a bad setting neutrally (`baseline`, `margins.acceptance_pos0`, ...); the
 commands turn those names into the flags the user typed, so an error after `run-ab` (which
 passes no flags) names the manifest field and never a flag the user did not type."""
 
@@ -7,8 +9,47 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
 
 from bench.errors import SpecabError
+
+# --- options more than one command takes ------------------------------------------------
+ResultsDir = Annotated[
+    Path, typer.Argument(metavar="DIR", help="Results directory (results/<experiment>).")
+]
+ExperimentFile = Annotated[Path, typer.Argument(help="Experiment file (.toml).")]
+ResultsDirOption = Annotated[
+    Path | None,
+    typer.Option("--results-dir", help="Results directory (default results/<name>)."),
+]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue an existing results directory.")]
+Slots = Annotated[
+    int | None, typer.Option("--slots", min=1, help="At most this many boots at once.")
+]
+Quiet = Annotated[bool, typer.Option("--quiet", help="One line per boot instead of a live table.")]
+Json = Annotated[bool, typer.Option("--json", help="Print the JSON object only.")]
+Baseline = Annotated[
+    str | None, typer.Option("--baseline", help="Arm compared against (default: the manifest's).")
+]
+Alpha = Annotated[
+    float | None,
+    typer.Option("--alpha", help="Two-sided level in (0, 0.5) (default: the manifest's)."),
+]
+MarginPos0 = Annotated[
+    float | None, typer.Option("--margin-pos0", help="Margin for acceptance at position 0.")
+]
+MarginLength = Annotated[
+    float | None, typer.Option("--margin-length", help="Margin for mean accepted length (tokens).")
+]
+MarginSpeed = Annotated[
+    float | None, typer.Option("--margin-speed", help="Relative margin for tokens/s (0.02 = 2 %).")
+]
+By = Annotated[
+    str | None,
+    typer.Option("--by", help="Also break results down by category or probe_set."),
+]
 
 FLAGS = {
     "baseline": "--baseline",
@@ -83,3 +124,10 @@ def results_dir_not_spec(path: Path) -> None:
         file=path,
         fix=f"pass the results directory, e.g. {expected} (or the --results-dir of that run)",
     )
+
+
+def parse_by(text: str | None) -> Literal["category", "probe_set"] | None:
+    """`--by`: category, probe_set or nothing."""
+    if text is None or text in ("category", "probe_set"):
+        return text  # type: ignore[return-value]
+    raise SpecabError(f"{text!r}", field="--by", fix="use --by category or --by probe_set")

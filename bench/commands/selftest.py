@@ -66,7 +66,8 @@ def _check(root: Path, rates: dict[str, list[float]], alpha: float) -> SelftestR
     from bench.store import load_results
 
     res = load_results(root)
-    analysis = stats.analyze(res.probes, res.boots, res.manifest, alpha=alpha, source=str(root))
+    options = stats.AnalysisOptions(alpha=alpha)
+    analysis = stats.analyze(res.probes, res.boots, res.manifest, options, source=str(root))
     counts = stats.count_checks(res.probes, res.boots, rates, alpha)
     return stats.check_selftest(analysis, rates, counts)
 

@@ -12,7 +12,7 @@ import html
 import io
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from bench.report.figures import (
 )
 from bench.report.sections import Section, sections
 from bench.report.tables import output_identity, probe_temperature, variance_table, verdict_table
-from bench.stats import Analysis, analyze
+from bench.stats import Analysis, AnalysisOptions, analyze
 from bench.store import Results, atomic_write_bytes, load_results
 
 
@@ -57,13 +57,13 @@ def figure_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
-def analyze_results(results: Results, **analyze_options: Any) -> Analysis:
-    """The analysis of loaded results (options as `bench.stats.analyze`)."""
-    opts = {k: v for k, v in analyze_options.items() if v is not None}
-    if "by" not in opts and has_categories(results):
-        opts["by"] = "category"
+def analyze_results(results: Results, options: AnalysisOptions = AnalysisOptions()) -> Analysis:
+    """The analysis of loaded results; `by` defaults to category when the probes carry
+    categories (the report then breaks results down by it)."""
+    if options.by is None and has_categories(results):
+        options = replace(options, by="category")
     return analyze(
-        results.probes, results.boots, results.manifest, source=str(results.root), **opts
+        results.probes, results.boots, results.manifest, options, source=str(results.root)
     )
 
 
@@ -103,15 +103,13 @@ def render_figures(figures: Mapping[str, Figure]) -> list[ReportFigure]:
 
 
 def render_report(
-    results_dir: str | Path, out_dir: str | Path | None = None, **analyze_options: Any
+    results_dir: str | Path,
+    out_dir: str | Path | None = None,
+    options: AnalysisOptions = AnalysisOptions(),
 ) -> Path:
-    """Load, analyze and write the report (see `write_report`); returns report.html's path.
-
-    `analyze_options` go to `bench.stats.analyze` (baseline, alpha, margin_pos0, margin_length,
-    margin_speed, by; by defaults to category when the probes carry categories).
-    """
+    """Load, analyze and write the report (see `write_report`); returns report.html's path."""
     results = load_results(results_dir)
-    return write_report(results, analyze_results(results, **analyze_options), out_dir)
+    return write_report(results, analyze_results(results, options), out_dir)
 
 
 def write_report(results: Results, analysis: Analysis, out_dir: str | Path | None = None) -> Path:

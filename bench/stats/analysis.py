@@ -13,8 +13,9 @@ Additive keys beyond the contract are described on the models (`bench.stats.sche
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -41,7 +42,7 @@ from bench.stats.describe import (
     shared_machine,
     sharing_note,
 )
-from bench.stats.inputs import Dataset, Prior, Settings, failed_counts
+from bench.stats.inputs import AnalysisOptions, Dataset, Prior, Settings, failed_counts
 from bench.stats.schema import Analysis, AnalysisSettings, BootMetrics, Comparison, PriorInfo
 from bench.stats.select import selection, sweep_looks
 
@@ -53,56 +54,23 @@ def analyze(
     probes: pd.DataFrame,
     boots: pd.DataFrame,
     manifest: Manifest,
+    options: AnalysisOptions = AnalysisOptions(),
     *,
-    baseline: str | None = None,
-    alpha: float | None = None,
-    margin_pos0: float | None = None,
-    margin_length: float | None = None,
-    margin_speed: float | None = None,
-    prior: Prior | None = None,
-    looks: Sequence[int] | None = None,
-    by: Literal["category", "probe_set"] | None = None,
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    power: float = 0.8,
     source: str | None = None,
 ) -> Analysis:
-    """The analysis of loaded results (only status == "ok" boots count); `by` adds the
-    per-category (or per-probe-set) breakdown."""
-    sweep = manifest.sweep
-    if (
-        sweep is not None and looks is None
-    ):  # a sweep's looks are the selection's, not the A/B design's
-        looks = ()
-    arms, s, ds = prepare(
-        probes,
-        boots,
-        manifest,
-        source,
-        baseline=baseline,
-        alpha=alpha,
-        margin_pos0=margin_pos0,
-        margin_length=margin_length,
-        margin_speed=margin_speed,
-        looks=list(looks) if looks is not None else None,
-    )
-    if by not in (None, "category", "probe_set"):
-        raise SpecabError(f"{by!r}", field="by", fix="group by category or probe_set")
+    """The analysis of loaded results (only status == "ok" boots count)."""
+    if manifest.sweep is not None and options.looks is None:
+        # a sweep's looks are the selection's, not the A/B design's
+        options = replace(options, looks=())
+    arms, s, ds = prepare(probes, boots, manifest, options, source)
+    if options.by not in (None, "category", "probe_set"):
+        raise SpecabError(f"{options.by!r}", field="by", fix="group by category or probe_set")
     result = analyze_data(
-        ds,
-        arms,
-        s,
-        prior or Prior(),
-        failed=failed_counts(boots, arms),
-        experiment=manifest.experiment,
-        n_resamples=n_resamples,
-        seed=seed,
-        power=power,
-        by=by,
+        ds, arms, s, options, failed=failed_counts(boots, arms), experiment=manifest.experiment
     )
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)
     update: dict[str, Any] = {"drift": within} if within else {}
-    if sweep is not None:
+    if manifest.sweep is not None:
         update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
     sharing = shared_machine(boots)
     if sharing is not None:
@@ -117,10 +85,7 @@ def per_boot(
     """Each arm's per-boot values exactly as `analyze` reports them in `arms[].per_boot`
     (on the prompts every ok boot has), without the estimates: what a live tracker logs as
     boots land."""
-    unset: dict[str, Any] = dict.fromkeys(
-        ("baseline", "alpha", "margin_pos0", "margin_length", "margin_speed", "looks")
-    )
-    arms, _, ds = prepare(probes, boots, manifest, None, **unset)
+    arms, _, ds = prepare(probes, boots, manifest, AnalysisOptions())
     return {a: boot_metrics(ds.arms[a]) for a in arms}
 
 
@@ -128,16 +93,14 @@ def analyze_data(
     ds: Dataset,
     arms: list[str],
     s: Settings,
-    prior: Prior,
+    options: AnalysisOptions,
     *,
     failed: Mapping[str, int],
     experiment: str = "",
-    n_resamples: int = 10_000,
-    seed: int = 0,
-    power: float = 0.8,
-    by: Literal["category", "probe_set"] | None = None,
 ) -> Analysis:
     """Everything `analyze` reports, from per-arm count arrays."""
+    prior, power, by = options.prior or Prior(), options.power, options.by
+    n_resamples, seed = options.n_resamples, options.seed
     data = ds.arms
     notes = list(ds.notes)
     prim, decision = primary(data, arms, s, prior)

@@ -18,7 +18,14 @@ from bench.stats.describe import (
     pooled_components,
     pooled_sd,
 )
-from bench.stats.inputs import ArmData, Prior, arm_data, arm_names, resolve_settings
+from bench.stats.inputs import (
+    AnalysisOptions,
+    ArmData,
+    Prior,
+    arm_data,
+    arm_names,
+    resolve_settings,
+)
 from bench.stats.methods import F, estimate
 from bench.stats.schema import Plan
 
@@ -52,16 +59,7 @@ def plan_from_results(
     if not 0 < power < 1:
         raise SpecabError(f"power {power!r} is out of range", field="power", fix="use e.g. 0.8")
     arms = arm_names(manifest, boots)
-    s = resolve_settings(
-        manifest,
-        arms,
-        baseline=None,
-        alpha=alpha,
-        margin_pos0=None,
-        margin_length=None,
-        looks=None,
-        source=source,
-    )
+    s = resolve_settings(manifest, arms, AnalysisOptions(alpha=alpha), source)
     data = arm_data(probes, boots, arms, source).arms
     _possible(effect, metric, data)
     family = primary_family_size(data, s.baseline, s.primary)

@@ -11,6 +11,7 @@ from rich.console import Console
 
 from bench.cli import run
 from bench.simulate import simulate_results
+from bench.stats import AnalysisOptions
 
 
 def _primary(out: dict) -> list[dict]:  # type: ignore[type-arg]
@@ -73,7 +74,10 @@ def test_tables_keep_metric_names_whole_in_a_pipe(
 
     loaded = load_results(results)
     result = stats.analyze(
-        loaded.probes, loaded.boots, loaded.manifest, n_resamples=0, by="probe_set"
+        loaded.probes,
+        loaded.boots,
+        loaded.manifest,
+        options=AnalysisOptions(n_resamples=0, by="probe_set"),
     )
     narrow = Console(file=io.StringIO(), width=60)
     render_analysis(result, narrow)

@@ -29,7 +29,7 @@ from bench.report.figures import (
     plot_variance,
 )
 from bench.simulate import simulate_frames, simulate_results, simulated_manifest
-from bench.stats import Analysis
+from bench.stats import Analysis, AnalysisOptions
 from bench.store import Results, load_results
 
 MINIMAL = simulated_manifest({"base": 0.0}).to_json()  # a manifest whose spec is replaced
@@ -38,7 +38,7 @@ MINIMAL = simulated_manifest({"base": 0.0}).to_json()  # a manifest whose spec i
 @pytest.fixture(scope="module")
 def loaded(sim_results_dir: Path) -> tuple[Results, Analysis]:
     results = load_results(sim_results_dir)
-    return results, analyze_results(results, n_resamples=200)
+    return results, analyze_results(results, options=AnalysisOptions(n_resamples=200))
 
 
 def _probe(arm: str, boot_id: str, pid: str, drafts: int, acc: list[int], sha: str) -> dict:
@@ -70,7 +70,9 @@ def test_per_boot_metrics_are_ratios_of_sums_within_each_boot() -> None:
     probes["accepted_per_pos"] = [cells[k][1] for k in key]
     probes["num_accepted_tokens"] = [sum(cells[k][1]) for k in key]
     boots["order"] = [7, 0]  # boot 1 launched first
-    analysis = stats.analyze(probes, boots, simulated_manifest({"a": 0.0}), n_resamples=0)
+    analysis = stats.analyze(
+        probes, boots, simulated_manifest({"a": 0.0}), options=AnalysisOptions(n_resamples=0)
+    )
     out = per_boot_frame(analysis)
     assert list(out["boot_id"]) == ["a__b001__a1", "a__b000__a1"]  # launch order
     b0 = out.set_index("boot_id").loc["a__b000__a1"]
@@ -188,7 +190,7 @@ def test_conditional_positions_match_direct_ratios(
 def test_one_speculative_token_figures(tmp_path: Path) -> None:
     """K = 1: every figure renders; the position figure has one position."""
     results = load_results(simulate_results(tmp_path / "k1", {"a": 0.0, "b": 0.2}, positions=1))
-    analysis = analyze_results(results, n_resamples=0)
+    analysis = analyze_results(results, options=AnalysisOptions(n_resamples=0))
     figures = build_figures(results, analysis)
     pos = figures["fig3_positions"]
     assert [list(ax.get_xticks()) for ax in pos.axes[:2]] == [[0.0], [0.0]]

@@ -14,6 +14,7 @@ from bench.cli import run
 from bench.errors import SpecabError
 from bench.report import render_report
 from bench.simulate import simulate_results
+from bench.stats import AnalysisOptions
 
 FILES = {
     "report.md",
@@ -39,7 +40,7 @@ FILES = {
 def rendered(sim_results_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One full report of the shared simulated results (rendered once: ~5 s)."""
     out = tmp_path_factory.mktemp("report")
-    render_report(sim_results_dir, out, n_resamples=500)
+    render_report(sim_results_dir, out, options=AnalysisOptions(n_resamples=500))
     return out
 
 
@@ -119,13 +120,13 @@ def test_a_failure_while_rendering_leaves_no_half_written_report(
     monkeypatch.setattr("bench.report.render.plot_output_identity", broken)  # the last figure
     out = tmp_path / "out"
     with pytest.raises(RuntimeError, match="injected"):
-        render_report(sim_results_dir, out, n_resamples=0)
+        render_report(sim_results_dir, out, options=AnalysisOptions(n_resamples=0))
     assert not out.exists() or not any(out.iterdir())
 
 
 def test_single_arm_results_render_without_comparisons(tmp_path: Path) -> None:
     results = simulate_results(tmp_path / "one", {"only": 0.0}, boots=3, prompts=10)
-    page = render_report(results, n_resamples=0)
+    page = render_report(results, options=AnalysisOptions(n_resamples=0))
     md = page.with_name("report.md").read_text()
     assert "Only one arm: nothing to compare." in md
     assert page.stat().st_size > 0 and len(list(page.parent.glob("*.png"))) == 8
@@ -133,11 +134,13 @@ def test_single_arm_results_render_without_comparisons(tmp_path: Path) -> None:
 
 def test_unreplicated_arm_says_so_instead_of_a_verdict(tmp_path: Path) -> None:
     results = simulate_results(tmp_path / "b1", {"a": 0.0, "b": 0.3}, boots=1, prompts=10)
-    page = render_report(results, n_resamples=0)
+    page = render_report(results, options=AnalysisOptions(n_resamples=0))
     md = page.with_name("report.md").read_text()
     assert "unreplicated" in md and "| inconclusive |" in md
     with pytest.raises(SpecabError):
-        render_report(tmp_path / "b1" / "boots", n_resamples=0)  # not a results directory
+        render_report(
+            tmp_path / "b1" / "boots", options=AnalysisOptions(n_resamples=0)
+        )  # not a results directory
 
 
 def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
@@ -146,7 +149,7 @@ def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
 
     root = tmp_path / "started"
     ResultsWriter.create(root, simulated_manifest({"a": 0.0, "b": 0.0}))
-    page = render_report(root, n_resamples=0)
+    page = render_report(root, options=AnalysisOptions(n_resamples=0))
     md = page.with_name("report.md").read_text()
     assert "| b | acceptance_pos0 | primary | — [—, —] |" in md and "| inconclusive |" in md
     assert "0 failed boot attempt(s)" in md
@@ -172,7 +175,7 @@ def test_one_speculative_token_report(tmp_path: Path) -> None:
     results = simulate_results(
         tmp_path / "k1", {"a": 0.0, "b": 0.2}, boots=3, prompts=20, positions=1
     )
-    page = render_report(results, n_resamples=0)
+    page = render_report(results, options=AnalysisOptions(n_resamples=0))
     assert {p.name for p in page.parent.iterdir()} == FILES
     analysis = json.loads(page.with_name("analysis.json").read_text())
     assert [len(a["per_position"]) for a in analysis["arms"]] == [1, 1]

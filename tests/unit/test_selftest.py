@@ -19,6 +19,7 @@ from bench import stats
 from bench.errors import SpecabError
 from bench.experiment import load_spec, synthetic_truth
 from bench.simulate import SimParams, simulate_run, simulated_manifest
+from bench.stats import AnalysisOptions
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "arms" / "selftest" / "selftest.toml"
@@ -71,7 +72,12 @@ def _selftest(seed: int, boots: int = 3, miscounted: str | None = None) -> stats
     run = simulate_run(ARMS, boots=boots, prompts=20, seed=seed, params=PARAMS)
     probes = run.probes if miscounted is None else _miscount(run.probes, miscounted)
     man = simulated_manifest(ARMS, boots=boots, prompts=20, alpha=ALPHA)
-    analysis = stats.analyze(probes, run.boots_frame, man, alpha=ALPHA, n_resamples=200)
+    analysis = stats.analyze(
+        probes,
+        run.boots_frame,
+        man,
+        options=AnalysisOptions(alpha=ALPHA, n_resamples=200),
+    )
     counts = stats.count_checks(probes, run.boots_frame, TRUTH, ALPHA)
     return stats.check_selftest(analysis, TRUTH, counts)
 

@@ -22,6 +22,7 @@ from bench.report import (
     speed_table,
 )
 from bench.simulate import simulate_results
+from bench.stats import AnalysisOptions
 from bench.store import load_results
 
 
@@ -41,7 +42,7 @@ def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_report_has_speed_speedup_accepted_length_and_categories(results: Path) -> None:
-    page = render_report(results, results.parent / "out", n_resamples=0)
+    page = render_report(results, results.parent / "out", options=AnalysisOptions(n_resamples=0))
     names = {p.name for p in page.parent.iterdir()}
     assert {"fig7_speed.png", "fig8_accepted_length.png", "fig9_categories.png"} <= names
     md = page.with_name("report.md").read_text()
@@ -63,7 +64,7 @@ def test_report_has_speed_speedup_accepted_length_and_categories(results: Path) 
 
 def test_speed_tables_and_figures_from_the_analysis(results: Path) -> None:
     r = load_results(results)
-    analysis = analyze_results(r, n_resamples=0)
+    analysis = analyze_results(r, options=AnalysisOptions(n_resamples=0))
     sp = speed_table(analysis).set_index("arm")
     assert sp.loc["base", "ratio to base [raw 95% CI]"] == "baseline"
     assert sp.loc["nospec", "speculative"] == "no" and sp.loc["nospec", "verdict"] == "regressed"

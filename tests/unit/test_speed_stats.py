@@ -16,6 +16,7 @@ from bench.cli import run
 from bench.errors import SpecabError
 from bench.records import SPEED_METRIC, Manifest
 from bench.simulate import simulate_frames, simulate_results, simulated_manifest
+from bench.stats import AnalysisOptions
 from bench.stats.inputs import margin_for
 from bench.stats.methods import VERDICTS, Est, family, log_estimate
 from bench.store import load_results
@@ -41,7 +42,9 @@ def nospec(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _analyze(root: Path, **opts: object) -> dict:  # type: ignore[type-arg]
     r = load_results(root)
-    return stats.analyze(r.probes, r.boots, r.manifest, n_resamples=0, **opts).to_json()  # type: ignore[arg-type]
+    return stats.analyze(
+        r.probes, r.boots, r.manifest, AnalysisOptions(n_resamples=0, **opts)
+    ).to_json()  # type: ignore[arg-type]
 
 
 def _boot_speed(probes: pd.DataFrame) -> pd.Series:
@@ -165,7 +168,12 @@ def test_an_arm_mixing_speculative_and_plain_boots_is_refused() -> None:
     probes, boots = simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=5, no_spec=["b"])
     boots.loc[(boots["arm"] == "b") & (boots["boot"] == 0), "speculative"] = True
     with pytest.raises(SpecabError) as exc:
-        stats.analyze(probes, boots, simulated_manifest({"a": 0.0, "b": 0.0}), n_resamples=0)
+        stats.analyze(
+            probes,
+            boots,
+            simulated_manifest({"a": 0.0, "b": 0.0}),
+            options=AnalysisOptions(n_resamples=0),
+        )
     assert exc.value.field == "boots.speculative" and "'b'" in exc.value.one_line()
 
 
@@ -199,7 +207,7 @@ def test_sequential_looks_decide_on_the_declared_primary_family(tmp_path: Path) 
     root = simulate_results(tmp_path / "q", {"a": 0.0, "b": 0.0}, boots=6, looks=[3, 6],
                             speed={"a": 1.0, "b": 0.7}, primary_metrics=[SPEED_METRIC])  # fmt: skip
     r = load_results(root)
-    out = stats.analyze(r.probes, r.boots, r.manifest, n_resamples=0)
+    out = stats.analyze(r.probes, r.boots, r.manifest, options=AnalysisOptions(n_resamples=0))
     seq = out.sequential
     assert seq is not None and [row.metric for row in seq.comparisons] == [SPEED_METRIC]
     assert seq.comparisons[0].status == "difference"
@@ -270,7 +278,9 @@ def test_probes_without_a_category_are_one_group(tmp_path: Path) -> None:
 
 def test_accepted_length_distribution_from_histograms_or_positions(nospec: Path) -> None:
     r = load_results(nospec)
-    out = stats.analyze(r.probes, r.boots, r.manifest, n_resamples=0).to_json()
+    out = stats.analyze(
+        r.probes, r.boots, r.manifest, options=AnalysisOptions(n_resamples=0)
+    ).to_json()
     base = next(a for a in out["arms"] if a["arm"] == "base")
     assert base["accepted_length_source"] == "histogram"
     hist = np.stack(r.probes[r.probes["arm"] == "base"]["acceptance_histogram"].to_numpy())
@@ -279,7 +289,9 @@ def test_accepted_length_distribution_from_histograms_or_positions(nospec: Path)
     assert all(s["ci_low"] <= s["share"] <= s["ci_high"] for s in base["accepted_length"])
     # without histograms the cumulative per-position counts give the same numbers
     probes = r.probes.assign(acceptance_histogram=None)
-    again = stats.analyze(probes, r.boots, r.manifest, n_resamples=0).to_json()
+    again = stats.analyze(
+        probes, r.boots, r.manifest, options=AnalysisOptions(n_resamples=0)
+    ).to_json()
     base2 = next(a for a in again["arms"] if a["arm"] == "base")
     assert base2["accepted_length_source"] == "per_position"
     assert [s["share"] for s in base2["accepted_length"]] == pytest.approx(shares)
@@ -348,11 +360,11 @@ def test_a_speed_claim_names_an_unshuffled_block_order() -> None:
     arms = {"a": 0.0, "b": 0.0}
     probes, boots = simulate_frames(arms, boots=3, prompts=10, speed={"a": 1.0, "b": 0.7})
     manifest = simulated_manifest(arms)
-    out = stats.analyze(probes, boots, manifest, n_resamples=0)
+    out = stats.analyze(probes, boots, manifest, options=AnalysisOptions(n_resamples=0))
     assert out.comparisons[-1].verdict == "regressed"
     assert any("b ran after a in every block (3 of 3)" in n for n in out.notes)
     # block 1 with b first: the order is mixed, the note goes
     first = boots["boot"] == 1
     boots.loc[first, "order"] = boots.loc[first, "order"].to_numpy()[::-1]
-    out = stats.analyze(probes, boots, manifest, n_resamples=0)
+    out = stats.analyze(probes, boots, manifest, options=AnalysisOptions(n_resamples=0))
     assert not any("in every block" in n for n in out.notes)

@@ -22,6 +22,7 @@ from bench.simulate import (
     simulated_manifest,
     write_run,
 )
+from bench.stats import AnalysisOptions
 from bench.stats.methods import (
     VERDICTS,
     boots_needed,
@@ -48,7 +49,7 @@ DESIGN_COMPARISON = {
 def _analyze(root: Path, **opts: object) -> dict:  # type: ignore[type-arg]
     """The analysis as `analyze --json` prints it."""
     r = load_results(root)
-    out = stats.analyze(r.probes, r.boots, r.manifest, n_resamples=2000, **opts)  # type: ignore[arg-type]
+    out = stats.analyze(r.probes, r.boots, r.manifest, AnalysisOptions(n_resamples=2000, **opts))  # type: ignore[arg-type]
     return out.to_json()
 
 
@@ -293,7 +294,13 @@ def test_bad_manifest_settings_name_the_manifest_field(three_arms: Path) -> None
     r = load_results(three_arms)
     manifest = r.manifest.model_copy(update={"baseline": "gone"})
     with pytest.raises(SpecabError) as exc:
-        stats.analyze(r.probes, r.boots, manifest, n_resamples=0, source=str(three_arms))
+        stats.analyze(
+            r.probes,
+            r.boots,
+            manifest,
+            options=AnalysisOptions(n_resamples=0),
+            source=str(three_arms),
+        )
     assert exc.value.field == "experiment.baseline"
     assert exc.value.file is not None and exc.value.file.endswith("manifest.json")
 
@@ -388,7 +395,7 @@ def test_decide_reports_stop_or_continue(tmp_path: Path) -> None:
     assert d.action == "stop" and {c.status for c in d.comparisons} == {"difference"}
     close = simulate_results(tmp_path / "c", {"a": 0.0, "b": 0.0}, boots=2)
     r = load_results(close)
-    d = stats.decide(r.probes, r.boots, r.manifest, [3, 6, 10])
+    d = stats.decide(r.probes, r.boots, r.manifest, AnalysisOptions(looks=[3, 6, 10]))
     assert d.action == "continue" and d.next_look == 3 and d.look is None
     out = _analyze(root)
     assert out["sequential"]["action"] == "stop"
@@ -431,7 +438,12 @@ def test_variance_components_recover_the_model(tmp_path: Path) -> None:
 def test_arm_without_ok_boots_is_reported_not_crashed(tmp_path: Path) -> None:
     probes, boots = simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=30)
     boots.loc[boots["arm"] == "b", ["status", "error"]] = ["failed", "server died"]
-    res = stats.analyze(probes, boots, simulated_manifest({"a": 0.0, "b": 0.0}), n_resamples=200)
+    res = stats.analyze(
+        probes,
+        boots,
+        simulated_manifest({"a": 0.0, "b": 0.0}),
+        options=AnalysisOptions(n_resamples=200),
+    )
     out = res.to_json()
     json.dumps(out, allow_nan=False)
     b = out["arms"][1]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
-from bench.stats import Decision, decide
+from bench.stats import AnalysisOptions, Decision, decide
 from bench.store import Results, atomic_write_json, load_results
 
 FILE = "sequential.json"
@@ -106,7 +106,8 @@ class SequentialRun:
 
     def _decide(self, n: int) -> Decision:
         res = first_boots(load_results(self.root), n)
-        d: Decision = decide(res.probes, res.boots, res.manifest, list(self.looks))
+        options = AnalysisOptions(looks=self.looks)
+        d: Decision = decide(res.probes, res.boots, res.manifest, options)
         if d.look is None or self.looks[d.look - 1] != n:  # fewer usable boots than counted
             raise SpecabError(
                 f"look at {n} boots/arm found only {d.boots_per_arm} usable boots per arm",

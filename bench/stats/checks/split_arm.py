@@ -5,6 +5,7 @@ positive; a rate far above alpha points at drift or node effects that boot order
 
 from __future__ import annotations
 
+from dataclasses import replace
 from itertools import combinations
 from math import comb
 
@@ -14,7 +15,14 @@ from numpy.typing import NDArray
 
 from bench.errors import SpecabError
 from bench.records import ALL_METRICS, SPEED_METRIC, Manifest
-from bench.stats.inputs import ArmData, arm_data, arm_names, margin_for, resolve_settings
+from bench.stats.inputs import (
+    AnalysisOptions,
+    ArmData,
+    arm_data,
+    arm_names,
+    margin_for,
+    resolve_settings,
+)
 from bench.stats.methods import CLAIMS, Est, estimate, family, log_estimate
 from bench.stats.schema import SplitCheck
 
@@ -26,30 +34,17 @@ def split_arm(
     boots: pd.DataFrame,
     manifest: Manifest,
     arm: str,
+    options: AnalysisOptions = AnalysisOptions(),
     *,
-    alpha: float | None = None,
-    margin_pos0: float | None = None,
-    margin_length: float | None = None,
-    margin_speed: float | None = None,
     max_splits: int = 200,
-    seed: int = 0,
     source: str | None = None,
 ) -> SplitCheck:
     """Run the primary pipeline on splits of one arm's boots into two pseudo-arms (an A/A
     check): how often is a difference claimed where there is none? All splits go through
-    the product's family at once (one batch axis)."""
+    the product's family at once (one batch axis). `options`: alpha, margins and the seed
+    of the splits drawn when there are more than `max_splits`; no baseline or looks."""
     arms = arm_names(manifest, boots)
-    s = resolve_settings(
-        manifest,
-        arms,
-        baseline=None,
-        alpha=alpha,
-        margin_pos0=margin_pos0,
-        margin_length=margin_length,
-        margin_speed=margin_speed,
-        looks=None,
-        source=source,
-    )
+    s = resolve_settings(manifest, arms, replace(options, baseline=None, looks=None), source)
     if arm not in arms:
         raise SpecabError(f"no arm named {arm!r}", field="split_arm", fix=f"use one of {arms}")
     ad = arm_data(probes, boots, [arm], source).arms[arm]
@@ -62,7 +57,7 @@ def split_arm(
         )
     h = b // 2
     total = comb(b, h) // (2 if 2 * h == b else 1)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(options.seed)
     if total <= max_splits:
         splits = [c for c in combinations(range(b), h) if 2 * h != b or 0 in c]
     else:

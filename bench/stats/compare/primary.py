@@ -4,9 +4,8 @@ boots at the look's nominal level), so the comparisons table agrees with the dec
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -17,6 +16,7 @@ from bench.stats.compare.duets import duet_pairs
 from bench.stats.compare.families import Row, estimates, family_rows
 from bench.stats.compare.hosts import host_adjusted_pairs
 from bench.stats.inputs import (
+    AnalysisOptions,
     ArmData,
     Dataset,
     Prior,
@@ -41,12 +41,12 @@ def prepare(
     probes: pd.DataFrame,
     boots: pd.DataFrame,
     manifest: Manifest,
-    source: str | None,
-    **opts: Any,
+    options: AnalysisOptions,
+    source: str | None = None,
 ) -> tuple[list[str], Settings, Dataset]:
     """Arms, resolved settings and the per-arm data on the common prompts."""
     arms = arm_names(manifest, boots)
-    settings = resolve_settings(manifest, arms, source=source, **opts)
+    settings = resolve_settings(manifest, arms, options, source)
     return arms, settings, arm_data(probes, boots, arms, source)
 
 
@@ -54,32 +54,15 @@ def decide(
     probes: pd.DataFrame,
     boots: pd.DataFrame,
     manifest: Manifest,
-    looks: Sequence[int] | None = None,
-    *,
-    baseline: str | None = None,
-    alpha: float | None = None,
-    margin_pos0: float | None = None,
-    margin_length: float | None = None,
-    margin_speed: float | None = None,
-    prior: Prior | None = None,
+    options: AnalysisOptions = AnalysisOptions(),
     source: str | None = None,
 ) -> Decision:
-    """Sequential decision at the current look: stop (decided) or continue (add boots)."""
-    arms, s, ds = prepare(
-        probes,
-        boots,
-        manifest,
-        source,
-        baseline=baseline,
-        alpha=alpha,
-        margin_pos0=margin_pos0,
-        margin_length=margin_length,
-        margin_speed=margin_speed,
-        looks=list(looks) if looks is not None else None,
-    )
+    """Sequential decision at the current look (`options.looks`, else the manifest's):
+    stop (decided) or continue (add boots)."""
+    arms, s, ds = prepare(probes, boots, manifest, options, source)
     if not s.looks:
         raise SpecabError("no sequential looks planned", field="looks", fix="plan e.g. 3,6,10")
-    _, decision = primary(ds.arms, arms, s, prior or Prior())
+    _, decision = primary(ds.arms, arms, s, options.prior or Prior())
     assert decision is not None  # looks are set
     return decision
 

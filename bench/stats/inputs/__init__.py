@@ -7,6 +7,7 @@ baseline, alpha, margins on each metric's scale, looks, primary family, a prior 
 from bench.stats.inputs.co_runs import MIN_OVERLAP, corun_groups
 from bench.stats.inputs.dataset import ArmData, Dataset, arm_data, boot_values, failed_counts
 from bench.stats.inputs.settings import (
+    AnalysisOptions,
     Prior,
     Settings,
     arm_names,
@@ -18,6 +19,7 @@ from bench.stats.inputs.settings import (
 
 __all__ = [
     "MIN_OVERLAP",
+    "AnalysisOptions",
     "ArmData",
     "Dataset",
     "Prior",

@@ -10,10 +10,10 @@ names into the flags the user typed, so a report after `run-ab` never blames a f
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 
@@ -98,19 +98,31 @@ def check_margin(metric: str, margin: float, *, file: str | None, field: str) ->
         )
 
 
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """What a caller asks of an analysis, over the results' own settings: one object through
+    every entry point (`analyze`, `decide`, `split_arm`, the report, the end of a run). None
+    takes the manifest's value (baseline, alpha, margins, looks); `by` adds the per-category
+    (or per-probe-set) breakdown; resampling, seed and power shape the outputs only."""
+
+    baseline: str | None = None
+    alpha: float | None = None
+    margin_pos0: float | None = None
+    margin_length: float | None = None
+    margin_speed: float | None = None
+    looks: Sequence[int] | None = None
+    prior: Prior | None = None
+    by: Literal["category", "probe_set"] | None = None
+    n_resamples: int = 10_000
+    seed: int = 0
+    power: float = 0.8
+
+
 def resolve_settings(
-    manifest: Manifest,
-    arms: list[str],
-    *,
-    baseline: str | None,
-    alpha: float | None,
-    margin_pos0: float | None,
-    margin_length: float | None,
-    looks: list[int] | tuple[int, ...] | None,
-    source: str | None = None,
-    margin_speed: float | None = None,
+    manifest: Manifest, arms: list[str], options: AnalysisOptions, source: str | None = None
 ) -> Settings:
     """Options override the manifest; every bad value is a SpecabError naming its setting."""
+    baseline, alpha, looks = options.baseline, options.alpha, options.looks
     exp = manifest.experiment_section()
     file = None if source is None else f"{source}/manifest.json"
     if not arms:
@@ -134,9 +146,9 @@ def resolve_settings(
     margins = dict(DEFAULT_MARGINS)
     margins.update(manifest.margins or exp.margins or {})
     for metric, value in (
-        ("acceptance_pos0", margin_pos0),
-        ("mean_accepted_length", margin_length),
-        (SPEED_METRIC, margin_speed),
+        ("acceptance_pos0", options.margin_pos0),
+        ("mean_accepted_length", options.margin_length),
+        (SPEED_METRIC, options.margin_speed),
     ):
         if value is not None:
             margins[metric] = value
