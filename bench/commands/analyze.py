@@ -5,11 +5,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bench.commands.options import as_flags, parse_floats, results_dir_not_spec
+from bench.commands.options import (
+    Alpha,
+    Baseline,
+    By,
+    Json,
+    MarginLength,
+    MarginPos0,
+    MarginSpeed,
+    ResultsDir,
+    as_flags,
+    parse_by,
+    parse_floats,
+    results_dir_not_spec,
+)
 from bench.errors import SpecabError
 
 if TYPE_CHECKING:
@@ -58,12 +71,6 @@ def _fail_on(text: str | None) -> set[str]:
     return names
 
 
-def _by(text: str | None) -> Literal["category", "probe_set"] | None:
-    if text is None or text in ("category", "probe_set"):
-        return text  # type: ignore[return-value]
-    raise SpecabError(f"{text!r}", field="--by", fix="use --by category or --by probe_set")
-
-
 def _prior(sd: str | None, df: float | None, from_dir: Path | None) -> Prior:
     from bench.stats import Prior, prior_from_results
     from bench.store import load_results
@@ -81,22 +88,17 @@ def _prior(sd: str | None, df: float | None, from_dir: Path | None) -> Prior:
 
 
 def analyze(
-    results_dir: Annotated[Path, typer.Argument(help="Results directory (results/<name>).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    results_dir: ResultsDir,
+    as_json: Json = False,
     fmt: Annotated[
         str, typer.Option("--format", help="table, json, or markdown (CI job summaries).")
     ] = "table",
-    baseline: Annotated[str | None, typer.Option(help="Arm compared against.")] = None,
-    alpha: Annotated[float | None, typer.Option(help="Two-sided level, (0, 0.5).")] = None,
-    margin_pos0: Annotated[float | None, typer.Option(help="Margin for pos0.")] = None,
-    margin_length: Annotated[float | None, typer.Option(help="Margin, mean length.")] = None,
-    margin_speed: Annotated[
-        float | None, typer.Option(help="Relative margin for tokens/s (0.02 = 2 %).")
-    ] = None,
-    by: Annotated[
-        str | None,
-        typer.Option(help="Also break acceptance and speed down by category or probe_set."),
-    ] = None,
+    baseline: Baseline = None,
+    alpha: Alpha = None,
+    margin_pos0: MarginPos0 = None,
+    margin_length: MarginLength = None,
+    margin_speed: MarginSpeed = None,
+    by: By = None,
     prior_between_boot_sd: Annotated[
         str | None,
         typer.Option(help="A/A-measured between-boot SD for 1-boot arms: X (pos0) or X,Y."),
@@ -149,7 +151,7 @@ def analyze(
             margin_speed=margin_speed,
             looks=_looks(looks),
             prior=_prior(prior_between_boot_sd, prior_df, prior_from),
-            by=_by(by),
+            by=parse_by(by),
             n_resamples=resamples,
             seed=seed,
             power=power,
@@ -183,7 +185,7 @@ def analyze(
 
 
 def plan(
-    results_dir: Annotated[Path, typer.Argument(help="Results directory (results/<name>).")],
+    results_dir: ResultsDir,
     effect: Annotated[float, typer.Option(help="Smallest effect worth detecting (metric units).")],
     metric: Annotated[
         str,
@@ -193,8 +195,8 @@ def plan(
         ),
     ] = "acceptance_pos0",
     power: Annotated[float, typer.Option(help="Target power.")] = 0.8,
-    alpha: Annotated[float | None, typer.Option(help="Two-sided level (manifest default).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the JSON object only.")] = False,
+    alpha: Alpha = None,
+    as_json: Json = False,
 ) -> None:
     """Boots per arm and prompts per boot for a target effect, from measured variance."""
     from bench.stats import plan_from_results

@@ -14,6 +14,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from bench.commands.options import (
+    ExperimentFile,
+    ResultsDirOption,
+)
+
 if TYPE_CHECKING:
     from bench.experiment import Experiment
     from bench.records import BootRecord, ProbeRecord
@@ -74,46 +79,45 @@ def _boot_and_report(
     return 0
 
 
+def boot(
+    experiment_file: ExperimentFile,
+    arm: Annotated[str, typer.Option("--arm", help="Arm to boot.")],
+    results_dir: ResultsDirOption = None,
+    boot_index: Annotated[
+        int, typer.Option("--boot", min=0, help="Boot index within the arm (0-based).")
+    ] = 0,
+) -> int:
+    """Boot one arm once: server, warmup, probes, counters; write results; print a summary.
+
+    An existing results directory of the same experiment is appended to (a new attempt);
+    one whose arms, probe sets or settings differ from the file's is refused.
+    """
+    from bench.experiment import build_manifest, load_spec, preflight, resume_changes
+    from bench.run import Ledger
+    from bench.store import ResultsWriter
+
+    spec = load_spec(experiment_file)
+    spec.arm(arm)  # unknown arm: one line, exit 2, before anything is written
+    preflight(experiment_file, spec=spec, arms=[arm])  # every mistake in what it boots
+    manifest = build_manifest(spec, experiment_file)
+    root = results_dir or Path("results") / spec.experiment.name
+    # An existing directory is appended to only if it holds the same versions of the arms.
+    exists = ResultsWriter.check_root(root)
+    writer = ResultsWriter.create(
+        root,
+        manifest,
+        resume=exists,
+        compare=lambda old: resume_changes(
+            old, manifest, where=root, proven=Ledger.read(root).proven_arms()
+        ),
+        claim="boot",
+    )
+    try:
+        ledger = Ledger.read(root)  # read under the claim: nobody else writes it now
+        return _boot_and_report(writer, ledger, spec, experiment_file, arm, boot_index)
+    finally:
+        writer.close()
+
+
 def register(app: typer.Typer) -> None:
-    @app.command("boot")
-    def boot(
-        experiment_file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
-        arm: Annotated[str, typer.Option("--arm", help="Arm to boot.")],
-        results_dir: Annotated[
-            Path | None,
-            typer.Option("--results-dir", help="Results directory (default results/<name>)."),
-        ] = None,
-        boot_index: Annotated[
-            int, typer.Option("--boot", min=0, help="Boot index within the arm (0-based).")
-        ] = 0,
-    ) -> int:
-        """Boot one arm once: server, warmup, probes, counters; write results; print a summary.
-
-        An existing results directory of the same experiment is appended to (a new attempt);
-        one whose arms, probe sets or settings differ from the file's is refused.
-        """
-        from bench.experiment import build_manifest, load_spec, preflight, resume_changes
-        from bench.run import Ledger
-        from bench.store import ResultsWriter
-
-        spec = load_spec(experiment_file)
-        spec.arm(arm)  # unknown arm: one line, exit 2, before anything is written
-        preflight(experiment_file, spec=spec, arms=[arm])  # every mistake in what it boots
-        manifest = build_manifest(spec, experiment_file)
-        root = results_dir or Path("results") / spec.experiment.name
-        # An existing directory is appended to only if it holds the same versions of the arms.
-        exists = ResultsWriter.check_root(root)
-        writer = ResultsWriter.create(
-            root,
-            manifest,
-            resume=exists,
-            compare=lambda old: resume_changes(
-                old, manifest, where=root, proven=Ledger.read(root).proven_arms()
-            ),
-            claim="boot",
-        )
-        try:
-            ledger = Ledger.read(root)  # read under the claim: nobody else writes it now
-            return _boot_and_report(writer, ledger, spec, experiment_file, arm, boot_index)
-        finally:
-            writer.close()
+    app.command("boot")(boot)

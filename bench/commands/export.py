@@ -14,7 +14,10 @@ from typing import Annotated
 
 import typer
 
-from bench.commands.options import results_dir_not_spec
+from bench.commands.options import (
+    ResultsDir,
+    results_dir_not_spec,
+)
 
 export_app = typer.Typer(help="Export results to experiment trackers.")
 OPTION = "--tracking-uri"
@@ -55,7 +58,7 @@ def export_mlflow_run(
 
 @export_app.command("mlflow")
 def export_mlflow(
-    results_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")],
+    results_dir: ResultsDir,
     tracking_uri: Annotated[
         str | None,
         typer.Option(

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from bench.commands.options import check_margins
+from bench.commands.options import (
+    Json,
+    MarginLength,
+    MarginPos0,
+    MarginSpeed,
+    ResultsDir,
+    check_margins,
+)
 from bench.errors import SpecabError
 
 if TYPE_CHECKING:
@@ -34,7 +41,7 @@ def _analysis(results_dir: Path) -> tuple[Analysis, pd.DataFrame, str]:
 
 @reference_app.command("save")
 def save(
-    results_dir: Annotated[Path, typer.Argument(metavar="DIR", help="A trusted results dir.")],
+    results_dir: ResultsDir,
     name: Annotated[str, typer.Argument(help="Reference name (letters, digits, . _ -).")],
     store: Annotated[Path, typer.Option("--store", help="Where references live.")] = STORE,
     replace: Annotated[bool, typer.Option("--replace", help="Overwrite NAME.")] = False,
@@ -55,17 +62,17 @@ def save(
 
 
 def gate(
-    results_dir: Annotated[Path, typer.Argument(metavar="DIR", help="The new results dir.")],
+    results_dir: ResultsDir,
     reference: Annotated[str, typer.Option("--reference", help="Reference NAME.")],
     store: Annotated[Path, typer.Option("--store", help="Where references live.")] = STORE,
     arm: Annotated[
         list[str] | None, typer.Option("--arm", help="NEW=REFERENCE arm pair (repeat).")
     ] = None,
-    margin_pos0: Annotated[float | None, typer.Option("--margin-pos0")] = None,
-    margin_length: Annotated[float | None, typer.Option("--margin-length")] = None,
-    margin_speed: Annotated[float | None, typer.Option("--margin-speed")] = None,
+    margin_pos0: MarginPos0 = None,
+    margin_length: MarginLength = None,
+    margin_speed: MarginSpeed = None,
     alpha: Annotated[float, typer.Option("--alpha", help="One-sided level.")] = 0.05,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    as_json: Json = False,
 ) -> int:
     """Is the new run not worse than the trusted reference by the margins? Non-inferiority
     on boot values (Welch on the two boot samples). Exit 0 pass, 1 fail."""

@@ -10,106 +10,156 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 
+from bench.commands.options import (
+    ExperimentFile,
+    Json,
+    Quiet,
+    ResultsDir,
+    ResultsDirOption,
+    Resume,
+    Slots,
+)
+
 if TYPE_CHECKING:
     from bench.run import RunSummary
 
 
-def register(app: typer.Typer) -> None:
-    _register_status(app)
+def run_ab(
+    experiment_file: ExperimentFile,
+    results_dir: ResultsDirOption = None,
+    resume: Resume = False,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Existing Ray cluster (host:port or 'auto'); default: local."
+        ),
+    ] = None,
+    slots: Slots = None,
+    quiet: Quiet = False,
+    common_random_numbers: Annotated[
+        bool,
+        typer.Option(
+            "--common-random-numbers",
+            help="Same engine seed for every arm's boot b (default: independent seeds).",
+        ),
+    ] = False,
+    compile_cache: Annotated[
+        bool,
+        typer.Option(
+            "--compile-cache/--no-compile-cache",
+            help="Keep vLLM's compile cache across boots of an arm on a node.",
+        ),
+    ] = True,
+    report: Annotated[
+        bool, typer.Option("--report/--no-report", help="Render the report at the end.")
+    ] = True,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="Stop before anything is written when `specab lint` finds a known "
+            "draft/target config mismatch (exit 2).",
+        ),
+    ] = False,
+    track: Annotated[
+        str | None,
+        typer.Option(
+            "--track",
+            metavar="URI",
+            help="Log each boot to MLflow as it lands, the verdicts at the end "
+            "(http://HOST:5000 or sqlite:///mlflow.db); a tracker that is down never "
+            "stops the run.",
+        ),
+    ] = None,
+) -> int:
+    """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
+    from bench.experiment import load_spec
+    from bench.report import LiveTracker, table_console
+    from bench.run import RunOptions
+    from bench.run import run_ab as run
 
-    @app.command("run-ab")
-    def run_ab(
-        experiment_file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
-        results_dir: Annotated[
-            Path | None,
-            typer.Option("--results-dir", help="Results directory (default results/<name>)."),
-        ] = None,
-        resume: Annotated[
-            bool,
-            typer.Option("--resume", help="Continue an existing results directory."),
-        ] = False,
-        address: Annotated[
-            str | None,
-            typer.Option(
-                "--address", help="Existing Ray cluster (host:port or 'auto'); default: local."
-            ),
-        ] = None,
-        slots: Annotated[
-            int | None,
-            typer.Option("--slots", min=1, help="At most this many boots at once."),
-        ] = None,
-        quiet: Annotated[
-            bool, typer.Option("--quiet", help="One line per boot instead of a live table.")
-        ] = False,
-        common_random_numbers: Annotated[
-            bool,
-            typer.Option(
-                "--common-random-numbers",
-                help="Same engine seed for every arm's boot b (default: independent seeds).",
-            ),
-        ] = False,
-        compile_cache: Annotated[
-            bool,
-            typer.Option(
-                "--compile-cache/--no-compile-cache",
-                help="Keep vLLM's compile cache across boots of an arm on a node.",
-            ),
-        ] = True,
-        report: Annotated[
-            bool, typer.Option("--report/--no-report", help="Render the report at the end.")
-        ] = True,
-        strict: Annotated[
-            bool,
-            typer.Option(
-                "--strict",
-                help="Stop before anything is written when `specab lint` finds a known "
-                "draft/target config mismatch (exit 2).",
-            ),
-        ] = False,
-        track: Annotated[
-            str | None,
-            typer.Option(
-                "--track",
-                metavar="URI",
-                help="Log each boot to MLflow as it lands, the verdicts at the end "
-                "(http://HOST:5000 or sqlite:///mlflow.db); a tracker that is down never "
-                "stops the run.",
-            ),
-        ] = None,
-    ) -> int:
-        """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
-        from bench.experiment import load_spec
-        from bench.report import LiveTracker, table_console
-        from bench.run import RunOptions
-        from bench.run import run_ab as run
-
-        spec = load_spec(experiment_file)
-        root = results_dir or Path("results") / spec.experiment.name
-        console = table_console()
-        note = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
-        tracker = LiveTracker(track, root, note) if track else None
-        opts = RunOptions(
-            results_dir=root,
-            resume=resume,
-            address=address,
-            slots=slots,
-            quiet=quiet,
-            common_random_numbers=common_random_numbers,
-            compile_cache=compile_cache,
-            strict=strict,
-            on_boot=tracker.boot_landed if tracker else None,
-        )
-        try:
-            summary = run(experiment_file, opts, console)
-        except BaseException:
-            if tracker is not None:
-                tracker.close()  # a refused file or a crash: nothing more to track
-            raise
-        rerun = f"specab run-ab {experiment_file} --results-dir {root}"
-        rc = finish(summary, console, rerun, report=report)
+    spec = load_spec(experiment_file)
+    root = results_dir or Path("results") / spec.experiment.name
+    console = table_console()
+    note = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
+    tracker = LiveTracker(track, root, note) if track else None
+    opts = RunOptions(
+        results_dir=root,
+        resume=resume,
+        address=address,
+        slots=slots,
+        quiet=quiet,
+        common_random_numbers=common_random_numbers,
+        compile_cache=compile_cache,
+        strict=strict,
+        on_boot=tracker.boot_landed if tracker else None,
+    )
+    try:
+        summary = run(experiment_file, opts, console)
+    except BaseException:
         if tracker is not None:
-            note(tracker.finish())
-        return rc
+            tracker.close()  # a refused file or a crash: nothing more to track
+        raise
+    rerun = f"specab run-ab {experiment_file} --results-dir {root}"
+    rc = finish(summary, console, rerun, report=report)
+    if tracker is not None:
+        note(tracker.finish())
+    return rc
+
+
+def status(
+    results_dir: ResultsDir,
+    watch: Annotated[
+        bool, typer.Option("--watch", help="Refresh until Ctrl-C (or the run ends).")
+    ] = False,
+    interval: Annotated[
+        float, typer.Option("--interval", min=1.0, help="Seconds between refreshes.")
+    ] = 10.0,
+    as_json: Json = False,
+) -> None:
+    """Where a campaign stands, from its results directory alone (a login node can read
+    it while a Slurm job writes): per arm ok, failed, in flight and hosts; who writes it;
+    elapsed and ETA; the next look; the last failure's cause. Counts only, no verdicts."""
+    import sys
+    import time
+
+    from rich.live import Live
+
+    from bench.commands.options import results_dir_not_spec
+    from bench.report.console import status_line, status_view
+    from bench.store import campaign_status
+
+    results_dir_not_spec(results_dir)
+    if as_json:
+        typer.echo(campaign_status(results_dir).model_dump_json(indent=2))
+        return
+    console = Console(highlight=False)
+    if not watch:
+        console.print(status_view(campaign_status(results_dir)))
+        return
+    if not console.is_terminal:  # a pipe or a log: one line per refresh, flushed
+        while True:
+            s = campaign_status(results_dir)
+            typer.echo(status_line(s))
+            sys.stdout.flush()
+            if s.state != "running":
+                return
+            time.sleep(interval)
+    with Live(status_view(campaign_status(results_dir)), console=console) as live:
+        try:
+            while True:
+                time.sleep(interval)
+                s = campaign_status(results_dir)
+                live.update(status_view(s))
+                if s.writer is None and all(a.ok >= (a.target or 0) for a in s.arms):
+                    return
+        except KeyboardInterrupt:
+            return
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status)
+    app.command("run-ab")(run_ab)
 
 
 def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -> int:
@@ -135,55 +185,3 @@ def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -
             markup=False,
         )
     return 0 if summary.complete else 1
-
-
-def _register_status(app: typer.Typer) -> None:
-    @app.command("status")
-    def status(
-        results_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Results directory.")],
-        watch: Annotated[
-            bool, typer.Option("--watch", help="Refresh until Ctrl-C (or the run ends).")
-        ] = False,
-        interval: Annotated[
-            float, typer.Option("--interval", min=1.0, help="Seconds between refreshes.")
-        ] = 10.0,
-        as_json: Annotated[bool, typer.Option("--json", help="The status as JSON.")] = False,
-    ) -> None:
-        """Where a campaign stands, from its results directory alone (a login node can read
-        it while a Slurm job writes): per arm ok, failed, in flight and hosts; who writes it;
-        elapsed and ETA; the next look; the last failure's cause. Counts only, no verdicts."""
-        import sys
-        import time
-
-        from rich.live import Live
-
-        from bench.commands.options import results_dir_not_spec
-        from bench.report.console import status_line, status_view
-        from bench.store import campaign_status
-
-        results_dir_not_spec(results_dir)
-        if as_json:
-            typer.echo(campaign_status(results_dir).model_dump_json(indent=2))
-            return
-        console = Console(highlight=False)
-        if not watch:
-            console.print(status_view(campaign_status(results_dir)))
-            return
-        if not console.is_terminal:  # a pipe or a log: one line per refresh, flushed
-            while True:
-                s = campaign_status(results_dir)
-                typer.echo(status_line(s))
-                sys.stdout.flush()
-                if s.state != "running":
-                    return
-                time.sleep(interval)
-        with Live(status_view(campaign_status(results_dir)), console=console) as live:
-            try:
-                while True:
-                    time.sleep(interval)
-                    s = campaign_status(results_dir)
-                    live.update(status_view(s))
-                    if s.writer is None and all(a.ok >= (a.target or 0) for a in s.arms):
-                        return
-            except KeyboardInterrupt:
-                return

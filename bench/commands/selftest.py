@@ -16,6 +16,14 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from bench.commands.options import (
+    Json,
+    Quiet,
+    ResultsDirOption,
+    Resume,
+    Slots,
+)
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -72,54 +80,49 @@ def _check(root: Path, rates: dict[str, list[float]], alpha: float) -> SelftestR
     return stats.check_selftest(analysis, rates, counts)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("selftest")
-    def selftest(
-        experiment_file: Annotated[
-            Path, typer.Argument(help="Experiment file whose arms all run synthetic acceptance.")
-        ],
-        results_dir: Annotated[
-            Path | None,
-            typer.Option("--results-dir", help="Results directory (default results/<name>)."),
-        ] = None,
-        resume: Annotated[
-            bool, typer.Option("--resume", help="Continue an existing results directory.")
-        ] = False,
-        address: Annotated[
-            str | None, typer.Option("--address", help="Existing Ray cluster; default: local.")
-        ] = None,
-        slots: Annotated[
-            int | None, typer.Option("--slots", min=1, help="At most this many boots at once.")
-        ] = None,
-        check_only: Annotated[
-            bool,
-            typer.Option("--check-only", help="Check an existing results directory; boot nothing."),
-        ] = False,
-        as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-        quiet: Annotated[bool, typer.Option("--quiet", help="One line per boot.")] = False,
-    ) -> int:
-        """Check a build's acceptance counters end to end against synthetic ground truth."""
-        from bench.commands.run_ab import finish
-        from bench.experiment import load_spec, synthetic_truth
-        from bench.report import table_console
-        from bench.run import RunOptions, run_ab
+def selftest(
+    experiment_file: Annotated[
+        Path, typer.Argument(help="Experiment file whose arms all run synthetic acceptance.")
+    ],
+    results_dir: ResultsDirOption = None,
+    resume: Resume = False,
+    address: Annotated[
+        str | None, typer.Option("--address", help="Existing Ray cluster; default: local.")
+    ] = None,
+    slots: Slots = None,
+    check_only: Annotated[
+        bool,
+        typer.Option("--check-only", help="Check an existing results directory; boot nothing."),
+    ] = False,
+    as_json: Json = False,
+    quiet: Quiet = False,
+) -> int:
+    """Check a build's acceptance counters end to end against synthetic ground truth."""
+    from bench.commands.run_ab import finish
+    from bench.experiment import load_spec, synthetic_truth
+    from bench.report import table_console
+    from bench.run import RunOptions, run_ab
 
-        spec = load_spec(experiment_file)
-        rates = synthetic_truth(spec, experiment_file)  # before anything is written
-        root = results_dir or Path("results") / spec.experiment.name
-        console = table_console()
-        if not check_only:
-            opts = RunOptions(
-                results_dir=root, resume=resume, address=address, slots=slots, quiet=quiet
-            )
-            summary = run_ab(experiment_file, opts, console)
-            rerun = f"specab selftest {experiment_file} --results-dir {root}"
-            rc = finish(summary, console, rerun, report=False)
-            if rc != 0:
-                return rc
-        result = _check(root, rates, spec.experiment.alpha)
-        if as_json:
-            typer.echo(json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False))
-        else:
-            _render(result, console)
-        return 0 if result.passed else 1
+    spec = load_spec(experiment_file)
+    rates = synthetic_truth(spec, experiment_file)  # before anything is written
+    root = results_dir or Path("results") / spec.experiment.name
+    console = table_console()
+    if not check_only:
+        opts = RunOptions(
+            results_dir=root, resume=resume, address=address, slots=slots, quiet=quiet
+        )
+        summary = run_ab(experiment_file, opts, console)
+        rerun = f"specab selftest {experiment_file} --results-dir {root}"
+        rc = finish(summary, console, rerun, report=False)
+        if rc != 0:
+            return rc
+    result = _check(root, rates, spec.experiment.alpha)
+    if as_json:
+        typer.echo(json.dumps(result.model_dump(mode="json"), indent=2, allow_nan=False))
+    else:
+        _render(result, console)
+    return 0 if result.passed else 1
+
+
+def register(app: typer.Typer) -> None:
+    app.command("selftest")(selftest)
