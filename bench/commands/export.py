@@ -1,7 +1,7 @@
 """`specab export mlflow DIR`: a results directory as MLflow runs, for teams that compare runs
 in a tracker (AIPerf's `--mlflow-tracking-uri`, specdec_bench's `--mlflow` do the same).
 
-The runs' structure is `bench.report.mlflow_runs` (what `run-ab --track` writes boot by boot
+The runs' structure is `bench.tracking.mlflow_runs` (what `run-ab --track` writes boot by boot
 while a campaign runs): one parent run per experiment, one nested child run per arm with
 every ok boot's metrics at step = its launch order, estimates and verdicts. MLflow is an
 optional extra (`pip install 'specab[tracking]'`).
@@ -28,16 +28,16 @@ def export_mlflow_run(
 ) -> tuple[str, str, int]:
     """Log `results_dir` to MLflow; (experiment id, parent run id, child runs)."""
     from bench import stats
-    from bench.report import (
+    from bench.report import render_report
+    from bench.store import load_results
+    from bench.tracking import (
         check_server,
         finish_runs,
         log_boot,
         mlflow_client,
         open_runs,
         quick_requests,
-        render_report,
     )
-    from bench.store import load_results
 
     res = load_results(results_dir)  # refuse a directory before the store is touched
     client = mlflow_client(tracking_uri, OPTION)

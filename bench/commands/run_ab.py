@@ -74,9 +74,10 @@ def run_ab(
 ) -> int:
     """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
     from bench.experiment import load_spec
-    from bench.report import LiveTracker, table_console
+    from bench.report import table_console
     from bench.run import RunOptions
     from bench.run import run_ab as run
+    from bench.tracking import LiveTracker
 
     spec = load_spec(experiment_file)
     root = results_dir or Path("results") / spec.experiment.name

@@ -4,11 +4,10 @@ computed; no statistic is computed here.
 
 `figures` and `tables` are the parts; `sections` assembles the markdown report from them,
 `render` writes report.md, report.html, analysis.json and the figures; `console` is what
-`run-ab`, `analyze`, `plan` and `gate` print; `mlflow_runs` writes a results directory as
-MLflow runs (`export mlflow`), `live_tracking` the same while a run goes (`run-ab --track`)."""
+`run-ab`, `analyze`, `plan` and `gate` print. Tracking (MLflow) is `bench.tracking`'s."""
 
 # The face loads its modules on first use (PEP 562): `specab status` and the table views
-# import what they print with, never the figures (matplotlib) or MLflow.
+# import what they print with, never the figures (matplotlib).
 from typing import TYPE_CHECKING, Any
 
 from bench import lazy_attribute
@@ -23,15 +22,6 @@ if TYPE_CHECKING:
         table_console,
     )
     from bench.report.figures import METRIC_SHORT, per_boot_frame
-    from bench.report.live_tracking import LiveTracker
-    from bench.report.mlflow_runs import (
-        check_server,
-        finish_runs,
-        log_boot,
-        mlflow_client,
-        open_runs,
-        quick_requests,
-    )
     from bench.report.render import (
         analyze_results,
         build_figures,
@@ -59,28 +49,21 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    "LiveTracker": "bench.report.live_tracking",
     "METRIC_SHORT": "bench.report.figures",
     "accepted_length_table": "bench.report.tables",
     "analyze_results": "bench.report.render",
     "arm_summary": "bench.report.tables",
     "build_figures": "bench.report.render",
     "category_table": "bench.report.tables",
-    "check_server": "bench.report.mlflow_runs",
     "draft_length_table": "bench.report.tables",
     "failed_attempts": "bench.report.tables",
     "figure_png": "bench.report.render",
-    "finish_runs": "bench.report.mlflow_runs",
     "identity_summary": "bench.report.tables",
-    "log_boot": "bench.report.mlflow_runs",
-    "mlflow_client": "bench.report.mlflow_runs",
-    "open_runs": "bench.report.mlflow_runs",
     "output_identity": "bench.report.tables",
     "per_boot_frame": "bench.report.figures",
     "print_end": "bench.report.console",
     "probe_temperature": "bench.report.tables",
     "provenance": "bench.report.tables",
-    "quick_requests": "bench.report.mlflow_runs",
     "render_analysis": "bench.report.console",
     "render_gate": "bench.report.console",
     "render_plan": "bench.report.console",
@@ -104,27 +87,20 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "METRIC_SHORT",
-    "LiveTracker",
     "accepted_length_table",
     "analyze_results",
     "arm_summary",
     "build_figures",
     "category_table",
-    "check_server",
     "draft_length_table",
     "failed_attempts",
     "figure_png",
-    "finish_runs",
     "identity_summary",
-    "log_boot",
-    "mlflow_client",
-    "open_runs",
     "output_identity",
     "per_boot_frame",
     "print_end",
     "probe_temperature",
     "provenance",
-    "quick_requests",
     "render_analysis",
     "render_gate",
     "render_plan",

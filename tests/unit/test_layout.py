@@ -28,9 +28,10 @@ ALLOWED = {
     "stats": {"store"},
     "simulate": {"store"},
     "report": {"store", "stats"},
+    "tracking": {"store", "stats", "report"},
     "run": {"store", "experiment", "stats"},
     "demo": {"store", "experiment", "run", "report"},
-    "commands": {"store", "experiment", "run", "stats", "report", "demo"},
+    "commands": {"store", "experiment", "run", "stats", "report", "tracking", "demo"},
     "cli": {"commands"},
 }
 EVERYONE = {"errors", "records", "__version__", "lazy_attribute"}
@@ -69,9 +70,8 @@ LAYERS = {
         "sections",
         "render",
         "console",
-        "mlflow_runs",
-        "live_tracking",
     ],
+    "tracking": ["mlflow_runs", "live_tracking"],
     "run": ["attempt", "node", "process", "boot", "placement", "driver"],
     "demo": [
         "tiny_models",

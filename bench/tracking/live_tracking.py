@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
-from bench.report.mlflow_runs import (
+from bench.tracking.mlflow_runs import (
     TrackedRuns,
     finish_runs,
     log_boot,
@@ -28,7 +28,6 @@ from bench.report.mlflow_runs import (
     open_runs,
     quick_requests,
 )
-from bench.report.render import render_report
 
 OPTION = "--track"
 FINISH_WAIT_S = 120.0  # the end of a run waits this long at most for the tracker
@@ -115,6 +114,7 @@ class LiveTracker:
 
     def _finish(self) -> None:
         from bench import stats
+        from bench.report import render_report
         from bench.store import load_results
 
         assert self.runs is not None
