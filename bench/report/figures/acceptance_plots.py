@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -24,14 +23,14 @@ from bench.report.figures.plot_style import (
     METRIC_LABELS,
     METRIC_TITLES,
     OKABE_ITO,
-    VERDICT_COLOURS,
     add_legend,
     analysis_arms,
     arm_styles,
+    forest_row,
     new_figure,
     no_data,
 )
-from bench.stats import Analysis, Comparison
+from bench.stats import Analysis
 
 
 def per_boot_frame(analysis: Analysis) -> pd.DataFrame:
@@ -140,42 +139,6 @@ def plot_boot_strip(analysis: Analysis) -> Figure:
     return fig
 
 
-def _forest_row(ax: Axes, y: int, c: Comparison, colour: str, marker: str) -> list[float]:
-    """One comparison: thin raw interval, thick interval the verdict rests on, the estimate,
-    the verdict word at the right. Returns the x extents drawn."""
-    span = []
-    if c.ci_low is not None and c.ci_high is not None:
-        # just under the thick one: the raw interval is usually inside it
-        ax.hlines(y - 0.2, c.ci_low, c.ci_high, color=colour, linewidth=1.0, linestyle=(0, (2, 1)))
-        span += [abs(c.ci_low), abs(c.ci_high)]
-    lo, hi = c.verdict_ci or (None, None)
-    if lo is not None and hi is not None:
-        ax.hlines(y, lo, hi, color=colour, linewidth=3.0)
-        span += [abs(lo), abs(hi)]
-    if c.difference is not None:
-        ax.plot(
-            [c.difference],
-            [y],
-            marker=marker,
-            markersize=9,
-            color=colour,
-            markeredgecolor="black",
-            markeredgewidth=0.5,
-        )
-        span.append(abs(c.difference))
-    ax.annotate(
-        c.verdict.replace("_", " "),
-        xy=(1.02, y),
-        xycoords=("axes fraction", "data"),
-        va="center",
-        ha="left",
-        fontsize=10,
-        fontweight="bold",
-        color=VERDICT_COLOURS.get(c.verdict, "#555555"),
-    )
-    return span
-
-
 def plot_forest(analysis: Analysis) -> Figure:
     """Figure 2: each arm minus baseline, the ± margin band and the verdict. Thick: the
     interval the verdict rests on (Holm-compatible; TOST for equivalence); dashed: the raw
@@ -201,8 +164,10 @@ def plot_forest(analysis: Analysis) -> Figure:
         for y, arm in enumerate(reversed(arms)):
             c = next((r for r in rows if r.arm == arm), None)
             if c is not None:
-                colour, marker = styles.get(arm, (OKABE_ITO[0], "o"))
-                span += _forest_row(ax, y, c, colour, marker)
+                style = styles.get(arm, (OKABE_ITO[0], "o"))
+                raw = (c.ci_low, c.ci_high)
+                drawn = forest_row(ax, y, raw, c.verdict_ci, c.difference, c.verdict, style)
+                span += [abs(x) for x in drawn]
         lim = 1.15 * max(span) if max(span) > 0 else 1.0
         ax.set_xlim(-lim, lim)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=6, symmetric=True))  # uncrowded ticks

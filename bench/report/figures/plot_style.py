@@ -77,3 +77,44 @@ def no_data(ax: Axes, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, color="#555555")
     ax.set_xticks([])
     ax.set_yticks([])
+
+
+Interval = tuple[float | None, float | None] | None
+
+
+def forest_row(
+    ax: Axes,
+    y: float,
+    raw: Interval,
+    thick: Interval,
+    estimate: float | None,
+    verdict: str,
+    style: tuple[str, str],
+    fontsize: int = 10,
+) -> list[float]:
+    """One comparison of a forest plot: the raw interval thin and dashed (just under the
+    thick one, which usually holds it), the interval the verdict rests on thick, the estimate,
+    the verdict word right of the axes. Returns the x values drawn (for the limits)."""
+    colour, marker = style
+    drawn: list[float] = []
+    if raw is not None and raw[0] is not None and raw[1] is not None:
+        ax.hlines(y - 0.2, raw[0], raw[1], color=colour, linewidth=1.0, linestyle=(0, (2, 1)))
+        drawn += [raw[0], raw[1]]
+    if thick is not None and thick[0] is not None and thick[1] is not None:
+        ax.hlines(y, thick[0], thick[1], color=colour, linewidth=3.0)
+        drawn += [thick[0], thick[1]]
+    if estimate is not None:
+        ax.plot([estimate], [y], marker=marker, markersize=9, color=colour,
+                markeredgecolor="black", markeredgewidth=0.5)  # fmt: skip
+        drawn.append(estimate)
+    ax.annotate(
+        verdict.replace("_", " "),
+        xy=(1.02, y),
+        xycoords=("axes fraction", "data"),
+        va="center",
+        ha="left",
+        fontsize=fontsize,
+        fontweight="bold",
+        color=VERDICT_COLOURS.get(verdict, "#555555"),
+    )
+    return drawn

@@ -15,10 +15,10 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 from bench.records import SPEED_METRIC
 from bench.report.figures.plot_style import (
     METRIC_TITLES,
-    VERDICT_COLOURS,
     add_legend,
     analysis_arms,
     arm_styles,
+    forest_row,
     new_figure,
     no_data,
 )
@@ -90,37 +90,11 @@ def _ratios(ax: Axes, analysis: Analysis) -> None:
     labels: list[str] = []
     for c in comps:
         y = -len(labels)
-        colour, marker = styles.get(c.arm, ("#333333", "o"))
-        if c.ratio_ci_low is not None and c.ratio_ci_high is not None:
-            ax.hlines(
-                y - 0.2,
-                c.ratio_ci_low,
-                c.ratio_ci_high,
-                color=colour,
-                linewidth=1.0,
-                linestyle=(0, (2, 1)),
-            )
         lo, hi = c.verdict_ci or (None, None)
-        if lo is not None and hi is not None:
-            ax.hlines(y, 1 + lo, 1 + hi, color=colour, linewidth=3)  # relative -> ratio
-        ax.plot(
-            [float(c.ratio or np.nan)],
-            [y],
-            marker=marker,
-            markersize=9,
-            color=colour,
-            markeredgecolor="black",
-            markeredgewidth=0.5,
-        )
-        ax.annotate(
-            c.verdict.replace("_", " "),
-            xy=(1.02, y),
-            xycoords=("axes fraction", "data"),
-            va="center",
-            fontsize=9,
-            fontweight="bold",
-            color=VERDICT_COLOURS.get(c.verdict, "#555555"),
-        )
+        thick = (1 + lo, 1 + hi) if lo is not None and hi is not None else None  # -> ratio
+        raw = (c.ratio_ci_low, c.ratio_ci_high)
+        style = styles.get(c.arm, ("#333333", "o"))
+        forest_row(ax, y, raw, thick, float(c.ratio or np.nan), c.verdict, style, fontsize=9)
         labels.append(f"{c.arm} / {c.baseline}")
     for s in ups:
         y = -len(labels)
