@@ -43,8 +43,11 @@ def check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
             raise _bad(path, None, f"probes.{col}", "column missing")
     check_counts(df, path, ("num_drafts", "num_accepted_tokens"), "probes")
     lists = df["accepted_per_pos"]
-    n = lists.map(lambda x: -1 if x is None else len(x)).to_numpy()
-    k = df["boot_id"].map(k_of).to_numpy(dtype="float64")  # NaN: boot unknown here
+    cells = lists.to_numpy()
+    n = np.fromiter((-1 if x is None else len(x) for x in cells), np.int64, len(cells))
+    codes, boot_ids = pd.factorize(df["boot_id"])  # one lookup per boot, not per row
+    per_boot = np.array([k_of.get(b, np.nan) for b in boot_ids], dtype="float64")
+    k = np.where(codes >= 0, per_boot[codes] if len(per_boot) else np.nan, np.nan)  # NaN: unknown
     want = np.where(np.isnan(k), n[0] if len(n) else 0, k).astype(int)
     bad = (n != want) | (n < 0)
     if bad.any():
@@ -53,7 +56,7 @@ def check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
         raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{got}, expected {want[i]}")
     plain = want == 0
     _check_no_drafts(df[plain], path)
-    first = _first_bad_counts(lists.to_numpy(), n, ~plain, df)
+    first = _first_bad_counts(cells, n, ~plain, df)
     if first is not None:
         i, what = first
         shown = "[" + ", ".join(f"{float(x):g}" for x in lists.iloc[i]) + "]"

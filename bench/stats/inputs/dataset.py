@@ -18,6 +18,7 @@ from bench.errors import SpecabError
 from bench.records import SPEED_METRIC
 from bench.stats.inputs.co_runs import corun_groups
 from bench.stats.inputs.probe_attributes import (
+    add_cells,
     categories,
     cell_sums,
     concurrency,
@@ -143,18 +144,32 @@ class Dataset:
     categories: list[str | None] = field(default_factory=list)  # per prompt column
 
 
-def _per_pos_matrix(col: pd.Series) -> NDArray[np.int64]:
+def _per_pos_matrix(col: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Rows of accepted_per_pos as a matrix, shorter rows (an arm with fewer speculative
-    tokens) padded with zeros."""
+    tokens) padded with zeros, and each row's length."""
     values = col.to_numpy()
-    lengths = np.fromiter((len(x) for x in values), int, len(values))
+    lengths = np.fromiter((len(x) for x in values), np.int64, len(values))
     k = int(lengths.max()) if len(values) else 1
     if len(values) and np.all(lengths == k):
-        return stacked(values, k)
+        return stacked(values, k), lengths
     out = np.zeros((len(values), max(k, 1)), dtype=np.int64)
     for i, x in enumerate(values):
         out[i, : len(x)] = np.asarray(x, dtype=np.int64)
-    return out
+    return out, lengths
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """The compared probe rows, decoded once for every arm: each row's prompt column and
+    boot (codes into `boots`), its per-position counts as a matrix and their length."""
+
+    pr: pd.DataFrame
+    p_codes: NDArray[np.int64]
+    n_p: int
+    per_pos: NDArray[np.int64]
+    lengths: NDArray[np.int64]
+    b_codes: NDArray[np.int64]
+    boots: list[str]
 
 
 def _common_keys(
@@ -215,15 +230,15 @@ def arm_data(
         keep = key.isin(common).to_numpy()
         pr, key = pr[keep], key[keep]
     p_codes, p_uniques = pd.factorize(key, sort=True)
-    per_pos = (
-        _per_pos_matrix(pr["accepted_per_pos"]) if len(pr) else np.zeros((0, 1), dtype=np.int64)
-    )
+    if len(pr):
+        per_pos, lengths = _per_pos_matrix(pr["accepted_per_pos"])
+    else:
+        per_pos, lengths = np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    b_codes, b_uniques = pd.factorize(pr["boot_id"])
+    rows = _Rows(pr, p_codes, len(p_uniques), per_pos, lengths, b_codes, list(b_uniques))
     spec = speculative_arms(ok, arms, source)
     groups = corun_groups(ok)
-    out = {
-        a: _one_arm(a, ok, pr, p_codes, len(p_uniques), per_pos, source, spec[a], groups)
-        for a in arms
-    }
+    out = {a: _one_arm(a, ok, rows, source, spec[a], groups) for a in arms}
     cats = categories(pr, p_codes, len(p_uniques))
     return Dataset(out, len(p_uniques), notes, [str(k) for k in p_uniques], cats)
 
@@ -231,10 +246,7 @@ def arm_data(
 def _one_arm(
     arm: str,
     ok: pd.DataFrame,
-    pr: pd.DataFrame,
-    p_codes: NDArray[np.int64],
-    n_p: int,
-    per_pos: NDArray[np.int64],
+    r: _Rows,
     source: str | None,
     speculative: bool = True,
     groups: dict[str, str] | None = None,
@@ -242,15 +254,15 @@ def _one_arm(
     rows = ok[ok["arm"] == arm].sort_values(["boot", "attempt"]) if len(ok) else ok
     ids = [str(x) for x in rows["boot_id"]] if len(rows) else []
     b_index = {bid: i for i, bid in enumerate(ids)}
+    pr, n_p = r.pr, r.n_p
     sel = (pr["arm"] == arm).to_numpy() if len(pr) else np.zeros(0, dtype=bool)
-    bi = pr["boot_id"][sel].map(b_index).to_numpy(dtype=int)
-    pi = p_codes[sel]
-    k = int(max((len(x) for x in pr["accepted_per_pos"][sel]), default=1))
-    d, a = np.zeros((len(ids), n_p)), np.zeros((len(ids), n_p))
-    ak = np.zeros((len(ids), n_p, k))
-    np.add.at(d, (bi, pi), pr["num_drafts"].to_numpy(dtype=np.float64)[sel])
-    np.add.at(a, (bi, pi), pr["num_accepted_tokens"].to_numpy(dtype=np.float64)[sel])
-    np.add.at(ak, (bi, pi), per_pos[sel][:, :k])
+    bi = np.array([b_index.get(b, -1) for b in r.boots], dtype=np.int64)[r.b_codes[sel]]
+    pi = r.p_codes[sel]
+    k = int(r.lengths[sel].max()) if sel.any() else 1
+    shape = (len(ids), n_p)
+    d = add_cells(shape, bi, pi, pr["num_drafts"].to_numpy(dtype=np.float64)[sel])
+    a = add_cells(shape, bi, pi, pr["num_accepted_tokens"].to_numpy(dtype=np.float64)[sel])
+    ak = add_cells(shape, bi, pi, r.per_pos[sel][:, :k].astype(np.float64))
     for i, bid in enumerate(ids):
         if speculative and d[i].sum() <= 0:
             raise SpecabError(
@@ -263,7 +275,6 @@ def _one_arm(
             )
     order = [int(x) for x in rows["order"]] if len(rows) else []
     boot = [int(x) for x in rows["boot"]] if len(rows) else []
-    shape = (len(ids), n_p)
     return ArmData(
         arm, ids, d, a, ak, boot, order,
         completion=cell_sums(pr, sel, bi, pi, shape, "completion_tokens"),

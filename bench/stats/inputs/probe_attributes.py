@@ -42,9 +42,26 @@ def cell_sums(
     shape: tuple[int, int], col: str,
 ) -> F:  # fmt: skip
     """Sum of one numeric column per (boot, prompt) cell of an arm."""
-    out = np.zeros(shape)
-    np.add.at(out, (bi, pi), pd.to_numeric(pr[col], errors="coerce").to_numpy(np.float64)[sel])
-    return out
+    values = pd.to_numeric(pr[col], errors="coerce").to_numpy(np.float64)[sel]
+    return add_cells(shape, bi, pi, values)
+
+
+def add_cells(
+    shape: tuple[int, int], bi: NDArray[np.integer], pi: NDArray[np.integer], values: F
+) -> F:
+    """Per (boot, prompt) cell the sum of `values` rows (a matrix: per column too), in row
+    order as `np.add.at` sums them, by one `bincount` per column (10x faster)."""
+    cell = np.asarray(bi, dtype=np.int64) * shape[1] + np.asarray(pi, dtype=np.int64)
+    size = shape[0] * shape[1]
+    if values.ndim == 1:
+        flat = np.bincount(cell, weights=values, minlength=size).astype(np.float64, copy=False)
+        return flat.reshape(shape)
+    width = values.shape[1]
+    if width == 0:
+        return np.zeros((*shape, 0))
+    cols = [np.bincount(cell, weights=values[:, j], minlength=size) for j in range(width)]
+    out: F = np.stack(cols, axis=-1).astype(np.float64, copy=False)
+    return out.reshape(*shape, width)
 
 
 def histograms(
@@ -59,9 +76,7 @@ def histograms(
     lengths = np.fromiter((-1 if h is None else len(h) for h in rows), int, len(rows))
     if np.any(lengths != k + 1):
         return None
-    out = np.zeros((*shape, k + 1))
-    np.add.at(out, (bi, pi), stacked(rows, k + 1).astype(np.float64))
-    return out
+    return add_cells(shape, bi, pi, stacked(rows, k + 1).astype(np.float64))
 
 
 def drafted_cells(
@@ -76,9 +91,7 @@ def drafted_cells(
     lengths = np.fromiter((-1 if h is None else len(h) for h in rows), int, len(rows))
     if np.any(lengths != k):
         return None
-    out = np.zeros((*shape, k))
-    np.add.at(out, (bi, pi), stacked(rows, k).astype(np.float64))
-    return out
+    return add_cells(shape, bi, pi, stacked(rows, k).astype(np.float64))
 
 
 def stacked(rows: NDArray[np.object_], width: int) -> NDArray[np.int64]:
