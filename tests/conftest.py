@@ -368,3 +368,21 @@ def sim_results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 # ------------------------------------------------------------------------- end report ---
+
+
+def end_of_run(results_dir: Path, console: Any, per_node: dict[str, dict[str, int]]) -> Any:
+    """What run-ab prints at its end for `results_dir` (load, analyse once, print); returns
+    the analysis (None: refused, or no ok boot)."""
+    from bench.report import analysis_or_refusal, print_end
+    from bench.store import load_results
+
+    results = load_results(results_dir)
+    analysis, refusal = analysis_or_refusal(results)
+    print_end(results, analysis, console, per_node=per_node, refusal=refusal)
+    return analysis
+
+
+@pytest.fixture
+def print_end_of() -> Callable[..., Any]:
+    """`print_end_of(results_dir, console, per_node={})`: the end of a run, as run-ab prints it."""
+    return end_of_run

@@ -165,7 +165,8 @@ def register(app: typer.Typer) -> None:
 
 def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -> int:
     """The end of a run: what stopped it, the verdict and report, the overhead; exit code."""
-    from bench.report import print_end
+    from bench.report import analysis_or_refusal, print_end, write_report
+    from bench.store import load_results
 
     if summary.interrupted:
         console.print(f"interrupted; continue with: {rerun} --resume", markup=False)
@@ -178,7 +179,11 @@ def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -
             "rerun with --resume to try again",
             markup=False,
         )
-    print_end(summary.root, console, per_node=summary.per_node, report=report)
+    results = load_results(summary.root)
+    analysis, refusal = analysis_or_refusal(results)
+    print_end(results, analysis, console, per_node=summary.per_node, refusal=refusal)
+    if report and analysis is not None:
+        console.print(f"report {write_report(results, analysis)}", markup=False, highlight=False)
     if summary.slots and summary.wall_s > 0:
         over = 1 - summary.busy_s / (summary.wall_s * summary.slots)
         console.print(

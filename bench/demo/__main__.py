@@ -43,7 +43,7 @@ def ensure_models(console: Console) -> float:
 
 
 def run_orchestrated(spec_file: Path, results: Path, console: Console, t_start: float) -> None:
-    from bench.report import print_end
+    from bench.report import analysis_or_refusal, print_end, write_report
     from bench.run import RunOptions, run_ab
     from bench.store import load_results
 
@@ -53,7 +53,8 @@ def run_orchestrated(spec_file: Path, results: Path, console: Console, t_start: 
     summary = run_ab(spec_file, RunOptions(results_dir=results, resume=resume), console)
     if not summary.complete:
         console.print(f"run incomplete: stopped={summary.stopped} lost={summary.lost}")
-    boots = load_results(results).boots
+    loaded = load_results(results)
+    boots = loaded.boots
     console.print(
         f"time: boots (start -> /health) {boots['boot_seconds'].fillna(0).sum():.0f} s, "
         f"probes {boots['probe_seconds'].fillna(0).sum():.0f} s, "
@@ -62,7 +63,10 @@ def run_orchestrated(spec_file: Path, results: Path, console: Console, t_start: 
         highlight=False,
     )
     # Last lines: the verdict table, then the report path.
-    print_end(results, console, per_node=summary.per_node, report=True)
+    analysis, refusal = analysis_or_refusal(loaded)
+    print_end(loaded, analysis, console, per_node=summary.per_node, refusal=refusal)
+    if analysis is not None:
+        console.print(f"report {write_report(loaded, analysis)}", markup=False, highlight=False)
 
 
 def main(argv: list[str] | None = None) -> int:

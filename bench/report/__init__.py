@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     )
     from bench.report.figures import METRIC_SHORT, per_boot_frame
     from bench.report.render import (
+        analysis_or_refusal,
         analyze_results,
         build_figures,
         figure_png,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "METRIC_SHORT": "bench.report.figures",
     "accepted_length_table": "bench.report.tables",
+    "analysis_or_refusal": "bench.report.render",
     "analyze_results": "bench.report.render",
     "arm_summary": "bench.report.tables",
     "build_figures": "bench.report.render",
@@ -88,6 +90,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "METRIC_SHORT",
     "accepted_length_table",
+    "analysis_or_refusal",
     "analyze_results",
     "arm_summary",
     "build_figures",

@@ -20,6 +20,7 @@ import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from bench.errors import SpecabError
 from bench.report.figures import (
     CAPTIONS,
     plot_accepted_length,
@@ -65,6 +66,19 @@ def analyze_results(results: Results, options: AnalysisOptions = AnalysisOptions
     return analyze(
         results.probes, results.boots, results.manifest, options, source=str(results.root)
     )
+
+
+def analysis_or_refusal(results: Results) -> tuple[Analysis | None, SpecabError | None]:
+    """The end of a run's one analysis (it feeds the printed tables and the report), or why
+    the data were refused (a boot without drafts, a bad manifest setting): the end of a run
+    then prints pooled numbers labelled NOT A VERDICT instead of stopping. (None, None):
+    no ok boot yet."""
+    if results.ok_boots().empty:
+        return None, None
+    try:
+        return analyze_results(results), None
+    except SpecabError as exc:
+        return None, exc
 
 
 def has_categories(results: Results) -> bool:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -52,20 +54,20 @@ def test_analyze_human_output_has_verdicts_and_why(
 
 
 def test_tables_keep_metric_names_whole_in_a_pipe(
-    results: Path, capsys: pytest.CaptureFixture[str]
+    results: Path, capsys: pytest.CaptureFixture[str], print_end_of: Callable[..., Any]
 ) -> None:
     # stdout is captured (not a terminal): rich alone would cut run-ab's and the demo's
     # end-of-run verdict table to 80 columns ("acceptanc…" in a CI log)
-    from bench.report import print_end, table_console
+    from bench.report import table_console
 
     console = table_console()
     assert console.width >= 120
-    print_end(results, console, per_node={}, report=False)
+    print_end_of(results, console, {})
     text = capsys.readouterr().out
     assert "mean_accepted_length" in text and "acceptance_pos0" in text
     # a terminal narrower than the table folds cells instead of cutting them
     narrow = Console(file=io.StringIO(), width=60)
-    print_end(results, narrow, per_node={}, report=False)
+    print_end_of(results, narrow, {})
     assert "…" not in narrow.file.getvalue()
     # the same for `specab analyze`'s own view, breakdown included
     from bench import stats
@@ -230,11 +232,9 @@ def test_prior_from_an_aa_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 
 def test_a_bad_manifest_setting_names_the_manifest_not_a_flag(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], print_end_of: Callable[..., Any]
 ) -> None:
     """run-ab passes no flags: an error about its settings must not blame one."""
-    from bench.report import print_end
-
     root = simulate_results(tmp_path / "m", {"a": 0.0, "b": 0.0}, boots=2, prompts=10)
     manifest = json.loads((root / "manifest.json").read_text())
     manifest["baseline"] = "gone"
@@ -243,16 +243,16 @@ def test_a_bad_manifest_setting_names_the_manifest_not_a_flag(
     err = capsys.readouterr().err
     assert "manifest.json: experiment.baseline" in err and "--baseline" not in err
     console = Console(record=True, width=200)
-    print_end(root, console, per_node={}, report=False)
+    print_end_of(root, console, {})
     text = console.export_text()
     assert "no verdict:" in text and "experiment.baseline" in text and "--baseline" not in text
 
 
-def test_the_end_of_run_says_whether_arms_stayed_balanced_across_hosts(tmp_path: Path) -> None:
+def test_the_end_of_run_says_whether_arms_stayed_balanced_across_hosts(
+    tmp_path: Path, print_end_of: Callable[..., Any]
+) -> None:
     """After a node left mid-run its retries ran elsewhere: the summary says the arms are not
     balanced, gives each arm's boots per host and what the analysis does about it."""
-    from bench.report import print_end
-
     even = {"base": ["h1", "h2"] * 2, "fix": ["h2", "h1"] * 2}
     uneven = {"base": ["h1", "h2", "h1", "h2"], "fix": ["h1", "h1", "h1", "h2"]}
     lines = {}
@@ -260,7 +260,7 @@ def test_the_end_of_run_says_whether_arms_stayed_balanced_across_hosts(tmp_path:
         root = simulate_results(tmp_path / name, {"base": 0.0, "fix": 0.0}, boots=4,
                                 prompts=20, hosts=hosts)  # fmt: skip
         console = Console(record=True, width=400)
-        print_end(root, console, per_node={"h1": {}, "h2": {}}, report=False)
+        print_end_of(root, console, {"h1": {}, "h2": {}})
         lines[name] = console.export_text()
     assert "balanced: every arm has the same share" in lines["even"]
     assert "NOT balanced" not in lines["even"]

@@ -6,7 +6,9 @@ import base64
 import json
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,15 +183,15 @@ def test_one_speculative_token_report(tmp_path: Path) -> None:
     assert [len(a["per_position"]) for a in analysis["arms"]] == [1, 1]
 
 
-def test_end_of_run_falls_back_to_pooled_numbers_labelled_not_a_verdict(tmp_path: Path) -> None:
+def test_end_of_run_falls_back_to_pooled_numbers_labelled_not_a_verdict(
+    tmp_path: Path, print_end_of: Callable[..., Any]
+) -> None:
     """A boot without drafts makes the analysis refuse the data; run-ab's end still shows
     the pooled ratios of the boots' /metrics deltas, and says they are not a verdict."""
     import pandas as pd
     import pyarrow as pa
     import pyarrow.parquet as pq
     from rich.console import Console
-
-    from bench.report import print_end
 
     root = simulate_results(tmp_path / "z", {"a": 0.0, "b": 0.0}, boots=2, prompts=5)
     path = root / "probes" / "b__b001__a1.parquet"
@@ -198,7 +200,7 @@ def test_end_of_run_falls_back_to_pooled_numbers_labelled_not_a_verdict(tmp_path
         r.update(num_drafts=0, num_accepted_tokens=0, accepted_per_pos=[0, 0, 0, 0])
     pq.write_table(pa.Table.from_pylist(rows, schema=pq.read_schema(path)), path)
     console = Console(record=True, width=200)
-    assert print_end(root, console, per_node={}, report=True) is None
+    assert print_end_of(root, console, {}) is None  # no analysis, so no report either
     text = console.export_text()
     assert "no verdict:" in text and "zero drafts" in text and "NOT A VERDICT" in text
     ok = pd.concat(pd.read_parquet(p) for p in sorted((root / "boots").glob("a__*.parquet")))

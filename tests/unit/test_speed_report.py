@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.console import Console
@@ -17,7 +19,6 @@ from bench.report import (
     arm_summary,
     build_figures,
     category_table,
-    print_end,
     render_report,
     speed_table,
 )
@@ -84,9 +85,11 @@ def test_speed_tables_and_figures_from_the_analysis(results: Path) -> None:
     assert [t.get_text() for t in est_axis.get_xticklabels()] == ["base", "fix"]
 
 
-def test_end_of_run_prints_tokens_per_s_and_the_speed_verdict(results: Path) -> None:
+def test_end_of_run_prints_tokens_per_s_and_the_speed_verdict(
+    results: Path, print_end_of: Callable[..., Any]
+) -> None:
     buf = io.StringIO()
-    print_end(results, Console(file=buf, width=240), per_node={}, report=False)
+    print_end_of(results, Console(file=buf, width=240), {})
     text = buf.getvalue()
     assert "per arm: acceptance verdicts and speed" in text
     assert "tokens/s [95% CI]" in text and "speed verdict" in text
@@ -113,7 +116,7 @@ def test_analyze_human_view_with_speed_and_by(
 
 
 def test_two_boots_an_arm_name_their_intervals_and_an_arm_without_boots_says_so(
-    tmp_path: Path,
+    tmp_path: Path, print_end_of: Callable[..., Any]
 ) -> None:
     """At 2 boots an arm an interval rests on 1 degree of freedom ([2.8, 3478.5] was
     printed): it is named instead; a stopped run's arm with no ok boot has no verdict."""
@@ -127,7 +130,7 @@ def test_two_boots_an_arm_name_their_intervals_and_an_arm_without_boots_says_so(
         sigma_speed_boot=0.4,
     )
     buf = io.StringIO()
-    print_end(res, Console(file=buf, width=300), per_node={}, report=False)
+    print_end_of(res, Console(file=buf, width=300), {})
     text = buf.getvalue()
     analysis = analyze_results(load_results(res))
     fix = next(a for a in analysis.arms if a.arm == "fix").metrics["output_tokens_per_s"]

@@ -1,14 +1,13 @@
 """What `specab run-ab` prints when it ends: per-node counts, the verdict table, each arm's
-tokens/s with its interval and speed verdict beside the acceptance verdicts, the report.
+tokens/s with its interval and speed verdict beside the acceptance verdicts.
 
-The analysis runs once and feeds both the printed verdict table and the report. When the
-analysis refuses the data (e.g. a boot without drafts), per-arm pooled numbers are printed
-instead, labelled as *not a verdict*: pooled ratios carry no between-boot uncertainty.
+It takes loaded results and their analysis (`render.analysis_or_refusal`: made once, for
+these tables and the report the caller writes). When the analysis refused the data (e.g. a
+boot without drafts), per-arm pooled numbers are printed instead, labelled as *not a
+verdict*: pooled ratios carry no between-boot uncertainty.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 import pandas as pd
 from rich.console import Console
@@ -16,10 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.errors import SpecabError
-from bench.report.render import analyze_results, write_report
 from bench.report.tables import arm_summary, render_selection, verdict_table
 from bench.stats import Analysis, pooled_ratios
-from bench.store import load_results
+from bench.store import Results
 
 
 def table_console(*, stderr: bool = False) -> Console:
@@ -77,17 +75,15 @@ def _balance_line(analysis: Analysis) -> str | None:
 
 
 def print_end(
-    root: Path, console: Console, *, per_node: dict[str, dict[str, int]], report: bool
-) -> Path | None:
-    """Print the end-of-run tables; render the report if asked. Returns the report path."""
-    results = load_results(root)
-    analysis: Analysis | None = None
-    failure: SpecabError | None = None
-    if not results.ok_boots().empty:
-        try:
-            analysis = analyze_results(results)
-        except SpecabError as exc:
-            failure = exc
+    results: Results,
+    analysis: Analysis | None,
+    console: Console,
+    *,
+    per_node: dict[str, dict[str, int]],
+    refusal: SpecabError | None = None,
+) -> None:
+    """Print the end-of-run tables of `results` and their `analysis` (None: `refusal` says
+    why there is none, or no boot is ok yet)."""
     if len(per_node) > 1:
         arms = results.arms()
         df = pd.DataFrame(
@@ -102,16 +98,16 @@ def print_end(
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     if results.ok_boots().empty:
         console.print("no ok boots yet: nothing to analyze")
-        return None
+        return
     if analysis is None:
-        assert failure is not None
-        console.print(f"no verdict: {failure.one_line()}", markup=False)
+        why = refusal.one_line() if refusal is not None else "the analysis was not made"
+        console.print(f"no verdict: {why}", markup=False)
         _print_df(
             console,
             pooled_ratios(results.ok_boots(), results.arms()),
             "per-arm pooled numbers — NOT A VERDICT (no between-boot uncertainty)",
         )
-        return None
+        return
     _print_verdicts(console, analysis)
     if analysis.shared_machine is not None:
         s = analysis.shared_machine
@@ -132,8 +128,3 @@ def print_end(
             )
     if analysis.selection is not None:
         render_selection(analysis.selection, console)
-    if not report:
-        return None
-    page = write_report(results, analysis)
-    console.print(f"report {page}", markup=False, highlight=False)
-    return page
