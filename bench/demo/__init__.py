@@ -10,13 +10,11 @@ from bench import lazy_attribute
 from bench.demo.build import build_demo_models, build_method_models, train_drafters
 from bench.demo.drafters import build_dflash, build_eagle3, save_dflash, save_eagle3
 from bench.demo.tiny_models import (
-    MODELS_SUBDIR,
     SHIPPED_DRAFT_ROTARY,
     VOCAB_SIZE,
     DemoModels,
     committed_models,
     corpus_files,
-    repo_root,
     train_tokenizer,
 )
 from bench.demo.train import encode_corpus, first_target_loss, split
@@ -47,9 +45,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "MODELS_SUBDIR", "SHIPPED_DRAFT_ROTARY", "VOCAB_SIZE", "DFlashDraft", "DemoModels",
-    "Eagle3Head", "block_inputs", "build_demo_models", "build_dflash", "build_eagle3",
-    "build_method_models", "committed_models", "corpus_files", "distill", "encode_corpus",
-    "first_target_loss", "greedy_data", "repo_root", "rope", "save_dflash", "save_eagle3",
-    "split", "train_drafters", "train_tokenizer", "validate",
+    "SHIPPED_DRAFT_ROTARY", "VOCAB_SIZE", "DFlashDraft", "DemoModels", "Eagle3Head",
+    "block_inputs", "build_demo_models", "build_dflash", "build_eagle3", "build_method_models",
+    "committed_models", "corpus_files", "distill", "encode_corpus", "first_target_loss",
+    "greedy_data", "rope", "save_dflash", "save_eagle3", "split", "train_drafters",
+    "train_tokenizer", "validate",
 ]  # fmt: skip

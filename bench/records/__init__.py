@@ -19,15 +19,7 @@ from bench.records.boots_and_probes import (
     boot_file_stem,
 )
 from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
-from bench.records.manifest import (
-    Manifest,
-    ManifestArm,
-    ManifestProbeSet,
-    ManifestSpec,
-    ManifestSweep,
-    SpecExperiment,
-    SweepCell,
-)
+from bench.records.manifest import Manifest, ManifestSweep, SweepCell
 from bench.records.reference import (
     REFERENCE_VERSION,
     Machine,
@@ -37,32 +29,9 @@ from bench.records.reference import (
 )
 
 __all__ = [
-    "ALL_METRICS",
-    "BOOT_SCHEMA",
-    "CLAIM_FILE",
-    "DEFAULT_MARGINS",
-    "METRICS",
-    "PROBE_OPTIONAL",
-    "PROBE_SCHEMA",
-    "REFERENCE_VERSION",
-    "SCHEMA_VERSION",
-    "SPEED_METRIC",
-    "AcceptanceSource",
-    "BootRecord",
-    "FailedPhase",
-    "InFlightBoot",
-    "Machine",
-    "Manifest",
-    "ManifestArm",
-    "ManifestProbeSet",
-    "ManifestSpec",
-    "ManifestSweep",
-    "ProbeRecord",
-    "Reference",
-    "ReferenceArm",
-    "ReferenceBoot",
-    "SpecExperiment",
-    "SweepCell",
-    "WriterClaim",
+    "ALL_METRICS", "BOOT_SCHEMA", "CLAIM_FILE", "DEFAULT_MARGINS", "METRICS", "PROBE_OPTIONAL",
+    "PROBE_SCHEMA", "REFERENCE_VERSION", "SCHEMA_VERSION", "SPEED_METRIC", "AcceptanceSource",
+    "BootRecord", "FailedPhase", "InFlightBoot", "Machine", "Manifest", "ManifestSweep",
+    "ProbeRecord", "Reference", "ReferenceArm", "ReferenceBoot", "SweepCell", "WriterClaim",
     "boot_file_stem",
 ]  # fmt: skip

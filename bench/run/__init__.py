@@ -9,7 +9,6 @@ from bench.run.boot import BootOutcome, BootRequest, NodeSetup, guarded_boot, ru
 from bench.run.driver import Ledger, RunOptions, RunSummary, boot_seed, engine_seed, run_ab
 from bench.run.node import (
     CPU_BIND,
-    GPU_ENV,
     MAX_LOG_BYTES,
     cache_state,
     cpu_binding_for,
@@ -21,8 +20,8 @@ from bench.run.node import (
 )
 
 __all__ = [
-    "CPU_BIND", "GPU_ENV", "MAX_LOG_BYTES", "Attempt", "BootOutcome", "BootRequest", "Ledger",
-    "NodeSetup", "RunOptions", "RunSummary", "boot_seed", "cache_state", "cpu_binding_for",
-    "engine_seed", "fresh_node_log", "guarded_boot", "node_workdir", "read_log_tail", "run_ab",
-    "run_boot", "share_model_infos", "visible_gpus",
+    "CPU_BIND", "MAX_LOG_BYTES", "Attempt", "BootOutcome", "BootRequest", "Ledger", "NodeSetup",
+    "RunOptions", "RunSummary", "boot_seed", "cache_state", "cpu_binding_for", "engine_seed",
+    "fresh_node_log", "guarded_boot", "node_workdir", "read_log_tail", "run_ab", "run_boot",
+    "share_model_infos", "visible_gpus",
 ]  # fmt: skip

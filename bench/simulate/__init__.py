@@ -13,7 +13,6 @@ of a real run.
 
 from bench.simulate.directory import simulate_results, write_run
 from bench.simulate.generative import (
-    DEFAULT_MU,
     PromptSet,
     SimParams,
     boot_effects,
@@ -21,14 +20,12 @@ from bench.simulate.generative import (
     mu_for,
     simulate_boot_totals,
     simulate_counts,
-    simulate_latency,
     simulate_speed_totals,
 )
 from bench.simulate.runs import SimRun, simulate_frames, simulate_run, simulated_manifest
 
 __all__ = [
-    "DEFAULT_MU", "PromptSet", "SimParams", "SimRun", "boot_effects", "draw_prompt_set",
-    "mu_for", "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_latency",
-    "simulate_results", "simulate_run", "simulate_speed_totals", "simulated_manifest",
-    "write_run",
+    "PromptSet", "SimParams", "SimRun", "boot_effects", "draw_prompt_set", "mu_for",
+    "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_results",
+    "simulate_run", "simulate_speed_totals", "simulated_manifest", "write_run",
 ]  # fmt: skip

@@ -22,7 +22,6 @@ from bench.stats.methods import VERDICTS
 from bench.stats.plan import plan_from_results, prior_from_results
 from bench.stats.schema import (
     Analysis,
-    ArmResult,
     BootMetrics,
     Comparison,
     Decision,
@@ -30,7 +29,6 @@ from bench.stats.schema import (
     GateResult,
     MetricEstimate,
     Plan,
-    PositionEstimate,
     Selection,
     SelftestResult,
     SplitCheck,
@@ -38,10 +36,9 @@ from bench.stats.schema import (
 from bench.stats.select import selection_dropped
 
 __all__ = [
-    "COMPARISON_KEYS", "VERDICTS", "Analysis", "AnalysisOptions", "ArmResult", "BootMetrics",
-    "Comparison", "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan",
-    "PositionEstimate", "Prior", "Selection", "SelftestResult", "SplitCheck", "analyze",
-    "boots_for_gate", "check_selftest", "count_checks", "decide", "gate_check", "level_name",
-    "per_boot",    "plan_from_results", "pooled_ratios", "prior_from_results", "selection_dropped",
-    "split_arm",
+    "COMPARISON_KEYS", "VERDICTS", "Analysis", "AnalysisOptions", "BootMetrics", "Comparison",
+    "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "Prior", "Selection",
+    "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_selftest",
+    "count_checks", "decide", "gate_check", "level_name", "per_boot", "plan_from_results",
+    "pooled_ratios", "prior_from_results", "selection_dropped", "split_arm",
 ]  # fmt: skip

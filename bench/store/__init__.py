@@ -18,13 +18,12 @@ directory: `claim.json`), `campaign` (where a run stands, for `specab status`).
 from bench.store.atomic_files import atomic_write_bytes, atomic_write_json
 from bench.store.campaign import CampaignStatus, campaign_status
 from bench.store.load import Results, load_manifest, load_results
-from bench.store.references import load_reference, reference_path, save_reference
-from bench.store.write import ResultsWriter, write_parquet_atomic
-from bench.store.writer_claim import HeldClaim, acquire_claim, read_claim
+from bench.store.references import load_reference, save_reference
+from bench.store.write import ResultsWriter
+from bench.store.writer_claim import acquire_claim, read_claim
 
 __all__ = [
-    "CampaignStatus", "HeldClaim", "Results", "ResultsWriter", "acquire_claim",
-    "atomic_write_bytes", "atomic_write_json", "campaign_status", "load_manifest",
-    "load_reference", "load_results", "read_claim", "reference_path", "save_reference",
-    "write_parquet_atomic",
+    "CampaignStatus", "Results", "ResultsWriter", "acquire_claim", "atomic_write_bytes",
+    "atomic_write_json", "campaign_status", "load_manifest", "load_reference", "load_results",
+    "read_claim", "save_reference",
 ]  # fmt: skip

@@ -16,10 +16,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
-from bench import report as tables
 from bench import stats
 from bench.records import Manifest
-from bench.report import analyze_results, build_figures, per_boot_frame
+from bench.report import analyze_results, build_figures, per_boot_frame, tables
 from bench.report.figures import (
     plot_boot_strip,
     plot_forest,

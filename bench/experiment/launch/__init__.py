@@ -11,7 +11,6 @@ from bench.experiment.launch.containers import (
     PROBE_TIMEOUT_S,
     ContainerRef,
     container_name,
-    container_supports_per_request,
     mount_paths,
 )
 from bench.experiment.launch.diffs import AppliedDiff, is_diff
@@ -30,7 +29,6 @@ from bench.experiment.launch.launch_plan import (
     check_patches_applied,
     launch_plan,
     member_command,
-    render_args,
 )
 from bench.experiment.launch.measurement import Measurement, measurement
 from bench.experiment.launch.overlays import (
@@ -46,16 +44,7 @@ from bench.experiment.launch.patches import (
     read_report,
 )
 from bench.experiment.launch.synthetic import synthetic_truth
-from bench.experiment.spec import (
-    REDACTED,
-    auth_headers,
-    is_secret_env,
-    is_secret_flag,
-    redact_args,
-    redact_env,
-    scrub,
-    secret_values,
-)
+from bench.experiment.spec import REDACTED, redact_args, redact_env, scrub, secret_values
 
 __all__ = [
     "PROBE_TIMEOUT_S",
@@ -68,19 +57,15 @@ __all__ = [
     "Measurement",
     "MemberCommand",
     "ResolvedArm",
-    "auth_headers",
     "base_env",
     "build_patch_dir",
     "check_patch_report",
     "check_patches_applied",
     "container_name",
-    "container_supports_per_request",
     "effective_config",
     "interpreter_env",
     "interpreter_vllm_version",
     "is_diff",
-    "is_secret_env",
-    "is_secret_flag",
     "launch_plan",
     "materialize_overlay",
     "measurement",
@@ -91,7 +76,6 @@ __all__ = [
     "read_report",
     "redact_args",
     "redact_env",
-    "render_args",
     "resolve_arm",
     "scrub",
     "secret_values",

@@ -5,15 +5,14 @@ boot (configs only, never weights): per arm, the effective configs after its ove
 layers (`aux_layers`), layer-index overflow (`layer_overflow`), and how findings are written
 (`findings`)."""
 
-from bench.experiment.lint.arm_configs import LintReport, lint_arm, lint_file, lint_spec
+from bench.experiment.lint.arm_configs import LintReport, lint_arm, lint_file
 from bench.experiment.lint.aux_layers import block_rejection_note
 from bench.experiment.lint.findings import Finding, id_ranges, toml_value
 from bench.experiment.lint.hub_cache import cached_config, hub_cache_dir, is_hub_id
-from bench.experiment.lint.layer_overflow import OFFSET_LAYER_METHODS, offset_layer_keys
+from bench.experiment.lint.layer_overflow import offset_layer_keys
 from bench.experiment.lint.mismatches import PairContext, check_pair, rope_of
 
 __all__ = [
-    "OFFSET_LAYER_METHODS",
     "Finding",
     "LintReport",
     "PairContext",
@@ -25,7 +24,6 @@ __all__ = [
     "is_hub_id",
     "lint_arm",
     "lint_file",
-    "lint_spec",
     "offset_layer_keys",
     "rope_of",
     "toml_value",

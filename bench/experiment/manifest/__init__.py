@@ -4,7 +4,6 @@ mixing two versions of an arm (`resume_diff`)."""
 
 from bench.experiment.manifest.build_manifest import build_manifest
 from bench.experiment.manifest.resume_diff import (
-    RESUME_MAY_CHANGE,
     describe,
     diff,
     flatten,
@@ -13,7 +12,6 @@ from bench.experiment.manifest.resume_diff import (
 )
 
 __all__ = [
-    "RESUME_MAY_CHANGE",
     "build_manifest",
     "describe",
     "diff",

@@ -8,12 +8,10 @@ from bench.experiment.probes.bundled import (
     spread,
     write_probe_lines,
 )
-from bench.experiment.probes.importers import FORMATS, Imported, import_prompts
+from bench.experiment.probes.importers import import_prompts
 from bench.experiment.probes.probe_sets import Probe, ProbeSet, load_probe_set, load_probe_sets
 
 __all__ = [
-    "FORMATS",
-    "Imported",
     "Probe",
     "ProbeSet",
     "humaneval_probe_lines",

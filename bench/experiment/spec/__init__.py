@@ -19,7 +19,6 @@ from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.reference_page import experiment_reference_markdown
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
 from bench.experiment.spec.secret_settings import (
-    API_KEY_ENV,
     REDACTED,
     auth_headers,
     is_secret_env,
@@ -31,10 +30,9 @@ from bench.experiment.spec.secret_settings import (
     secret_flag_env,
     secret_values,
 )
-from bench.experiment.spec.sweep import SweepSection, sweep_cells
+from bench.experiment.spec.sweep import sweep_cells
 
 __all__ = [
-    "API_KEY_ENV",
     "REDACTED",
     "ArgValue",
     "ArmSpec",
@@ -43,7 +41,6 @@ __all__ = [
     "ProbesSection",
     "ResourcesSection",
     "ServerSection",
-    "SweepSection",
     "auth_headers",
     "experiment_reference_markdown",
     "is_secret_env",

@@ -4,7 +4,6 @@ Ray connection (`capacity`), the task body of one boot attempt on the node Ray p
 placement group (`remote_members`)."""
 
 from bench.run.placement.capacity import (
-    FABRIC_PREFIX,
     NodeSlots,
     boot_capacity,
     bundle,
@@ -18,7 +17,7 @@ from bench.run.placement.capacity import (
 from bench.run.placement.task import AttemptSpec, TaskResult, placement_failed, run_attempt
 
 __all__ = [
-    "FABRIC_PREFIX", "AttemptSpec", "NodeSlots", "TaskResult", "boot_capacity", "bundle",
-    "cluster_slots", "connect", "gang_capacity", "node_capacity", "placement_failed",
-    "ray_request", "run_attempt", "task_options",
+    "AttemptSpec", "NodeSlots", "TaskResult", "boot_capacity", "bundle", "cluster_slots",
+    "connect", "gang_capacity", "node_capacity", "placement_failed", "ray_request",
+    "run_attempt", "task_options",
 ]  # fmt: skip

@@ -6,23 +6,12 @@ drift from the first to the last pass within boots (`drift`), and whether boots 
 speed with the machine shared (`machine_sharing`)."""
 
 from bench.stats.describe.arm_estimates import arm_metrics, arm_result, boot_metrics, pooled_ratios
-from bench.stats.describe.drafting import (
-    draft_length_notes,
-    draft_lengths,
-    drafted_shares,
-    mean_draft_length,
-)
+from bench.stats.describe.drafting import draft_length_notes
 from bench.stats.describe.drift import drift
 from bench.stats.describe.machine_sharing import shared_machine, sharing_note
 from bench.stats.describe.peer_lengths import peer_lengths
-from bench.stats.describe.positions import (
-    conditional_band,
-    cumulative_band,
-    drafted_band,
-    position_pseudo_values,
-    simultaneous_band,
-)
-from bench.stats.describe.speed import accepted_length, null_estimate, speed_est, speed_estimate
+from bench.stats.describe.positions import position_pseudo_values, simultaneous_band
+from bench.stats.describe.speed import speed_est
 from bench.stats.describe.variance import (
     arm_components,
     components,
@@ -32,30 +21,8 @@ from bench.stats.describe.variance import (
 )
 
 __all__ = [
-    "accepted_length",
-    "arm_components",
-    "arm_metrics",
-    "arm_result",
-    "boot_metrics",
-    "components",
-    "conditional_band",
-    "cumulative_band",
-    "draft_length_notes",
-    "draft_lengths",
-    "drafted_band",
-    "drafted_shares",
-    "drift",
-    "mean_draft_length",
-    "null_estimate",
-    "peer_lengths",
-    "plan_boots_and_prompts",
-    "pooled_components",
-    "pooled_ratios",
-    "pooled_sd",
-    "position_pseudo_values",
-    "shared_machine",
-    "sharing_note",
-    "simultaneous_band",
-    "speed_est",
-    "speed_estimate",
+    "arm_components", "arm_metrics", "arm_result", "boot_metrics", "components",
+    "draft_length_notes", "drift", "peer_lengths", "plan_boots_and_prompts",
+    "pooled_components", "pooled_ratios", "pooled_sd", "position_pseudo_values",
+    "shared_machine", "sharing_note", "simultaneous_band", "speed_est",
 ]  # fmt: skip

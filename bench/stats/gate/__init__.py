@@ -4,11 +4,10 @@ reference stores per arm (`reference_body`) and its rules (`pairing`: arm pairs,
 comparability, the checks of each pair). Pure: the store reads and writes references."""
 
 from bench.stats.gate.noninferiority import boots_for_gate, gate_bounds, gate_check, gate_verdicts
-from bench.stats.gate.pairing import CAVEAT, arm_pairs, check_comparable, gate, pair_checks
-from bench.stats.gate.reference_body import check_saveable, reference_arm, reference_arms
+from bench.stats.gate.pairing import gate
+from bench.stats.gate.reference_body import check_saveable, reference_arms
 
 __all__ = [
-    "CAVEAT", "arm_pairs", "boots_for_gate", "check_comparable", "check_saveable", "gate",
-    "gate_bounds", "gate_check", "gate_verdicts", "pair_checks", "reference_arm",
+    "boots_for_gate", "check_saveable", "gate", "gate_bounds", "gate_check", "gate_verdicts",
     "reference_arms",
 ]  # fmt: skip

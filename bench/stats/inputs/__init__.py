@@ -4,7 +4,7 @@ every boot of every arm has (`dataset`, with the speed, histogram and category c
 analysis settings resolved from options over the manifest (`settings`:
 baseline, alpha, margins on each metric's scale, looks, primary family, a prior SD)."""
 
-from bench.stats.inputs.co_runs import MIN_OVERLAP, corun_groups
+from bench.stats.inputs.co_runs import corun_groups
 from bench.stats.inputs.dataset import ArmData, Dataset, arm_data, boot_values, failed_counts
 from bench.stats.inputs.settings import (
     AnalysisOptions,
@@ -18,19 +18,7 @@ from bench.stats.inputs.settings import (
 )
 
 __all__ = [
-    "MIN_OVERLAP",
-    "AnalysisOptions",
-    "ArmData",
-    "Dataset",
-    "Prior",
-    "Settings",
-    "arm_data",
-    "arm_names",
-    "boot_values",
-    "check_margin",
-    "corun_groups",
-    "effect_scale",
-    "failed_counts",
-    "margin_for",
-    "resolve_settings",
+    "AnalysisOptions", "ArmData", "Dataset", "Prior", "Settings", "arm_data", "arm_names",
+    "boot_values", "check_margin", "corun_groups", "effect_scale", "failed_counts",
+    "margin_for", "resolve_settings",
 ]  # fmt: skip

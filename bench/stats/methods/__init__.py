@@ -23,12 +23,11 @@ from bench.stats.methods.boundaries import (
     obf_spent,
 )
 from bench.stats.methods.family import Est, Family, Margin, estimate, family, log_estimate
-from bench.stats.methods.intervals import interval, t_pvalue, t_quantile, welch
-from bench.stats.methods.multiplicity import holm, holm_level, simultaneous_critical
+from bench.stats.methods.intervals import interval, t_quantile, welch
+from bench.stats.methods.multiplicity import holm, simultaneous_critical
 from bench.stats.methods.power import boots_needed, detectable, mde
 from bench.stats.methods.ratio_estimates import (
     DETERMINISTIC_RTOL,
-    ArmStats,
     F,
     arm_stats,
     effective_boots,
@@ -41,25 +40,13 @@ from bench.stats.methods.resample import (
     pigeonhole_ratios,
     pigeonhole_weights,
 )
-from bench.stats.methods.verdicts import (
-    CLAIMS,
-    EQUIVALENT,
-    IMPROVED,
-    INCONCLUSIVE,
-    REGRESSED,
-    SMALL_IMP,
-    SMALL_REG,
-    VERDICTS,
-    verdict_codes,
-)
+from bench.stats.methods.verdicts import CLAIMS, EQUIVALENT, INCONCLUSIVE, VERDICTS, verdict_codes
 
 __all__ = [
-    "CLAIMS", "DETERMINISTIC_RTOL", "EQUIVALENT", "IMPROVED", "INCONCLUSIVE", "REGRESSED",
-    "SMALL_IMP", "SMALL_REG", "STATUSES", "VERDICTS", "ArmStats", "Est", "F", "Family",
-    "Margin", "arm_stats", "boots_needed", "cluster_bootstrap", "design_stops", "detectable",
-    "effective_boots", "estimate", "family", "holm", "holm_level", "interval", "log_estimate",
+    "CLAIMS", "DETERMINISTIC_RTOL", "EQUIVALENT", "INCONCLUSIVE", "STATUSES", "VERDICTS", "Est",
+    "F", "Family", "Margin", "arm_stats", "boots_needed", "cluster_bootstrap", "design_stops",
+    "detectable", "effective_boots", "estimate", "family", "holm", "interval", "log_estimate",
     "look_decision", "look_index", "look_status", "mde", "obf_boundaries", "obf_spent",
-    "permutation_test",
-    "pigeonhole_interval", "pigeonhole_ratios", "pigeonhole_weights", "pseudo_values",
-    "simultaneous_critical", "t_pvalue", "t_quantile", "verdict_codes", "welch",
+    "permutation_test", "pigeonhole_interval", "pigeonhole_ratios", "pigeonhole_weights",
+    "pseudo_values", "simultaneous_critical", "t_quantile", "verdict_codes", "welch",
 ]  # fmt: skip

@@ -34,17 +34,14 @@ from bench.stats.schema.comparison import (
     Comparison,
     Group,
     GroupArm,
-    Pair,
     PositionComparison,
     Speedup,
-    Verdict,
 )
 from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
 from bench.stats.schema.gate_check import GateCheck, GateResult, GateVerdict
 from bench.stats.schema.plan_result import Plan
 from bench.stats.schema.selection_result import Selection, SelectionConfig, SelectionGroup
 from bench.stats.schema.sequential_decision import Decision, SequentialRow
-from bench.stats.schema.strict_json import Frozen, Int, Num
 from bench.stats.schema.variance_components import (
     ArmComponents,
     PooledComponents,
@@ -54,10 +51,9 @@ from bench.stats.schema.variance_components import (
 __all__ = [
     "AcceptedShare", "Analysis", "AnalysisSettings", "ArmComponents", "ArmResult",
     "BootMetrics", "Breakdown", "Comparison", "ComparisonCheck", "CountCheck", "Decision",
-    "Direction", "DraftLengthShare", "DriftEstimate", "Frozen", "GateCheck", "GateResult",
-    "GateVerdict", "Group", "GroupArm", "HostSummary", "Int", "MetricEstimate", "Num", "Pair",
-    "PeerLengths", "Plan", "PooledComponents", "PositionComparison", "PositionEstimate",
-    "PriorInfo", "Selection", "SelectionConfig", "SelectionGroup", "SelftestResult",
-    "SequentialRow", "SharedMachine", "Speedup", "SplitCheck", "TruthCheck",
-    "VarianceComponents", "Verdict",
+    "Direction", "DraftLengthShare", "DriftEstimate", "GateCheck", "GateResult", "GateVerdict",
+    "Group", "GroupArm", "HostSummary", "MetricEstimate", "PeerLengths", "Plan",
+    "PooledComponents", "PositionComparison", "PositionEstimate", "PriorInfo", "Selection",
+    "SelectionConfig", "SelectionGroup", "SelftestResult", "SequentialRow", "SharedMachine",
+    "Speedup", "SplitCheck", "TruthCheck", "VarianceComponents",
 ]  # fmt: skip

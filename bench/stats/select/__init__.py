@@ -4,11 +4,11 @@ run-ab took them (`replay`), the choice, what to paste and a dynamic-speculation
 schedule across concurrency levels (`choice`), and, when a group stays undecided, the best
 estimate with the probability that it is within the margin of the best (`best_guess`)."""
 
-from bench.stats.select.best_guess import BestGuess, best_guess
+from bench.stats.select.best_guess import best_guess
 from bench.stats.select.choice import selection, selection_dropped, sweep_looks
 from bench.stats.select.mcb import boots_to_select, mcb, replay_looks, spend
 
 __all__ = [
-    "BestGuess", "best_guess", "boots_to_select", "mcb", "replay_looks", "selection",
-    "selection_dropped", "spend", "sweep_looks",
+    "best_guess", "boots_to_select", "mcb", "replay_looks", "selection", "selection_dropped",
+    "spend", "sweep_looks",
 ]  # fmt: skip
