@@ -4,7 +4,9 @@ computed; no statistic is computed here.
 
 `figures` and `tables` are the parts; `sections` assembles the markdown report from them,
 `render` writes report.md, report.html, analysis.json and the figures; `console` is what
-`run-ab`, `analyze`, `plan` and `gate` print. Tracking (MLflow) is `bench.tracking`'s."""
+`run-ab`, `analyze`, `plan` and `gate` print. Tracking (MLflow) is `bench.tracking`'s.
+The tables and `figure_png` exported here are also the analysis notebook's
+(notebooks/analysis.ipynb), a reader outside the package."""
 
 # The face loads its modules on first use (PEP 562): `specab status` and the table views
 # import what they print with, never the figures (matplotlib).
@@ -26,13 +28,32 @@ if TYPE_CHECKING:
         analysis_or_refusal,
         analyze_results,
         build_figures,
+        figure_png,
         render_report,
         verdict_markdown,
         write_report,
     )
-    from bench.report.tables import arm_summary, category_table, draft_length_table, speed_table
+    from bench.report.tables import (
+        accepted_length_table,
+        arm_summary,
+        category_table,
+        draft_length_table,
+        failed_attempts,
+        output_identity,
+        provenance,
+        speed_table,
+        speedup_table,
+        verdict_table,
+    )
 
 _WHERE = {
+    "accepted_length_table": "bench.report.tables",
+    "failed_attempts": "bench.report.tables",
+    "figure_png": "bench.report.render",
+    "output_identity": "bench.report.tables",
+    "provenance": "bench.report.tables",
+    "speedup_table": "bench.report.tables",
+    "verdict_table": "bench.report.tables",
     "analysis_or_refusal": "bench.report.render",
     "analyze_results": "bench.report.render",
     "arm_summary": "bench.report.tables",
@@ -58,8 +79,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "analysis_or_refusal", "analyze_results", "arm_summary", "build_figures", "category_table",
-    "draft_length_table", "per_boot_frame", "print_end", "render_analysis", "render_gate",
-    "render_plan", "render_report", "render_split", "speed_table", "table_console",
-    "verdict_markdown", "write_report",
+    "accepted_length_table", "analysis_or_refusal", "analyze_results", "arm_summary",
+    "build_figures", "category_table", "draft_length_table", "failed_attempts", "figure_png",
+    "output_identity", "per_boot_frame", "print_end", "provenance", "render_analysis",
+    "render_gate", "render_plan", "render_report", "render_split", "speed_table",
+    "speedup_table", "table_console", "verdict_markdown", "verdict_table", "write_report",
 ]  # fmt: skip
