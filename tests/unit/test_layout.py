@@ -239,3 +239,36 @@ def test_tests_import_what_a_package_exports() -> None:
             if not (_is_package(module) or top_module):
                 offenders.append(f"{path.relative_to(ROOT)}: {module}")
     assert not offenders, offenders
+
+
+def _face_exports() -> dict[str, list[str]]:
+    """Each package face's `__all__`."""
+    out = {}
+    for init in BENCH.rglob("__init__.py"):
+        for node in ast.parse(init.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+            ):
+                out[_dotted(init)] = [ast.literal_eval(e) for e in node.value.elts]
+    return out
+
+
+def test_a_face_exports_only_what_someone_imports_from_it() -> None:
+    """Narrow faces: every name a package's `__init__` exports is imported from that face
+    (`from bench.x import name`, or `x.name` after importing the face) somewhere: another
+    package, a test, a benchmark, a docs script or the notebook. A name nobody reads there
+    belongs to the sub-package that defines it."""
+    faces = _face_exports()
+    texts = [p.read_text(encoding="utf-8") for p in BENCH.rglob("*.py")]
+    texts += [text for _, text in _outside_files()]
+    read: set[tuple[str, str]] = set()
+    for text in texts:
+        alias = {face.rsplit(".", 1)[-1]: face for face in faces}  # `stats.analyze`
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                read |= {(node.module, a.name) for a in node.names}
+                alias |= {a.asname: f"{node.module}.{a.name}" for a in node.names if a.asname}
+        for short, face in alias.items():  # `from bench import report as tables`
+            read |= {(face, n) for n in re.findall(rf"\b{short}\.([A-Za-z_]\w*)", text)}
+    unread = [f"{f}.{n}" for f, names in faces.items() for n in names if (f, n) not in read]
+    assert not unread, f"exported but never imported from the face: {sorted(unread)}"
