@@ -16,7 +16,15 @@ from bench.cli import run
 from bench.errors import BootFailed
 from bench.experiment import ProbeSet, build_manifest, load_probe_set, load_spec
 from bench.run import Attempt, BootRequest, Ledger
-from bench.run.boot import Sampling, SpecCounts, check_boot_total, failed_record, measure, one_line
+from bench.run.boot import (
+    ProbePass,
+    Sampling,
+    SpecCounts,
+    check_boot_total,
+    failed_record,
+    measure,
+    one_line,
+)
 from bench.store import ResultsWriter, load_results
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
@@ -49,17 +57,9 @@ def replay(metrics_pages: list[str]) -> httpx.Client:
 
 
 def run_measure(tmp_path: Path, pages: list[str], source: str) -> Any:
-    return measure(
-        replay(pages),
-        [one_probe(tmp_path)],
-        model="tiny-target",
-        sampling=Sampling(),
-        warmup=0,
-        source=source,
-        k=4,
-        experiment="e",
-        attempt=Attempt("a", 0, 1, 0, 0, "h", "logs/a__b000__a1.log"),
-    )
+    attempt = Attempt("a", 0, 1, 0, 0, "h", "logs/a__b000__a1.log")
+    how = ProbePass("e", attempt, "tiny-target", source, 4)  # type: ignore[arg-type]
+    return measure(replay(pages), [one_probe(tmp_path)], how)
 
 
 def test_per_request_counts_checked_against_the_metrics_delta(tmp_path: Path) -> None:
@@ -95,17 +95,9 @@ def test_malformed_server_data_is_a_boot_failure_not_a_crash(tmp_path: Path) -> 
     bad = json.loads(json.dumps(COMPLETION))
     del bad["metrics"]["speculative_decoding"]["acceptance_histogram"]
     with pytest.raises(BootFailed, match=r"malformed metrics\.speculative_decoding"):
-        measure(
-            replay_with([BEFORE, AFTER], bad),
-            [one_probe(tmp_path)],
-            model="m",
-            sampling=Sampling(),
-            warmup=0,
-            source="per_request",
-            k=4,
-            experiment="e",
-            attempt=Attempt("a", 0, 1, 0, 0, "h", "logs/a__b000__a1.log"),
-        )
+        attempt = Attempt("a", 0, 1, 0, 0, "h", "logs/a__b000__a1.log")
+        how = ProbePass("e", attempt, "m", "per_request", 4, Sampling())
+        measure(replay_with([BEFORE, AFTER], bad), [one_probe(tmp_path)], how)
 
 
 def test_boot_total_must_equal_the_probe_sum(tmp_path: Path) -> None:

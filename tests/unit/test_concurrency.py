@@ -21,7 +21,7 @@ from bench.experiment import ProbeSet, load_probe_set
 from bench.run import Attempt
 from bench.run.boot import (
     Measured,
-    Sampling,
+    ProbePass,
     SpecCounts,
     check_boot_total,
     counts_from_response,
@@ -122,20 +122,9 @@ def run(
     tmp_path: Path, server: Server, n: int, c: int, *, speculative: bool = True, k: int = K
 ) -> Measured:
     new: Callable[[], httpx.Client] = server.lane_client
-    return measure(
-        server.main_client(),
-        [probe_set(tmp_path, n)],
-        model="m",
-        sampling=Sampling(),
-        warmup=0,
-        source="per_request" if speculative else "metrics_delta",
-        k=k,
-        experiment="e",
-        attempt=ATTEMPT,
-        concurrency=c,
-        speculative=speculative,
-        lane_client=new,
-    )
+    source = "per_request" if speculative else "metrics_delta"
+    how = ProbePass("e", ATTEMPT, "m", source, k, concurrency=c, speculative=speculative)
+    return measure(server.main_client(), [probe_set(tmp_path, n)], how, lane_client=new)
 
 
 def test_lanes_run_at_once_with_a_fixed_assignment(tmp_path: Path) -> None:

@@ -24,13 +24,32 @@ from bench.run.boot.one_boot import (
     one_line,
     run_boot,
 )
-from bench.run.boot.probe_loop import Measured, check_boot_total, measure
+from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
 from bench.run.boot.requests import API_KEY_REFUSED, Sampling, request_body, run_probe
 
 __all__ = [
-    "API_KEY_REFUSED", "IMAGE_UNREAD", "BootOutcome", "BootRequest", "Measured", "NodeSetup",
-    "Sampling", "SpecCounts",
-    "check_boot_total", "check_counts", "counts_from_response", "drafted_per_position",
-    "failed_record", "guarded_boot", "lane_of", "measure", "one_line", "parse_metrics_text",
-    "positions_in_metrics", "prepare_node", "request_body", "run_boot", "run_probe",
+    "API_KEY_REFUSED",
+    "IMAGE_UNREAD",
+    "BootOutcome",
+    "BootRequest",
+    "Measured",
+    "NodeSetup",
+    "ProbePass",
+    "Sampling",
+    "SpecCounts",
+    "check_boot_total",
+    "check_counts",
+    "counts_from_response",
+    "drafted_per_position",
+    "failed_record",
+    "guarded_boot",
+    "lane_of",
+    "measure",
+    "one_line",
+    "parse_metrics_text",
+    "positions_in_metrics",
+    "prepare_node",
+    "request_body",
+    "run_boot",
+    "run_probe",
 ]  # fmt: skip

@@ -39,7 +39,7 @@ from bench.records import BootRecord, FailedPhase, ProbeRecord
 from bench.run.attempt import Attempt
 from bench.run.boot.counters import SpecCounts, scrape_k, vllm_version
 from bench.run.boot.node_prep import image_unread, prepare_node
-from bench.run.boot.probe_loop import Measured, check_boot_total, measure
+from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
 from bench.run.boot.requests import API_KEY_REFUSED, Sampling
 from bench.run.node import CPU_BIND
 from bench.run.process import (
@@ -231,21 +231,19 @@ def _measure_served(
         t.vllm_version = vllm_version(client)
         if t.k < 1 and how.speculative:  # the method's default (e.g. MTP n_predict)
             t.k = scrape_k(client)
-        return measure(
-            client,
-            sets,
-            model=plan.served_model_name,
-            sampling=Sampling.from_spec(req.spec.probes),
+        probing = ProbePass(
+            req.spec.experiment.name,
+            req.attempt,
+            plan.served_model_name,
+            how.source,
+            t.k,
+            Sampling.from_spec(req.spec.probes),
             warmup=req.spec.probes.warmup,
-            source=how.source,
-            k=t.k,
-            experiment=req.spec.experiment.name,
-            attempt=req.attempt,
+            passes=req.spec.probes.passes,
             concurrency=how.concurrency,
             speculative=how.speculative,
-            on_response=lambda: setattr(t, "phase", "probes"),
-            passes=req.spec.probes.passes,
         )
+        return measure(client, sets, probing, on_response=lambda: setattr(t, "phase", "probes"))
 
 
 def _with_root_cause(reason: str, phase: FailedPhase | None, log_file: Path) -> str:

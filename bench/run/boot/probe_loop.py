@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import httpx
 
@@ -132,35 +132,48 @@ class _Rows:
         )
 
 
+@dataclass(frozen=True)
+class ProbePass:
+    """How one boot probes: whose rows they are (experiment, attempt), what it sends
+    (model, sampling, warmup requests, passes over the sets, concurrency) and how it counts
+    (acceptance source, K, whether the arm speculates at all)."""
+
+    experiment: str
+    attempt: Attempt
+    model: str
+    source: AcceptanceSource
+    k: int
+    sampling: Sampling = field(default_factory=Sampling)
+    warmup: int = 0
+    passes: int = 1
+    concurrency: int = 1
+    speculative: bool = True
+
+
 def measure(
     client: httpx.Client,
     sets: list[ProbeSet],
+    how: ProbePass,
     *,
-    model: str,
-    sampling: Sampling,
-    warmup: int,
-    source: AcceptanceSource,
-    k: int,
-    experiment: str,
-    attempt: Attempt,
-    concurrency: int = 1,
-    speculative: bool = True,
     lane_client: LaneClient | None = None,
     on_response: Callable[[], None] | None = None,
-    passes: int = 1,
 ) -> Measured:
     """Warmup (discarded, one at a time), then every probe: in probe-set order at
     concurrency 1, else in `concurrency` lanes (see the module docstring), each with a client
     from `lane_client` (default: a new one to `client`'s server). `on_response` is called
     once the boot's first request (warmup, else measured) has answered. `passes` > 1 runs
     the whole probe set that many times, in order; each row records its pass."""
+    model, sampling, warmup, k = how.model, how.sampling, how.warmup, how.k
+    passes, concurrency, speculative = how.passes, how.concurrency, how.speculative
     one_pass: list[Probe] = [p for s in sets for p in s.probes]
     for i in range(warmup):
         run_probe(client, one_pass[i % len(one_pass)], model, sampling)
         if i == 0 and on_response is not None:
             on_response()
     probes = one_pass * passes
-    rows = _Rows(experiment, attempt, source, k, speculative, len(one_pass) if passes > 1 else 0)
+    rows = _Rows(
+        how.experiment, how.attempt, how.source, k, speculative, len(one_pass) if passes > 1 else 0
+    )
     if concurrency > 1:
         if warmup == 0 and on_response is not None:
             on_response()  # lanes cannot tell which request came first: count it as probes
