@@ -35,15 +35,22 @@ COMMANDS = {
 
 
 def build(root: Path, arms: int, boots: int, prompts: int) -> Path:
-    """The simulated directory (built once: a second run reuses it)."""
-    from bench.simulate import simulate_results
-
+    """The simulated directory (built once: a second run reuses it), in a child process: a
+    child's peak memory starts at its parent's (Linux keeps the high-water mark across
+    fork and exec), so the parent must stay small for the figures below to be the
+    commands' own."""
     path = root / f"scale-{arms}x{boots}x{prompts}"
     if (path / "manifest.json").is_file():
         return path
-    names = {f"arm{i:02d}": 0.01 * (i % 3) for i in range(arms)}
+    code = (
+        "import sys; from bench.simulate import simulate_results; "
+        "a, b, p = map(int, sys.argv[2:5]); "
+        "names = {f'arm{i:02d}': 0.01 * (i % 3) for i in range(a)}; "
+        "simulate_results(sys.argv[1], names, boots=b, prompts=p, seed=1, experiment='scale')"
+    )
     t0 = time.monotonic()
-    simulate_results(path, names, boots=boots, prompts=prompts, seed=1, experiment="scale")
+    cmd = [sys.executable, "-c", code, str(path), str(arms), str(boots), str(prompts)]
+    subprocess.run(cmd, check=True)
     print(f"built {path} in {time.monotonic() - t0:.0f} s")
     return path
 

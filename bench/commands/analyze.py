@@ -128,7 +128,6 @@ def analyze(
 
     Exit 0, or 1 when --fail-on names a primary verdict that occurred; 2 on any error."""
     from bench import stats
-    from bench.report import verdict_markdown
     from bench.store import load_results
 
     if resamples < 0:
@@ -175,6 +174,8 @@ def analyze(
     if out_fmt == "json":
         typer.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
     elif out_fmt == "markdown":
+        from bench.report import verdict_markdown
+
         typer.echo(verdict_markdown(result), nl=False)
     else:
         from bench.report import render_analysis

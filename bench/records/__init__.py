@@ -19,6 +19,7 @@ from bench.records.boots_and_probes import (
     boot_file_stem,
 )
 from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
+from bench.records.count_lists import list_lengths, list_matrix
 from bench.records.manifest import Manifest, ManifestSweep, SweepCell
 from bench.records.reference import (
     REFERENCE_VERSION,
@@ -33,5 +34,5 @@ __all__ = [
     "PROBE_SCHEMA", "REFERENCE_VERSION", "SCHEMA_VERSION", "SPEED_METRIC", "AcceptanceSource",
     "BootRecord", "FailedPhase", "InFlightBoot", "Machine", "Manifest", "ManifestSweep",
     "ProbeRecord", "Reference", "ReferenceArm", "ReferenceBoot", "SweepCell", "WriterClaim",
-    "boot_file_stem",
+    "boot_file_stem", "list_lengths", "list_matrix",
 ]  # fmt: skip

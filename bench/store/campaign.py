@@ -10,16 +10,25 @@ Counts only: verdicts come from `analyze` at looks and at the end.
 from __future__ import annotations
 
 import math
+import statistics
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-import pandas as pd
+import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.records import InFlightBoot, WriterClaim
-from bench.store.load import STATUS_COLUMNS, load_boots, load_manifest
+from bench.store.parquet_rows import VERSION_COLUMNS, check_arm_versions, load_manifest, read_dir
 from bench.store.writer_claim import describe, read_claim, stale_reason
+
+_COLUMNS = (
+    "arm", "boot", "boot_id", "status", "error", "order", "host", "started_at", "finished_at",
+    *VERSION_COLUMNS,
+)  # fmt: skip
+
+
+_TIMES = ("started_at", "finished_at")
 
 
 class _Model(BaseModel):
@@ -89,48 +98,77 @@ def _writer(claim: WriterClaim | None) -> Writer | None:
     )
 
 
-def _arm(
-    arm: str, target: int | None, boots: pd.DataFrame, running: list[InFlightBoot]
-) -> ArmProgress:
-    mine = boots[boots["arm"] == arm]
-    ok = mine[mine["status"] == "ok"]
-    hosts = sorted({*map(str, mine["host"]), *(b.host for b in running if b.arm == arm)} - {""})
+Row = dict[str, Any]  # one boot attempt's row: the columns `specab status` reads
+
+
+def _arm(arm: str, target: int | None, rows: list[Row], running: list[InFlightBoot]) -> ArmProgress:
+    mine = [r for r in rows if r["arm"] == arm]
+    hosts = {str(r["host"]) for r in mine if r["host"] is not None}
     return ArmProgress(
         arm=arm,
         target=target,
-        ok=int(ok["boot"].nunique()),
-        failed=int((mine["status"] != "ok").sum()),
+        ok=len({r["boot"] for r in mine if r["status"] == "ok"}),
+        failed=sum(r["status"] != "ok" for r in mine),
         in_flight=sum(b.arm == arm for b in running),
-        hosts=hosts,
+        hosts=sorted((hosts | {b.host for b in running if b.arm == arm}) - {""}),
     )
 
 
-def _last_failure(boots: pd.DataFrame) -> str | None:
-    failed = boots[boots["status"] != "ok"]
-    if failed.empty:
+def _last_failure(rows: list[Row]) -> str | None:
+    failed = [r for r in rows if r["status"] != "ok"]
+    if not failed:
         return None
-    last = failed.sort_values("order").iloc[-1]
+    last = max(enumerate(failed), key=lambda ir: (ir[1]["order"], ir[0]))[1]  # stable: last
     return f"{last['boot_id']} on {last['host'] or '?'}: {last['error']}"
 
 
-def _at_a_time(ok: pd.DataFrame, walls: pd.Series) -> int:
+def _span(rows: list[Row]) -> float | None:
+    """First start to last end of these attempts, in seconds (None without both)."""
+    starts = [r["started_at"] for r in rows if r["started_at"] is not None]
+    ends = [r["finished_at"] for r in rows if r["finished_at"] is not None]
+    if not starts or not ends:
+        return None
+    return (max(ends) - min(starts)) / 1e6
+
+
+def _at_a_time(ok: list[Row], walls: list[float]) -> int:
     """Boots the run has been running at once: their summed wall time over its span."""
     if len(walls) < 2:
         return 1
-    span = (ok["finished_at"].max() - ok["started_at"].min()).total_seconds()
-    return max(round(walls.sum() / span), 1) if span > 0 else 1
+    span = _span(ok) or 0.0
+    return max(round(sum(walls) / span), 1) if span > 0 else 1
 
 
-def _elapsed(boots: pd.DataFrame, claim: WriterClaim | None) -> float | None:
+def _elapsed(rows: list[Row], claim: WriterClaim | None) -> float | None:
     """While a driver runs: since it started (its claim holds when); once over: the
     campaign's span, first boot start to last boot end (it no longer grows)."""
-    now = datetime.now(UTC)
     if claim is not None:
-        return max((now - datetime.fromisoformat(claim.started_at)).total_seconds(), 0.0)
-    starts, ends = boots["started_at"].dropna(), boots["finished_at"].dropna()
-    if not len(starts) or not len(ends):
-        return None
-    return max((ends.max() - starts.min()).total_seconds(), 0.0)
+        since = datetime.now(UTC) - datetime.fromisoformat(claim.started_at)
+        return max(since.total_seconds(), 0.0)
+    span = _span(rows)
+    return None if span is None else max(span, 0.0)
+
+
+def _boot_rows(root: Path) -> list[Row]:
+    """The boot rows, only the columns status reads (absent ones None), as plain rows."""
+    tables = [t.replace_schema_metadata(None) for _, t in read_dir(root / "boots", _COLUMNS)]
+    if not tables:
+        return []
+    table = pa.concat_tables(tables, promote_options="permissive")
+    for name in _TIMES:  # as microseconds: a timestamp's Python form would import pandas
+        if name in table.column_names:
+            i = table.column_names.index(name)
+            col = table[name]
+            if pa.types.is_timestamp(col.type) and col.type.unit == "us":
+                us = pa.chunked_array([c.view(pa.int64()) for c in col.chunks], pa.int64())
+            else:  # another unit or type: Arrow converts it (importing its compute module)
+                us = col.cast(pa.timestamp("us", "UTC")).cast(pa.int64())
+            table = table.set_column(i, name, us)
+    rows: list[Row] = table.to_pylist()
+    for r in rows:
+        for c in _COLUMNS:
+            r.setdefault(c, None)
+    return rows
 
 
 def _in_flight_left(running: list[InFlightBoot], boot_s: float) -> float:
@@ -145,16 +183,21 @@ def campaign_status(root: Path) -> CampaignStatus:
     """Read `root` (refusing damage in one line, as every reader does) into a status."""
     root = Path(root)
     manifest = load_manifest(root)
-    boots = load_boots(root, STATUS_COLUMNS)  # no probe, no count is read
+    rows = _boot_rows(root)  # no probe, no count is read
+    check_arm_versions(rows, root / "boots")
     claim = read_claim(root)
     writer = _writer(claim)
     running = list(claim.in_flight) if claim is not None and writer and not writer.gone else []
     exp = manifest.experiment_section()
     target = getattr(exp, "boots_per_arm", None)
-    arms = [_arm(a, target, boots, running) for a in manifest.arm_names()]
-    ok = boots[boots["status"] == "ok"]
-    walls = (ok["finished_at"] - ok["started_at"]).dt.total_seconds().dropna()
-    boot_s = float(walls.median()) if len(walls) else None
+    arms = [_arm(a, target, rows, running) for a in manifest.arm_names()]
+    ok = [r for r in rows if r["status"] == "ok"]
+    walls = [
+        (r["finished_at"] - r["started_at"]) / 1e6
+        for r in ok
+        if r["finished_at"] is not None and r["started_at"] is not None
+    ]
+    boot_s = float(statistics.median(walls)) if walls else None
     live = writer is not None and not writer.gone
     missing = sum(max((a.target or 0) - a.ok, 0) for a in arms)
     remaining = sum(max((a.target or 0) - a.ok - a.in_flight, 0) for a in arms)
@@ -171,12 +214,12 @@ def campaign_status(root: Path) -> CampaignStatus:
         writer=writer,
         arms=arms,
         in_flight=running,
-        elapsed_s=_elapsed(boots, claim if live else None),
+        elapsed_s=_elapsed(rows, claim if live else None),
         boot_s=boot_s,
         eta_s=eta,
         state="running" if live else "stopped" if missing else "finished",
         missing=missing,
         next_look=next((k for k in looks if k > done), None),
-        last_failure=_last_failure(boots),
+        last_failure=_last_failure(rows),
         note="counts only: verdicts come from `specab analyze` at the looks and at the end",
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from bench.errors import SpecabError
 from bench.records import (
@@ -23,10 +22,9 @@ from bench.records import (
     Manifest,
     ProbeRecord,
 )
-from bench.store.validity import check_arm_versions, check_counts, check_probes
-from bench.store.versions import results_version, upgraded_manifest
+from bench.store.parquet_rows import VERSION_COLUMNS, check_arm_versions, load_manifest, read_dir
+from bench.store.validity import check_counts, check_probes
 
-META_KEY = b"specab.schema_version"
 PROBE_REQUIRED = ("boot_id", "probe_set", "probe_id", "accepted_per_pos")
 
 
@@ -53,57 +51,6 @@ class Results:
         return listed + [a for a in seen if a not in listed]
 
 
-def load_manifest(root: Path) -> Manifest:
-    """manifest.json, validated: the one place a manifest is read from disk."""
-    path = Path(root) / "manifest.json"
-    if not path.is_file():
-        raise SpecabError(
-            "no manifest.json here",
-            file=root,
-            fix="pass a results directory written by specab (results/<experiment>)",
-        )
-    try:
-        manifest = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise SpecabError(
-            f"not valid JSON ({exc.msg}, line {exc.lineno})",
-            file=path,
-            fix="restore the file from the run that wrote it",
-        ) from None
-    if not isinstance(manifest, dict):
-        raise SpecabError("not a JSON object", file=path, fix="restore the file")
-    manifest = upgraded_manifest(manifest, path)
-    try:
-        return Manifest.model_validate(manifest)
-    except ValidationError as exc:
-        fix = "restore the file from the run that wrote it, or start a new results directory"
-        raise SpecabError.invalid(exc, file=path, fix=fix) from None
-
-
-def _read_dir(sub: Path, columns: Sequence[str] | None = None) -> list[tuple[Path, pa.Table]]:
-    """Every Parquet file of a directory as an Arrow table (only `columns`, where given and
-    present). A file without specab's metadata key is accepted (other tools write this
-    contract; the manifest's schema_version governs); a key that is present and different
-    is refused. One file at a time, no thread pool: a campaign's files are small and many,
-    and opening them is what costs (1,000 boot files: 0.8 s against 1.7 s threaded)."""
-    out = []
-    for f in sorted(sub.glob("*.parquet")) if sub.is_dir() else []:
-        try:
-            pf = pq.ParquetFile(f)
-            have = pf.schema_arrow.names
-            cols = None if columns is None else [c for c in columns if c in have]
-            table = pf.read(columns=cols, use_threads=False)
-        except (pa.ArrowInvalid, OSError) as exc:
-            raise SpecabError(
-                f"unreadable Parquet file ({exc})", file=f, fix="delete it and rerun with --resume"
-            ) from None
-        version = (pf.schema_arrow.metadata or {}).get(META_KEY)
-        if version is not None:
-            results_version(int(version) if version.isdigit() else version, f)
-        out.append((f, table))
-    return out
-
-
 Columns = dict[Path, list[str]]  # each file read, and the columns it has
 
 
@@ -128,7 +75,14 @@ def _one_frame(
             table = table.filter(keep)
     index = [c for c in table.column_names if c.startswith("__index_level_")]
     table = table.drop_columns(index)
-    return table.to_pandas(split_blocks=True, self_destruct=True), columns
+    # a probe frame's per-position counts stay Arrow lists (bench.records.count_lists)
+    mapper = _arrow_lists if boot_ids is not None else None
+    frame = table.to_pandas(split_blocks=True, self_destruct=True, types_mapper=mapper)
+    return frame, columns
+
+
+def _arrow_lists(t: pa.DataType) -> pd.ArrowDtype | None:
+    return pd.ArrowDtype(t) if pa.types.is_list(t) else None
 
 
 def _checked(
@@ -170,15 +124,10 @@ def _frame(whole: pd.DataFrame | None, schema: pa.Schema, record: type[BaseModel
 
 
 def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and np.isnan(v))
+    return v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
 
 
 COUNTS = ("num_drafts", "num_draft_tokens", "num_accepted_tokens")
-# What `specab status` reads of each boot row (and what the integrity check compares).
-STATUS_COLUMNS = (
-    "arm", "boot", "attempt", "boot_id", "status", "error", "order", "host", "started_at",
-    "finished_at", "definition_sha256", "probe_sets_sha256",
-)  # fmt: skip
 
 
 def _ok_counts(df: pd.DataFrame, path: Path) -> None:
@@ -186,18 +135,14 @@ def _ok_counts(df: pd.DataFrame, path: Path) -> None:
     check_counts(ok, path, COUNTS, "boots")
 
 
-def load_boots(root: str | Path, columns: Sequence[str] | None = None) -> pd.DataFrame:
-    """Every boot attempt of a results directory, checked as `load_results` checks them,
-    without reading a probe. `columns`: only those (`STATUS_COLUMNS` for `specab status`;
-    the counts are then not read, nor checked)."""
+def load_boots(root: str | Path) -> pd.DataFrame:
+    """Every boot attempt of a results directory, checked as `load_results` checks them."""
     root = Path(root)
-    whole, files = _one_frame(_read_dir(root / "boots", columns))
-    if columns is None:
-        _checked(files, whole, COUNTS, _ok_counts, root / "boots")
+    whole, files = _one_frame(read_dir(root / "boots"))
+    _checked(files, whole, COUNTS, _ok_counts, root / "boots")
     boots = _frame(whole, BOOT_SCHEMA, BootRecord)
-    if columns is not None:
-        boots = boots[[c for c in boots.columns if c in columns]]
-    check_arm_versions(boots, root / "boots")
+    cols = [c for c in ("arm", "status", "boot_id", *VERSION_COLUMNS) if c in boots.columns]
+    check_arm_versions(boots[cols].to_dict("records"), root / "boots")
     return boots
 
 
@@ -217,7 +162,7 @@ def load_results(root: str | Path) -> Results:
     ok_ids = set(ok_rows["boot_id"])
     k_of = dict(zip(ok_rows["boot_id"], ok_rows["num_speculative_tokens"].fillna(0), strict=True))
     # orphans (probes of a boot without a row: a crash) are ignored
-    whole, files = _one_frame(_read_dir(root / "probes"), {str(b) for b in ok_ids})
+    whole, files = _one_frame(read_dir(root / "probes"), {str(b) for b in ok_ids})
 
     def of_ok_boots(df: pd.DataFrame, path: Path) -> None:
         if "boot_id" in df.columns and not (mine := df["boot_id"].isin(ok_ids)).all():

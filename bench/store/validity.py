@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
+from bench.records import list_lengths, list_matrix
 
 _FIX = "rerun that boot (delete its files, then --resume) or fix the tool that wrote them"
 
@@ -43,8 +44,7 @@ def check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
             raise _bad(path, None, f"probes.{col}", "column missing")
     check_counts(df, path, ("num_drafts", "num_accepted_tokens"), "probes")
     lists = df["accepted_per_pos"]
-    cells = lists.to_numpy()
-    n = np.fromiter((-1 if x is None else len(x) for x in cells), np.int64, len(cells))
+    n = list_lengths(lists)
     codes, boot_ids = pd.factorize(df["boot_id"])  # one lookup per boot, not per row
     per_boot = np.array([k_of.get(b, np.nan) for b in boot_ids], dtype="float64")
     k = np.where(codes >= 0, per_boot[codes] if len(per_boot) else np.nan, np.nan)  # NaN: unknown
@@ -56,10 +56,11 @@ def check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
         raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{got}, expected {want[i]}")
     plain = want == 0
     _check_no_drafts(df[plain], path)
-    first = _first_bad_counts(cells, n, ~plain, df)
+    first = _first_bad_counts(lists, n, ~plain, df)
     if first is not None:
         i, what = first
-        shown = "[" + ", ".join(f"{float(x):g}" for x in lists.iloc[i]) + "]"
+        cell = lists.iloc[i]
+        shown = "[" + ", ".join("null" if x is None else f"{float(x):g}" for x in cell) + "]"
         raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{shown}: {what}")
 
 
@@ -72,7 +73,7 @@ _WHATS = (
 
 
 def _first_bad_counts(
-    lists: np.ndarray, n: np.ndarray, speculative: np.ndarray, df: pd.DataFrame
+    lists: pd.Series, n: np.ndarray, speculative: np.ndarray, df: pd.DataFrame
 ) -> tuple[int, str] | None:
     """The first row (by check, then by position) whose per-position counts break vLLM's
     rules, or None. Rows of one length are stacked at once (a row-by-row stack cost most of
@@ -82,7 +83,7 @@ def _first_bad_counts(
     found: dict[int, int] = {}  # check index -> first row
     for width in np.unique(n[speculative]):
         rows = np.flatnonzero(speculative & (n == width))
-        a = np.concatenate(list(lists[rows])).astype("float64").reshape(len(rows), int(width))
+        a = list_matrix(lists.iloc[rows], int(width), np.float64)
         checks = (
             (~np.isfinite(a) | (a < 0)).any(axis=1),
             a[:, 0] > d_all[rows],
@@ -96,40 +97,6 @@ def _first_bad_counts(
         return None
     j = min(found)
     return found[j], _WHATS[j]
-
-
-_VERSIONS = {
-    "definition_sha256": "definitions",
-    "probe_sets_sha256": "probe sets",
-}
-
-
-def check_arm_versions(boots: pd.DataFrame, path: Path) -> None:
-    """The ok boots of one arm ran one definition on one set of probe sets: a directory
-    that mixes versions (merged by hand, or written by two runs of a changed arm) is
-    refused. Unknown hashes (files from before the columns, other tools) are not compared."""
-    ok = boots[boots["status"] == "ok"] if "status" in boots.columns else boots
-    for col, what in _VERSIONS.items():
-        if col not in ok.columns:
-            continue
-        known = ok[ok[col].notna()]
-        for arm, rows in known.groupby("arm", sort=False):
-            versions = list(dict.fromkeys(rows[col]))
-            if len(versions) < 2:
-                continue
-            parts = [
-                f"{v[:12]}… ({', '.join(rows.loc[rows[col] == v, 'boot_id'].astype(str)[:3])}"
-                f"{', …' if (rows[col] == v).sum() > 3 else ''})"
-                for v in versions[:3]
-            ]
-            raise SpecabError(
-                f"the ok boots of arm {arm!r} ran {len(versions)} different {what}: "
-                + " vs ".join(parts),
-                file=path,
-                field=f"boots.{col}",
-                fix="keep the boots of one version (delete the others' boots/ and probes/ "
-                "files, then --resume) or move them to their own results directory",
-            )
 
 
 def _check_no_drafts(df: pd.DataFrame, path: Path) -> None:

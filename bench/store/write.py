@@ -24,8 +24,8 @@ from bench.records import (
     boot_file_stem,
 )
 from bench.store.atomic_files import atomic_write_bytes, atomic_write_json
-from bench.store.load import META_KEY as _META_KEY
-from bench.store.load import load_manifest
+from bench.store.parquet_rows import META_KEY as _META_KEY
+from bench.store.parquet_rows import load_manifest
 from bench.store.writer_claim import CLAIM_FILES, HeldClaim, acquire_claim
 
 

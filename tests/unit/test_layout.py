@@ -39,11 +39,12 @@ EVERYONE = {"errors", "records", "__version__", "lazy_attribute"}
 # Inside each package, its units (sub-packages and top-level modules) from the bottom up:
 # a unit imports only units listed before it.
 LAYERS = {
-    "records": ["boots_and_probes", "manifest", "reference", "claim"],
+    "records": ["boots_and_probes", "manifest", "reference", "claim", "count_lists"],
     "store": [
         "atomic_files",
         "validity",
         "versions",
+        "parquet_rows",
         "load",
         "writer_claim",
         "write",

@@ -18,7 +18,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from bench.records import SPEED_METRIC
+from bench.records import SPEED_METRIC, list_matrix
 from bench.stats.methods import VERDICTS, interval, verdict_codes
 from bench.stats.schema import DriftEstimate
 
@@ -29,7 +29,7 @@ def _pass_values(rows: pd.DataFrame) -> dict[str, float]:
     d = float(rows["num_drafts"].sum())
     out: dict[str, float] = {}
     if d > 0:
-        a0 = float(sum(int(x[0]) if len(x) else 0 for x in rows["accepted_per_pos"]))
+        a0 = float(list_matrix(rows["accepted_per_pos"], 1)[:, 0].sum())
         out["acceptance_pos0"] = a0 / d
         out["mean_accepted_length"] = 1.0 + float(rows["num_accepted_tokens"].sum()) / d
     lat = float(rows["latency_s"].sum())

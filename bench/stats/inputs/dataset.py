@@ -15,7 +15,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from bench.errors import SpecabError
-from bench.records import SPEED_METRIC
+from bench.records import SPEED_METRIC, list_lengths, list_matrix
 from bench.stats.inputs.co_runs import corun_groups
 from bench.stats.inputs.probe_attributes import (
     add_cells,
@@ -25,7 +25,6 @@ from bench.stats.inputs.probe_attributes import (
     drafted_cells,
     histograms,
     speculative_arms,
-    stacked,
 )
 
 F = NDArray[np.float64]
@@ -144,20 +143,6 @@ class Dataset:
     categories: list[str | None] = field(default_factory=list)  # per prompt column
 
 
-def _per_pos_matrix(col: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
-    """Rows of accepted_per_pos as a matrix, shorter rows (an arm with fewer speculative
-    tokens) padded with zeros, and each row's length."""
-    values = col.to_numpy()
-    lengths = np.fromiter((len(x) for x in values), np.int64, len(values))
-    k = int(lengths.max()) if len(values) else 1
-    if len(values) and np.all(lengths == k):
-        return stacked(values, k), lengths
-    out = np.zeros((len(values), max(k, 1)), dtype=np.int64)
-    for i, x in enumerate(values):
-        out[i, : len(x)] = np.asarray(x, dtype=np.int64)
-    return out, lengths
-
-
 @dataclass(frozen=True)
 class _Rows:
     """The compared probe rows, decoded once for every arm: each row's prompt column and
@@ -231,7 +216,8 @@ def arm_data(
         pr, key = pr[keep], key[keep]
     p_codes, p_uniques = pd.factorize(key, sort=True)
     if len(pr):
-        per_pos, lengths = _per_pos_matrix(pr["accepted_per_pos"])
+        lengths = list_lengths(pr["accepted_per_pos"])
+        per_pos = list_matrix(pr["accepted_per_pos"])
     else:
         per_pos, lengths = np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)
     b_codes, b_uniques = pd.factorize(pr["boot_id"])

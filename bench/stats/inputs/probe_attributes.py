@@ -11,6 +11,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from bench.errors import SpecabError
+from bench.records import list_lengths, list_matrix
 
 F = NDArray[np.float64]
 
@@ -72,11 +73,10 @@ def histograms(
     cells (B, P, K + 1); None unless every probe row of the arm has one of that length."""
     if k < 1 or "acceptance_histogram" not in pr.columns or not sel.any():
         return None
-    rows = pr["acceptance_histogram"].to_numpy()[sel]
-    lengths = np.fromiter((-1 if h is None else len(h) for h in rows), int, len(rows))
-    if np.any(lengths != k + 1):
+    rows = pr["acceptance_histogram"][sel]
+    if np.any(list_lengths(rows) != k + 1):
         return None
-    return add_cells(shape, bi, pi, stacked(rows, k + 1).astype(np.float64))
+    return add_cells(shape, bi, pi, list_matrix(rows, k + 1).astype(np.float64))
 
 
 def drafted_cells(
@@ -87,20 +87,10 @@ def drafted_cells(
     counts; None unless every probe row of the arm has them with K entries."""
     if k < 1 or "drafted_per_pos" not in pr.columns or not sel.any():
         return None
-    rows = pr["drafted_per_pos"].to_numpy()[sel]
-    lengths = np.fromiter((-1 if h is None else len(h) for h in rows), int, len(rows))
-    if np.any(lengths != k):
+    rows = pr["drafted_per_pos"][sel]
+    if np.any(list_lengths(rows) != k):
         return None
-    return add_cells(shape, bi, pi, stacked(rows, k).astype(np.float64))
-
-
-def stacked(rows: NDArray[np.object_], width: int) -> NDArray[np.int64]:
-    """Equal-length list cells as a matrix (rows, width): one concatenate, not a stack of
-    per-row arrays (8x faster on 45,000 probe rows)."""
-    if not len(rows):
-        return np.zeros((0, width), dtype=np.int64)
-    out: NDArray[np.int64] = np.concatenate(list(rows)).astype(np.int64).reshape(len(rows), width)
-    return out
+    return add_cells(shape, bi, pi, list_matrix(rows, k).astype(np.float64))
 
 
 def categories(pr: pd.DataFrame, p_codes: NDArray[np.integer], n_p: int) -> list[str | None]:

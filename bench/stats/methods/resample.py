@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from itertools import combinations
 from math import comb
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -117,19 +118,28 @@ def cluster_bootstrap(
     return float(diff - q_hi * se), float(diff - q_lo * se)
 
 
-def uniform_counts(n: int, size: int, rng: np.random.Generator) -> F:
+def uniform_counts(
+    n: int, size: int, rng: np.random.Generator, dtype: type = np.float64
+) -> NDArray[Any]:
     """Multinomial(n, uniform) count vectors, (size, n): n draws with replacement per row.
 
-    Same distribution as rng.multinomial but vectorized through one bincount."""
-    idx = rng.integers(0, n, (size, n)) + (np.arange(size) * n)[:, None]
-    return np.bincount(idx.ravel(), minlength=size * n).reshape(size, n).astype(np.float64)
+    Same distribution as rng.multinomial but vectorized: one draw of every index, then one
+    bincount per block of rows (a single bincount over 10^7 draws held three more copies)."""
+    idx = rng.integers(0, n, (size, n))
+    out: NDArray[Any] = np.empty((size, n), dtype=dtype)
+    step = max(1, (1 << 20) // max(n, 1))
+    for lo in range(0, size, step):
+        block = idx[lo : lo + step]
+        flat = (block + (np.arange(len(block)) * n)[:, None]).ravel()
+        out[lo : lo + step] = np.bincount(flat, minlength=len(block) * n).reshape(len(block), n)
+    return out
 
 
 def pigeonhole_weights(
     n_prompts: int, boots: list[int], n_resamples: int, rng: np.random.Generator
 ) -> tuple[NDArray[np.float32], list[F]]:
     """One shared prompt-weight draw (M, P) and one boot-weight draw per arm (M, B_a)."""
-    wp = uniform_counts(n_prompts, n_resamples, rng).astype(np.float32)
+    wp = uniform_counts(n_prompts, n_resamples, rng, np.float32)
     return wp, [uniform_counts(b, n_resamples, rng) for b in boots]
 
 
