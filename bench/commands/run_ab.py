@@ -53,6 +53,14 @@ def run_ab(
     report: Annotated[
         bool, typer.Option("--report/--no-report", help="Render the report at the end.")
     ] = True,
+    duets: Annotated[
+        bool,
+        typer.Option(
+            "--duets/--no-duets",
+            help="On a node with two slots or more, launch boots in co-run groups that begin "
+            "their probes together, for speed compared within them (default on).",
+        ),
+    ] = True,
     strict: Annotated[
         bool,
         typer.Option(
@@ -93,6 +101,7 @@ def run_ab(
         common_random_numbers=common_random_numbers,
         compile_cache=compile_cache,
         strict=strict,
+        duets=duets,
         on_boot=tracker.boot_landed if tracker else None,
     )
     try:

@@ -162,6 +162,13 @@ class BootRecord(_Record):
         description="What went wrong without spoiling the measurement, one line each (a "
         "process that outlived SIGKILL for a while; the boot's slot was held until it went).",
     )
+    corun_group: str | None = Field(
+        None,
+        description="The duet (co-run group) it was measured in: boots of one group were "
+        "launched together on one node and began their probes at one barrier once all were "
+        "ready. Null: measured without one (launched alone, duets off, or a partner that "
+        "never reached the barrier).",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> BootRecord:
@@ -252,6 +259,7 @@ BOOT_SCHEMA = pa.schema(
         ("warnings", pa.list_(pa.string())),
         ("slot", pa.int64()),
         ("cpus", pa.string()),
+        ("corun_group", pa.string()),
     ]
 )
 

@@ -4,14 +4,16 @@ does I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+import dataclasses
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from bench.simulate.generative import (
     SimParams,
     mu_for,
 )
-from bench.simulate.runs import SimRun, simulate_run, simulated_manifest
+from bench.simulate.runs import ManifestSettings, SimRun, simulate_run, simulated_manifest
 from bench.store import ResultsWriter
 
 
@@ -23,66 +25,30 @@ def write_run(run: SimRun, writer: ResultsWriter) -> None:
         writer.write_boot(rec, rows.reset_index(drop=True) if rows is not None else ())
 
 
+_PARAMS = ("sigma_boot", "sigma_prompt", "sigma_res", "sigma_interaction", "sigma_speed_boot")
+_SHARED = ("experiment", "boots", "prompts", "seed")  # the run's and the manifest's
+
+
 def simulate_results(
-    out_dir: str | Path,
-    arms: Mapping[str, float] | None = None,
-    *,
-    boots: int | Mapping[str, int] = 5,
-    prompts: int = 100,
-    seed: int = 0,
-    sigma_boot: float = 0.03,
-    sigma_prompt: float = 0.8,
-    sigma_res: float = 0.15,
-    sigma_interaction: float = 0.0,
-    positions: int = 4,
-    experiment: str = "sim",
-    baseline: str | None = None,
-    alpha: float = 0.05,
-    margins: Mapping[str, float] | None = None,
-    failed_boots: int | Mapping[str, int] = 0,
-    looks: list[int] | None = None,
-    speed: Mapping[str, float] | None = None,
-    no_spec: Collection[str] = (),
-    categories: Sequence[str] | None = None,
-    sigma_speed_boot: float = 0.05,
-    primary_metrics: Sequence[str] | None = None,
-    hosts: Mapping[str, Sequence[str]] | None = None,
+    out_dir: str | Path, arms: Mapping[str, float] | None = None, **options: Any
 ) -> Path:
-    """Write a whole results directory through `ResultsWriter`; returns its path (options
-    as `simulate_run` and `simulated_manifest`)."""
+    """Write a whole results directory through `ResultsWriter`; returns its path. `options`:
+    `SimDesign`'s and `ManifestSettings`' fields, `positions` (K, default 4) and the noise of
+    `SimParams` (sigma_boot 0.03, sigma_prompt 0.8, sigma_res 0.15, sigma_interaction 0,
+    sigma_speed_boot 0.05)."""
     arms = dict(arms) if arms is not None else {"a": 0.0, "b": 0.1}
-    params = SimParams(
-        mu=mu_for(positions),
-        sigma_boot=sigma_boot,
-        sigma_prompt=sigma_prompt,
-        sigma_res=sigma_res,
-        sigma_interaction=sigma_interaction,
-        sigma_speed_boot=sigma_speed_boot,
-    )
-    run = simulate_run(
-        arms,
-        boots=boots,
-        prompts=prompts,
-        seed=seed,
-        params=params,
-        experiment=experiment,
-        failed_boots=failed_boots,
-        speed=speed,
-        no_spec=no_spec,
-        categories=categories,
-        hosts=hosts,
-    )
-    manifest = simulated_manifest(
-        arms,
-        experiment=experiment,
-        baseline=baseline,
-        alpha=alpha,
-        margins=margins,
-        boots=boots,
-        prompts=prompts,
-        seed=seed,
-        looks=looks,
-        primary_metrics=primary_metrics,
-    )
+    params: dict[str, Any] = dict(zip(_PARAMS, (0.03, 0.8, 0.15, 0.0, 0.05), strict=True))
+    params |= {k: options.pop(k) for k in _PARAMS if k in options}
+    mu = mu_for(options.pop("positions", 4))
+    settings = {
+        k: options.pop(k) for k in fields_of(ManifestSettings) - set(_SHARED) if k in options
+    }
+    shared = {k: options[k] for k in _SHARED if k in options}
+    run = simulate_run(arms, params=SimParams(mu=mu, **params), **options)
+    manifest = simulated_manifest(arms, **shared, **settings)
     write_run(run, ResultsWriter.create(Path(out_dir), manifest))
     return Path(out_dir)
+
+
+def fields_of(cls: type) -> set[str]:
+    return {f.name for f in dataclasses.fields(cls)}

@@ -6,7 +6,7 @@ boot attempt with the ids, attempt numbers, hosts and launch order of real runs
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,14 +21,13 @@ from bench.records import (
     SCHEMA_VERSION,
     BootRecord,
     Manifest,
-    boot_file_stem,
 )
 from bench.simulate.generative import (
     SimParams,
     simulate_counts,
     simulate_latency,
 )
-from bench.simulate.simulated_boots import SimBoot, boot_record, probe_frame
+from bench.simulate.simulated_boots import SimBoot, SimBootId, SimPrompts, boot_record, probe_frame
 
 
 def _boot_counts(boots: int | Mapping[str, int], arms: list[str]) -> dict[str, int]:
@@ -59,23 +58,27 @@ def simulate_frames(
     return run.probes, run.boots_frame
 
 
-def simulate_run(
-    arms: Mapping[str, float],
-    *,
-    boots: int | Mapping[str, int] = 5,
-    prompts: int = 100,
-    seed: int = 0,
-    params: SimParams = SimParams(),
-    experiment: str = "sim",
-    probe_set: str = "sim",
-    failed_boots: int | Mapping[str, int] = 0,
-    speed: Mapping[str, float] | None = None,
-    no_spec: Collection[str] = (),
-    categories: Sequence[str] | None = None,
-    hosts: Mapping[str, Sequence[str]] | None = None,
-    host_effect: Mapping[str, float] | None = None,
-) -> SimRun:
-    """Probe rows and boot records with the ids, attempt numbers and columns of real runs.
+@dataclass(frozen=True)
+class SimDesign:
+    """A simulated run's design and truth (what `simulate_run` takes as keywords)."""
+
+    boots: int | Mapping[str, int] = 5  # per arm, or arm -> boots
+    prompts: int = 100
+    seed: int = 0
+    params: SimParams = field(default_factory=SimParams)
+    experiment: str = "sim"
+    probe_set: str = "sim"
+    failed_boots: int | Mapping[str, int] = 0  # failed attempts before boot 0's ok one
+    speed: Mapping[str, float] | None = None  # arm -> speed factor (default 1)
+    no_spec: Collection[str] = ()  # arms without speculative decoding
+    categories: Sequence[str] | None = None  # given to the probes in turn
+    hosts: Mapping[str, Sequence[str]] | None = None  # arm -> the host of each boot
+    host_effect: Mapping[str, float] | None = None  # host -> a logit shift of its boots
+
+
+def simulate_run(arms: Mapping[str, float], **options: Any) -> SimRun:
+    """Probe rows and boot records with the ids, attempt numbers and columns of real runs;
+    `options` are `SimDesign`'s fields.
 
     `arms` maps arm name -> delta (logit shift); `speed` arm -> speed factor (default 1: the
     true tokens/s ratio of two arms is the ratio of their factors); arms in `no_spec` run
@@ -84,11 +87,14 @@ def simulate_run(
     failed attempts (no probes). `hosts` gives arm -> the host of each boot (recorded in
     the boot rows), `host_effect` host -> a logit shift of every boot on it.
     """
-    rng = np.random.default_rng(seed)
+    design = SimDesign(**options)
+    params, prompts = design.params, design.prompts
+    host_effect, speed, categories = design.host_effect, design.speed, design.categories
+    rng = np.random.default_rng(design.seed)
     names = list(arms)
-    per_arm = _boot_counts(boots, names)
+    per_arm = _boot_counts(design.boots, names)
     b_max = max(per_arm.values())
-    host_of = {a: list((hosts or {}).get(a, ["sim-host"] * b_max)) for a in names}
+    host_of = {a: list((design.hosts or {}).get(a, ["sim-host"] * b_max)) for a in names}
     shift = np.array([[(host_effect or {}).get(h, 0.0) for h in host_of[a][:b_max]] for a in names])
     drafts, acc, length = simulate_counts(
         rng,
@@ -108,7 +114,9 @@ def simulate_run(
     factors = [float((speed or {}).get(a, 1.0)) for a in names]
     latency = simulate_latency(rng, factors, b_max, completion.astype(np.float64), params)[0]
     cats = [categories[p % len(categories)] for p in range(prompts)] if categories else None
-    fails = _boot_counts(failed_boots, names) if failed_boots else dict.fromkeys(names, 0)
+    probes_of = SimPrompts(design.probe_set, probe_ids, prompt_tokens, cats)
+    failed = design.failed_boots
+    fails = _boot_counts(failed, names) if failed else dict.fromkeys(names, 0)
     frames: list[pd.DataFrame] = []
     records: list[BootRecord] = []
     for b in range(b_max):
@@ -116,60 +124,43 @@ def simulate_run(
             if b >= per_arm[arm]:
                 continue
             sim = SimBoot(
-                drafts[ai, b], acc[ai, b], completion[0], latency[ai, b], arm not in no_spec
+                drafts[ai, b], acc[ai, b], completion[0], latency[ai, b], arm not in design.no_spec
             )
             last = 1 + (fails[arm] if b == 0 else 0)  # earlier attempts failed
             for attempt in range(1, last + 1):
                 ok = attempt == last
+                who = SimBootId(design.experiment, arm, b, attempt, len(records), host_of[arm][b])
                 if ok:
-                    frames.append(
-                        probe_frame(
-                            sim,
-                            experiment=experiment,
-                            arm=arm,
-                            boot=b,
-                            boot_id=boot_file_stem(arm, b, attempt),
-                            probe_set=probe_set,
-                            probe_ids=probe_ids,
-                            prompt_tokens=prompt_tokens,
-                            categories=cats,
-                        )
-                    )
-                records.append(
-                    boot_record(
-                        experiment=experiment,
-                        arm=arm,
-                        boot=b,
-                        attempt=attempt,
-                        order=len(records),
-                        k=k,
-                        t0=t0,
-                        sim=sim if ok else None,
-                        params=params,
-                        rng=rng,
-                        host=host_of[arm][b],
-                    )
-                )
+                    frames.append(probe_frame(sim, who, probes_of))
+                records.append(boot_record(who, sim if ok else None, k, t0, params, rng))
     probes = pd.concat(frames, ignore_index=True)
     return SimRun(probes[PROBE_SCHEMA.names], records)
 
 
-def simulated_manifest(
-    arms: Mapping[str, float],
-    *,
-    experiment: str = "sim",
-    baseline: str | None = None,
-    alpha: float = 0.05,
-    margins: Mapping[str, float] | None = None,
-    boots: int | Mapping[str, int] = 5,
-    prompts: int = 100,
-    probe_set: str = "sim",
-    seed: int = 0,
-    looks: list[int] | None = None,
-    primary_metrics: Sequence[str] | None = None,
-) -> Manifest:
+@dataclass(frozen=True)
+class ManifestSettings:
+    """The settings a simulated manifest records (what `simulated_manifest` takes)."""
+
+    experiment: str = "sim"
+    baseline: str | None = None  # default: the first arm
+    alpha: float = 0.05
+    margins: Mapping[str, float] | None = None  # over DEFAULT_MARGINS
+    boots: int | Mapping[str, int] = 5
+    prompts: int = 100
+    probe_set: str = "sim"
+    seed: int = 0
+    looks: list[int] | None = None
+    primary_metrics: Sequence[str] | None = None
+
+
+def simulated_manifest(arms: Mapping[str, float], **options: Any) -> Manifest:
     """A manifest as a real run writes it (each arm's definition is its simulated delta),
-    with the settings stats reads: arms, baseline, alpha, margins, looks, probe sets."""
+    with the settings stats reads: arms, baseline, alpha, margins, looks, probe sets
+    (`options`: `ManifestSettings`' fields)."""
+    o = ManifestSettings(**options)
+    experiment, alpha, looks, seed = o.experiment, o.alpha, o.looks, o.seed
+    margins, baseline, boots, primary_metrics = o.margins, o.baseline, o.boots, o.primary_metrics
+    probe_set, prompts = o.probe_set, o.prompts
     names = list(arms)
     m = {**DEFAULT_MARGINS, **dict(margins or {})}
     base = baseline or names[0]

@@ -38,18 +38,33 @@ def histogram(drafts: Ints, acc: Ints) -> Ints:
     return out
 
 
-def probe_frame(
-    sim: SimBoot,
-    *,
-    experiment: str,
-    arm: str,
-    boot: int,
-    boot_id: str,
-    probe_set: str,
-    probe_ids: list[str],
-    prompt_tokens: Ints,
-    categories: list[str] | None,
-) -> pd.DataFrame:
+@dataclass(frozen=True)
+class SimBootId:
+    """Which attempt a simulated boot is, and where it ran."""
+
+    experiment: str
+    arm: str
+    boot: int
+    attempt: int
+    order: int  # launch order in the run
+    host: str = "sim-host"
+
+    @property
+    def boot_id(self) -> str:
+        return boot_file_stem(self.arm, self.boot, self.attempt)
+
+
+@dataclass(frozen=True)
+class SimPrompts:
+    """The probes every boot of a simulated run measures."""
+
+    probe_set: str
+    probe_ids: list[str]
+    prompt_tokens: Ints
+    categories: list[str] | None = None
+
+
+def probe_frame(sim: SimBoot, who: SimBootId, prompts: SimPrompts) -> pd.DataFrame:
     """The probe rows of one boot (accepted_per_pos and histograms as lists)."""
     k = sim.acc.shape[1] if sim.speculative else 0
     d = sim.drafts if sim.speculative else np.zeros_like(sim.drafts)
@@ -57,22 +72,22 @@ def probe_frame(
     ttft = 0.1 * sim.latency  # prefill and first token: a fixed share of the request
     return pd.DataFrame(
         {
-            "experiment": experiment,
-            "arm": arm,
-            "boot": boot,
-            "boot_id": boot_id,
-            "probe_set": probe_set,
-            "probe_id": probe_ids,
+            "experiment": who.experiment,
+            "arm": who.arm,
+            "boot": who.boot,
+            "boot_id": who.boot_id,
+            "probe_set": prompts.probe_set,
+            "probe_id": prompts.probe_ids,
             "num_drafts": d,
             "num_draft_tokens": d * k,
             "num_accepted_tokens": acc.sum(axis=1),
             "accepted_per_pos": acc.tolist(),
-            "prompt_tokens": prompt_tokens,
+            "prompt_tokens": prompts.prompt_tokens,
             "completion_tokens": sim.completion,
-            "output_sha256": [f"sim-{arm}-{boot}-{p}" for p in probe_ids],
+            "output_sha256": [f"sim-{who.arm}-{who.boot}-{p}" for p in prompts.probe_ids],
             "source": "per_request",
             "latency_s": sim.latency,
-            "category": categories,
+            "category": prompts.categories,
             "ttft_s": ttft,
             "tpot_s": (sim.latency - ttft) / np.maximum(sim.completion - 1, 1),
             "queue_s": 0.0,
@@ -88,40 +103,34 @@ def probe_frame(
 
 
 def boot_record(
-    *,
-    experiment: str,
-    arm: str,
-    boot: int,
-    attempt: int,
-    order: int,
+    who: SimBootId,
+    sim: SimBoot | None,
     k: int,
     t0: datetime,
-    sim: SimBoot | None,
     params: SimParams,
     rng: np.random.Generator,
-    host: str = "sim-host",
 ) -> BootRecord:
     """The boot row: ok with its totals (the /metrics delta equals the probe sums), or a
     failed attempt (sim None) with its error."""
-    start = t0 + timedelta(minutes=2 * order)
+    start = t0 + timedelta(minutes=2 * who.order)
     boot_s = float(params.boot_seconds * rng.lognormal(0.0, 0.1))
     ok = sim is not None
     spec = sim is None or sim.speculative
     probe_s = float(sim.latency.sum()) if sim is not None else 0.0
     drafts = int(sim.drafts.sum()) if sim is not None and spec else 0
     per_pos = tuple(int(x) for x in sim.acc.sum(axis=0)) if sim is not None and spec else ()
-    stem = boot_file_stem(arm, boot, attempt)
+    stem = who.boot_id
     return BootRecord(
-        experiment=experiment,
-        arm=arm,
-        boot=boot,
-        attempt=attempt,
+        experiment=who.experiment,
+        arm=who.arm,
+        boot=who.boot,
+        attempt=who.attempt,
         boot_id=stem,
         status="ok" if ok else "failed",
         error=None if ok else "simulated failure: server exited during startup",
-        order=order,
-        block=boot,
-        host=host,
+        order=who.order,
+        block=who.boot,
+        host=who.host,
         gpu="sim-gpu",
         started_at=start,
         ready_at=start + timedelta(seconds=boot_s) if ok else None,
@@ -135,7 +144,7 @@ def boot_record(
         num_draft_tokens=drafts * k if ok else None,
         num_accepted_tokens=sum(per_pos) if ok else None,
         accepted_per_pos=per_pos if ok else None,
-        engine_seed=order,
+        engine_seed=who.order,
         compile_cache=None,
         speculative=spec,
     )

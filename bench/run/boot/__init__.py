@@ -1,9 +1,9 @@
 """One boot end to end, on the node that runs it (`one_boot.run_boot`): node preparation
 (`node_prep`: pre_boot, memory wait), the server (`bench.run.process`), warmup and the probe
 loop (`probe_loop`, in lanes at concurrency > 1: `lanes`), one request per probe
-(`requests`), and the speculative-decoding counters from /metrics and from responses,
-cross-checked (`counters`). Runtime failures become a failed `BootRecord`, never an
-exception."""
+(`requests`), the speculative-decoding counters from /metrics and from responses,
+cross-checked (`counters`), and a duet's barrier before the probes (`start_gate`). Runtime
+failures become a failed `BootRecord`, never an exception."""
 
 from bench.run.boot.counters import (
     SpecCounts,
@@ -13,6 +13,7 @@ from bench.run.boot.counters import (
     parse_metrics_text,
     positions_in_metrics,
 )
+from bench.run.boot.failure_reason import one_line
 from bench.run.boot.lanes import lane_of
 from bench.run.boot.node_prep import IMAGE_UNREAD, prepare_node
 from bench.run.boot.one_boot import (
@@ -21,22 +22,24 @@ from bench.run.boot.one_boot import (
     NodeSetup,
     failed_record,
     guarded_boot,
-    one_line,
     run_boot,
 )
 from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
 from bench.run.boot.requests import API_KEY_REFUSED, Sampling, request_body, run_probe
+from bench.run.boot.start_gate import GateTicket, StartGates, start_gates
 
 __all__ = [
     "API_KEY_REFUSED",
     "IMAGE_UNREAD",
     "BootOutcome",
     "BootRequest",
+    "GateTicket",
     "Measured",
     "NodeSetup",
     "ProbePass",
     "Sampling",
     "SpecCounts",
+    "StartGates",
     "check_boot_total",
     "check_counts",
     "counts_from_response",
@@ -52,4 +55,5 @@ __all__ = [
     "request_body",
     "run_boot",
     "run_probe",
+    "start_gates",
 ]  # fmt: skip

@@ -38,21 +38,20 @@ from bench.experiment import (
 from bench.records import BootRecord, FailedPhase, ProbeRecord
 from bench.run.attempt import Attempt
 from bench.run.boot.counters import SpecCounts, scrape_k, vllm_version
+from bench.run.boot.failure_reason import one_line, with_root_cause
 from bench.run.boot.node_prep import image_unread, prepare_node
 from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
-from bench.run.boot.requests import API_KEY_REFUSED, Sampling
+from bench.run.boot.requests import Sampling
+from bench.run.boot.start_gate import GateTicket, wait_at_gate
 from bench.run.node import CPU_BIND
 from bench.run.process import (
-    CAUSE_LINES,
     GangServer,
     LocalMembers,
     MemberLauncher,
     ServerProcess,
     ServerSetup,
     Watch,
-    log_tail,
     make_server,
-    root_cause,
 )
 
 
@@ -64,6 +63,7 @@ class BootRequest:
     spec_file: str
     attempt: Attempt  # identity and the driver's columns, fixed before the launch
     engine_seed: int | None  # the server's --seed (None: the server's default)
+    gate: GateTicket | None = None  # a duet's barrier before the probes (run-ab only)
 
 
 @dataclass(frozen=True)
@@ -101,16 +101,11 @@ class _Timeline:
     concurrency: int = 1
     phase: FailedPhase | None = "start"  # where the boot is; a failure's `failed_phase`
     warnings: tuple[str, ...] = ()  # went wrong without spoiling the measurement
+    corun_group: str | None = None  # the duet it was measured in (every member arrived)
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def one_line(text: str, limit: int = 500) -> str:
-    """First line of a multi-line reason (the log tail stays in the log file)."""
-    first = text.strip().splitlines()[0] if text.strip() else "unknown error"
-    return " ".join(first.split())[:limit]
 
 
 def choose_measurement(req: BootRequest, arm: ResolvedArm, plan: LaunchPlan) -> Measurement:
@@ -191,7 +186,7 @@ def run_boot(
         t.phase = "counts"
         check_boot_total(measured, t.k)
     except BootFailed as exc:
-        error = one_line(_with_root_cause(exc.reason, t.phase, node.log_file))
+        error = one_line(with_root_cause(exc.reason, t.phase, node.log_file))
     except (OSError, httpx.HTTPError) as exc:  # runtime failures; a bug propagates
         error = one_line(f"{type(exc).__name__}: {exc}")
     finally:
@@ -243,19 +238,20 @@ def _measure_served(
             concurrency=how.concurrency,
             speculative=how.speculative,
         )
-        return measure(client, sets, probing, on_response=lambda: setattr(t, "phase", "probes"))
+        return measure(
+            client,
+            sets,
+            probing,
+            on_response=lambda: setattr(t, "phase", "probes"),
+            before_probes=None if req.gate is None else partial(_at_gate, req, t),
+        )
 
 
-def _with_root_cause(reason: str, phase: FailedPhase | None, log_file: Path) -> str:
-    """A request that failed names the server's own exception from its log first: the HTTP
-    500 envelope ("EngineCore encountered an issue. See stack trace ...") says nothing."""
-    if phase not in ("first_request", "probes") or reason.startswith(API_KEY_REFUSED):
-        return reason  # start-up failures carry it already; the rest are specab's checks
-    cause = root_cause(log_tail(log_file, CAUSE_LINES))
-    if cause is None or cause in reason:
-        return reason
-    where = "the first request" if phase == "first_request" else "a probe"
-    return f"server error at {where}: {cause} ({one_line(reason, 300)})"
+def _at_gate(req: BootRequest, t: _Timeline) -> None:
+    """Wait for the duet's other members (after the warmup: their probes start together)."""
+    if req.gate is not None:
+        booted_s = (_now() - t.started_at).total_seconds()
+        t.corun_group = wait_at_gate(req.gate, req.attempt.boot_id, booted_s)
 
 
 def guarded_boot(
@@ -323,6 +319,7 @@ def _record(
         member_hosts=a.hosts(req.spec.resources.nodes),
         failed_phase=t.phase if error is not None else None,
         warnings=t.warnings,
+        corun_group=t.corun_group if error is None else None,
         slot=a.slot,
         cpus=node.server_env.get(CPU_BIND, "") if node else "",
     )

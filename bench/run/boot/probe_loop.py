@@ -157,12 +157,15 @@ def measure(
     *,
     lane_client: LaneClient | None = None,
     on_response: Callable[[], None] | None = None,
+    before_probes: Callable[[], None] | None = None,
 ) -> Measured:
     """Warmup (discarded, one at a time), then every probe: in probe-set order at
     concurrency 1, else in `concurrency` lanes (see the module docstring), each with a client
     from `lane_client` (default: a new one to `client`'s server). `on_response` is called
     once the boot's first request (warmup, else measured) has answered. `passes` > 1 runs
-    the whole probe set that many times, in order; each row records its pass."""
+    the whole probe set that many times, in order; each row records its pass.
+    `before_probes` runs after the warmup, before the first measured probe (a duet's
+    barrier)."""
     model, sampling, warmup, k = how.model, how.sampling, how.warmup, how.k
     passes, concurrency, speculative = how.passes, how.concurrency, how.speculative
     one_pass: list[Probe] = [p for s in sets for p in s.probes]
@@ -170,6 +173,8 @@ def measure(
         run_probe(client, one_pass[i % len(one_pass)], model, sampling)
         if i == 0 and on_response is not None:
             on_response()
+    if before_probes is not None:
+        before_probes()
     probes = one_pass * passes
     rows = _Rows(
         how.experiment, how.attempt, how.source, k, speculative, len(one_pass) if passes > 1 else 0

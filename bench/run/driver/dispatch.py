@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from bench.run.driver.duet_schedule import Pairing
 from bench.run.driver.order import PlannedBoot, pick_next
 from bench.run.placement import AttemptSpec, NodeSlots, TaskResult, placement_failed
 
@@ -111,13 +112,38 @@ class Dispatcher:
         )[: self.gang - 1]
         taken = []
         for n in (node_id, *others):
-            # counterbalanced: the free slot this arm ran in least on this node (a slower
-            # core or GPU then falls on every arm alike instead of becoming an arm effect)
-            slot = min(self._free[n], key=lambda s: (self._slot_arm[(n, s, plan.arm)], s))
-            self._free[n].discard(slot)
-            taken.append((self._nodes[n], slot))
+            taken.append((self._nodes[n], self._take_slot(n, plan.arm)))
         members = tuple(taken) if self.gang > 1 else ()
         return Place(plan, taken[0][0], taken[0][1], members)
+
+    def _take_slot(self, node_id: str, arm: str) -> int:
+        """Counterbalanced: the free slot this arm ran in least on this node (a slower core
+        or GPU then falls on every arm alike instead of becoming an arm effect)."""
+        slot = min(self._free[node_id], key=lambda s: (self._slot_arm[(node_id, s, arm)], s))
+        self._free[node_id].discard(slot)
+        return slot
+
+    def reserve_group(
+        self, todo: MutableSequence[PlannedBoot], hold: Collection[str], pairing: Pairing
+    ) -> list[Place]:
+        """Duets (`duet_schedule`): the next boot and its partners into a node whose slots are
+        all free (a one-slot node: one boot, as `reserve`); [] when no node has room."""
+        if len(self.inflight) >= self.cap:
+            return []
+        whole = {n: len(s) for n, s in self._free.items() if len(s) == self._nodes[n].slots}
+        barred = self._barring()
+        pick = pick_next(todo, whole, self._per_node_arm, self._per_node_total, hold, barred)
+        if pick is None:
+            return []
+        index, node_id = pick
+        room = min(len(self._free[node_id]), self.cap - len(self.inflight)) - 1
+        others = pairing.partners(
+            todo, index, room, lambda p: p.arm not in hold and (node_id, p.arm) not in barred
+        )
+        plans = [todo[i] for i in (index, *others)]
+        for i in sorted((index, *others), reverse=True):
+            del todo[i]
+        return [Place(p, self._nodes[node_id], self._take_slot(node_id, p.arm)) for p in plans]
 
     def bar(self, f: InFlight) -> str:
         """The attempt's node cannot run its arm (the arm's image is not there): its retries
@@ -141,6 +167,11 @@ class Dispatcher:
             return free
         busy = Counter(self._fabric(n) for n, k in free.items() if k > 0)
         return {n: k for n, k in free.items() if busy[self._fabric(n)] >= self.gang}
+
+    def duets_possible(self) -> bool:
+        """Single-node boots, two at a time at least, on a node with two slots or more."""
+        most = max((n.slots for n in self._nodes.values()), default=0)
+        return self.gang == 1 and self.cap >= 2 and most >= 2
 
     def can_place(self) -> bool:
         """Enough live nodes remain for one boot (a gang: `gang` of one fabric group)."""

@@ -77,6 +77,7 @@ class RunOptions:
     compile_cache: bool = True
     num_cpus: int | None = None  # local Ray only
     strict: bool = False  # stop before anything is written when lint finds a mismatch
+    duets: bool = True  # co-run groups where a node has two slots or more (duet_schedule.py)
     # Called in the driver after each boot's files are written (a live tracker): must return
     # at once and never raise.
     on_boot: Callable[[BootRecord], None] | None = None

@@ -24,20 +24,19 @@ from typing import Any
 
 from bench.experiment import Experiment
 from bench.records import BootRecord, InFlightBoot, ProbeRecord
-from bench.run.boot import IMAGE_UNREAD, BootRequest, failed_record
+from bench.run.boot import IMAGE_UNREAD, BootRequest, GateTicket, failed_record
 from bench.run.driver.dispatch import Dispatcher, InFlight, Place
+from bench.run.driver.duet_schedule import Pairing
 from bench.run.driver.elimination import SelectionRun
 from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
 from bench.run.driver.looks import SequentialRun
 from bench.run.driver.order import PlannedBoot, boot_seed
 from bench.run.driver.progress import Progress, Running
-from bench.run.driver.repeat_guard import RepeatGuard, certain_to_repeat
+from bench.run.driver.repeat_guard import RepeatGuard, stop_message
 from bench.run.placement import AttemptSpec, TaskResult
-from bench.run.process import CAUSE_LINES, cause_context, log_tail
 from bench.store import ResultsWriter, atomic_write_bytes
 
 CANCEL_GRACE_S = 30.0
-TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
 # Attempt errors that mean the node is gone (a dead node's raylet, a node Ray has removed).
 _NODE_DEAD = ("ray: NodeDiedError", "ray: TaskUnschedulableError", "ray: NodeLost")
 
@@ -97,6 +96,8 @@ class RunLoop:
         res = self.spec.resources
         self.cpu_only = res.gpu == 0 and res.cpu >= 1
         self.tries: Counter[tuple[str, int]] = Counter()  # attempts in this run
+        duets = opts.duets and dispatch.duets_possible()
+        self.pairing = Pairing(spec.experiment.baseline or "") if duets else None
         self.repeat = RepeatGuard(arm for arm, boots in ledger.ok.items() if boots)
 
     def run(self, todo: deque[PlannedBoot]) -> None:
@@ -115,8 +116,7 @@ class RunLoop:
 
     def _loop(self, todo: deque[PlannedBoot]) -> None:
         while todo or self.dispatch.inflight:
-            while (place := self.dispatch.reserve(todo, self._held())) is not None:
-                self._launch(place)
+            self._launch_what_fits(todo)
             for ref, f in self.dispatch.finished(timeout_s=1.0):
                 record = self._collect(ref, f)
                 if record.status != "ok" and self._after_failure(f.place.plan, record, todo):
@@ -134,6 +134,17 @@ class RunLoop:
                 self.seq.prune(todo)  # a sweep's eliminated arms and settled groups
             self.writer.note_in_flight([_in_flight(f) for f in self.dispatch.inflight.values()])
             self.progress.refresh()
+
+    def _launch_what_fits(self, todo: deque[PlannedBoot]) -> None:
+        """Launch boots while there is room: one at a time, or a duet's group at once."""
+        if self.pairing is None:
+            while (place := self.dispatch.reserve(todo, self._held())) is not None:
+                self._launch(place)
+            return
+        while group := self.dispatch.reserve_group(todo, self._held(), self.pairing):
+            gate = self.pairing.ticket(group[0].node.label, [p.plan.arm for p in group])
+            for place in group:
+                self._launch(place, gate)
 
     def _no_nodes_left(self, todo: deque[PlannedBoot]) -> None:
         gone = ", ".join(self.dispatch.lost_nodes)
@@ -168,7 +179,7 @@ class RunLoop:
         running = {f.spec.request.attempt.arm for f in self.dispatch.inflight.values()}
         return {arm for arm in running if self.repeat.suspect(arm)}
 
-    def _launch(self, place: Place) -> None:
+    def _launch(self, place: Place, gate: GateTicket | None = None) -> None:
         p, node = place.plan, place.node
         hosts = tuple(n.label for n, _ in place.members)  # a gang boot: every member's node
         attempt = self.ledger.claim(
@@ -179,7 +190,7 @@ class RunLoop:
         crn = self.opts.common_random_numbers
         seed = boot_seed(self.spec, p.arm, p.boot, common_random_numbers=crn)
         spec = AttemptSpec(
-            request=BootRequest(self.spec, self.spec_file, attempt, seed),
+            request=BootRequest(self.spec, self.spec_file, attempt, seed, gate),
             driver_log=str(self.writer.log_path(attempt.boot_id)),
             driver_node_id=self.driver_node,
             compile_cache=self.opts.compile_cache,
@@ -200,7 +211,7 @@ class RunLoop:
             self._cancel_all()
             return True
         if self.repeat.repeats(record):
-            self.summary.stopped = self._repeating(record)
+            self.summary.stopped = stop_message(record, self.writer.root)
             self.progress.note(f"stopping: {self.summary.stopped.splitlines()[0]}")
             todo.clear()  # launch nothing new; the boots running now finish and are written
             return False
@@ -224,25 +235,6 @@ class RunLoop:
             "Fix the cause, then rerun with --resume"
         )
         return True
-
-    def _repeating(self, record: BootRecord) -> str:
-        """Why the run stops: the repeated error and the tail of the server's log."""
-        error = (record.error or "").strip().splitlines()[0][:500]
-        lines = [
-            f"arm {record.arm!r} failed in a way no retry mends: {error}"
-            if certain_to_repeat(record)
-            else f"arm {record.arm!r} failed twice in a row with the same error and has not "
-            f"booted ok once, so every retry would fail the same way: {error}"
-        ]
-        log = log_tail(self.writer.root / record.log_path, CAUSE_LINES) if record.log_path else []
-        tail = cause_context(log, TAIL_LINES)
-        if tail:
-            lines += [f"from {record.log_path}:", *(f"  {x}" for x in tail)]
-        lines.append(
-            f"Fix the cause (try one boot: specab boot FILE --arm {record.arm}), then rerun "
-            "with --resume"
-        )
-        return "\n".join(lines)
 
     def _result(
         self, ref: Any, f: InFlight, cancelled: bool = False
@@ -299,6 +291,9 @@ class RunLoop:
         return record
 
     def _write(self, record: BootRecord, probes: list[ProbeRecord], f: InFlight) -> None:
+        gate = f.spec.request.gate
+        if gate is not None:  # its partners stop waiting for an attempt that has ended
+            gate.gates.release.remote(gate.group)
         self.writer.write_boot(record, probes)
         if record.status != "ok":
             self._node_failed(f, record)

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 from bench.records import BootRecord
 from bench.run.boot import API_KEY_REFUSED
+from bench.run.process import CAUSE_LINES, cause_context, log_tail
+
+TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
 
 _NUMBERS = re.compile(r"\d+")
 
@@ -64,3 +68,24 @@ class RepeatGuard:
         sig = failure_signature(record)
         before, self.last[record.arm] = self.last.get(record.arm), sig
         return sig is not None and sig == before
+
+
+def stop_message(record: BootRecord, root: Path) -> str:
+    """Why the run stops: the repeated error and the tail of the server's log (under the
+    results directory `root`)."""
+    error = (record.error or "").strip().splitlines()[0][:500]
+    lines = [
+        f"arm {record.arm!r} failed in a way no retry mends: {error}"
+        if certain_to_repeat(record)
+        else f"arm {record.arm!r} failed twice in a row with the same error and has not "
+        f"booted ok once, so every retry would fail the same way: {error}"
+    ]
+    log = log_tail(root / record.log_path, CAUSE_LINES) if record.log_path else []
+    tail = cause_context(log, TAIL_LINES)
+    if tail:
+        lines += [f"from {record.log_path}:", *(f"  {x}" for x in tail)]
+    lines.append(
+        f"Fix the cause (try one boot: specab boot FILE --arm {record.arm}), then rerun "
+        "with --resume"
+    )
+    return "\n".join(lines)
