@@ -140,6 +140,24 @@ def test_every_method_boots_and_its_counters_agree(methods_run: tuple[Path, str,
         assert int(boot["num_accepted_tokens"]) == int(rows["num_accepted_tokens"].sum())
 
 
+def test_boots_ran_in_duets_that_measured_side_by_side(methods_run: tuple[Path, str, int]) -> None:
+    """Five arms on two slots: run-ab launched them two at a time into both slots of the
+    node, each pair beginning its probes at one barrier (recorded as one `corun_group`),
+    the fifth alone; a pair's boots held different slots and their measurement windows
+    overlapped almost whole."""
+    res = load_results(methods_run[0])
+    ok = res.ok_boots()
+    grouped = ok[ok["corun_group"].notna()]
+    groups = grouped.groupby("corun_group")
+    assert len(groups) == 2 and (groups.size() == 2).all(), ok[["arm", "corun_group"]]
+    assert len(ok) - len(grouped) == 1  # the odd one out ran alone
+    for _, pair in groups:
+        assert pair["host"].nunique() == 1 and sorted(pair["slot"]) == [0, 1]
+        start, end = pair["ready_at"].max(), pair["finished_at"].min()
+        shorter = (pair["finished_at"] - pair["ready_at"]).min()
+        assert (end - start) >= 0.5 * shorter, pair[["arm", "ready_at", "finished_at"]]
+
+
 def test_the_fix_as_a_diff_accepts_exactly_as_the_py_patch(
     methods_run: tuple[Path, str, int],
 ) -> None:

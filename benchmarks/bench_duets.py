@@ -1,0 +1,109 @@
+"""What duets buy on a real run: for each results directory, the speed comparisons' paired
+and unpaired interval widths side by side (their ratio), and how much of the speed variance
+left after the arms the co-run groups and the slots explain.
+
+    .venv/bin/python benchmarks/bench_duets.py RESULTS_DIR [RESULTS_DIR ...]
+
+Widths come from the product's analysis (`analyze --json`: `ci_low`/`ci_high` against
+`ci_unpaired_low`/`ci_unpaired_high`); the groups are the product's (`corun_groups`: a recorded
+duet, else overlapping probe windows). The variance shares are ordinary least squares on log
+output tokens/s per ok boot: arm, then arm + group, then arm + group + slot (a boot measured
+alone is a group of its own). A ratio below 1 is a narrower paired interval.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from bench import stats
+from bench.records import SPEED_METRIC
+from bench.stats.inputs import corun_groups
+from bench.store import load_results
+
+
+def _rss(y: np.ndarray, *factors: list[str]) -> tuple[float, int]:
+    """Residual sum of squares and residual df of y on the factors' dummies."""
+    cols = [np.ones(len(y))]
+    for f in factors:
+        levels = sorted(set(f))[1:]
+        cols += [np.array([v == lv for v in f], dtype=float) for lv in levels]
+    x = np.column_stack(cols)
+    beta, *_ = np.linalg.lstsq(x, y, rcond=None)
+    rank = int(np.linalg.matrix_rank(x))
+    return float(np.sum((y - x @ beta) ** 2)), len(y) - rank
+
+
+def shares(root: Path) -> dict[str, float]:
+    """Residual SD after arms, after arms + groups (+ slots), and the shares explained."""
+    res = load_results(root)
+    analysis = stats.analyze(res.probes, res.boots, res.manifest)
+    ok = res.ok_boots().set_index("boot_id")
+    group_of = corun_groups(res.ok_boots())
+    y, arm, group, slot = [], [], [], []
+    for a in analysis.arms:
+        for b in a.per_boot:
+            v = b.output_tokens_per_s
+            if v is None or not np.isfinite(v) or v <= 0:
+                continue
+            y.append(np.log(v))
+            arm.append(a.arm)
+            group.append(group_of.get(b.boot_id, f"alone:{b.boot_id}"))
+            s = ok.loc[b.boot_id, "slot"] if "slot" in ok.columns else None
+            slot.append(f"{ok.loc[b.boot_id, 'host']}/{s}")
+    ys = np.asarray(y)
+    rss_arm, df_arm = _rss(ys, arm)
+    rss_grp, df_grp = _rss(ys, arm, group)
+    rss_slot, df_slot = _rss(ys, arm, group, slot)
+    rss_arm_slot, _ = _rss(ys, arm, slot)
+    return {
+        "boots": len(ys),
+        "groups": len({g for g in group if not g.startswith("alone:")}),
+        "sd_arm": float(np.sqrt(rss_arm / max(df_arm, 1))),
+        "sd_group": float(np.sqrt(rss_grp / max(df_grp, 1))) if df_grp else float("nan"),
+        "df_group": df_grp,
+        "share_group": 1 - rss_grp / rss_arm if rss_arm else float("nan"),
+        "share_slot": 1 - rss_arm_slot / rss_arm if rss_arm else float("nan"),
+        "share_slot_within": 1 - rss_slot / rss_grp if rss_grp and df_slot else float("nan"),
+        "analysis": analysis,  # type: ignore[dict-item]
+    }
+
+
+def main(argv: list[str]) -> int:
+    console = Console()
+    for arg in argv:
+        root = Path(arg)
+        s = shares(root)
+        analysis = s.pop("analysis")
+        console.print(
+            f"[bold]{root}[/]: {s['boots']} ok boots, {s['groups']} co-run groups; residual SD "
+            f"of log tokens/s {s['sd_arm']:.3f} after arms -> {s['sd_group']:.3f} after groups "
+            f"(df {s['df_group']}); groups explain {s['share_group']:.0%} of what arms leave, "
+            f"slots {s['share_slot']:.0%} (and {s['share_slot_within']:.0%} within groups)"
+        )
+        table = Table()
+        for col in ("comparison", "pairing", "paired width", "unpaired width", "ratio"):
+            table.add_column(col, justify="left" if col == "comparison" else "right")
+        for c in analysis.comparisons:  # type: ignore[attr-defined]
+            if c.metric != SPEED_METRIC:
+                continue
+            paired = c.ci_high - c.ci_low
+            lo, hi = c.ci_unpaired_low, c.ci_unpaired_high
+            unpaired = hi - lo if lo is not None and hi is not None else float("nan")
+            table.add_row(
+                f"{c.arm} vs {c.baseline}",
+                c.pairing or "none",
+                f"{paired:+.1%}".lstrip("+"),
+                f"{unpaired:+.1%}".lstrip("+"),
+                f"{paired / unpaired:.2f}" if unpaired == unpaired and unpaired else "-",
+            )
+        console.print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
