@@ -4,6 +4,10 @@ left after the arms the co-run groups and the slots explain.
 
     .venv/bin/python benchmarks/bench_duets.py RESULTS_DIR [RESULTS_DIR ...]
 
+For a sweep, also the selection with speed compared within the groups (what specab does)
+beside the same boots with the groups hidden (each boot given a host of its own, so no two
+form a group): status, choice, and each configuration's MCB interval.
+
 Widths come from the product's analysis (`analyze --json`: `ci_low`/`ci_high` against
 `ci_unpaired_low`/`ci_unpaired_high`); the groups are the product's (`corun_groups`: a recorded
 duet, else overlapping probe windows). The variance shares are ordinary least squares on log
@@ -73,6 +77,32 @@ def shares(root: Path) -> dict[str, float]:
     }
 
 
+def _unpaired(root: Path):  # type: ignore[no-untyped-def]
+    """The analysis of the same boots with no co-run group (a host per boot)."""
+    res = load_results(root)
+    boots = res.boots.copy()
+    boots["host"] = boots["boot_id"]
+    if "corun_group" in boots.columns:
+        boots["corun_group"] = None
+    return stats.analyze(res.probes, boots, res.manifest)
+
+
+def _selection_table(console: Console, root: Path, paired) -> None:  # type: ignore[no-untyped-def]
+    plain = _unpaired(root).selection
+    for title, sel in (("paired (duets)", paired.selection), ("groups hidden", plain)):
+        for g in sel.groups:
+            rows = ", ".join(
+                f"{c.arm} [{c.mcb_low:+.1%}, {c.mcb_high:+.1%}]"
+                if c.mcb_low is not None and c.mcb_high is not None
+                else f"{c.arm} (out)"
+                for c in g.configs
+            )
+            console.print(
+                f"  {title}, group {g.group}: {g.status}"
+                f"{' ' + str(g.chosen) if g.chosen else ''} (look {g.look}); MCB: {rows}"
+            )
+
+
 def main(argv: list[str]) -> int:
     console = Console()
     for arg in argv:
@@ -102,6 +132,8 @@ def main(argv: list[str]) -> int:
                 f"{paired / unpaired:.2f}" if unpaired == unpaired and unpaired else "-",
             )
         console.print(table)
+        if analysis.selection is not None:  # type: ignore[attr-defined]
+            _selection_table(console, root, analysis)
     return 0
 
 

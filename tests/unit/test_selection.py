@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from bench.stats.select import best_guess, boots_to_select, mcb, replay_looks, spend
+from bench.stats.select import best_guess, boots_to_select, mcb, pair_terms, replay_looks, spend
 
 ALPHA = 0.05
 R = 2000
@@ -76,8 +76,8 @@ def test_mcb_intervals_cover_simultaneously(b: int) -> None:
     theta = np.array([0.0, -0.01, -0.05, -0.2, 0.02])
     sd = np.array([0.05, 0.1, 0.05, 0.1, 0.05])
     y = theta[None, :, None] + sd[None, :, None] * rng.standard_normal((R, theta.size, b))
-    fit = mcb(y.mean(-1), y.var(-1, ddof=1), np.full((R, theta.size), float(b)),
-              np.ones((R, theta.size), bool), ALPHA)  # fmt: skip
+    terms = pair_terms(y.mean(-1), y.var(-1, ddof=1), np.full((R, theta.size), float(b)))
+    fit = mcb(terms, np.ones((R, theta.size), bool), ALPHA)
     others = np.array([np.delete(theta, i).max() for i in range(theta.size)])
     truth = theta - others
     cover = np.all((fit.lower <= truth) & (truth <= fit.upper), axis=-1).mean()

@@ -7,7 +7,13 @@ measured at once (`duets`), speedups over no-speculation arms
 
 from bench.stats.compare.breakdown import breakdown
 from bench.stats.compare.comparisons import comparisons
-from bench.stats.compare.duets import blocked_contrasts, duet_pairs, slot_note
+from bench.stats.compare.duets import (
+    MIN_DF,
+    blocked_contrasts,
+    duet_pairs,
+    pairwise_contrasts,
+    slot_note,
+)
 from bench.stats.compare.families import arm_metrics, comparison_keys
 from bench.stats.compare.hosts import (
     adjusted_difference,
@@ -22,9 +28,9 @@ from bench.stats.compare.speedups import order_notes, speed_notes, speedups
 from bench.stats.compare.why import level_name, why
 
 __all__ = [
-    "adjusted_difference", "arm_metrics", "balanced", "blocked_contrasts", "breakdown",
-    "comparison_keys", "comparisons", "decide", "duet_pairs", "host_effect_p",
-    "host_summary", "level_name", "order_notes", "position_comparisons",
-    "position_differences", "prepare", "primary", "pseudo_pair", "slot_note", "speed_notes",
-    "speedups", "why",
+    "MIN_DF", "adjusted_difference", "arm_metrics", "balanced", "blocked_contrasts",
+    "breakdown", "comparison_keys", "comparisons", "decide", "duet_pairs", "host_effect_p",
+    "host_summary", "level_name", "order_notes", "pairwise_contrasts",
+    "position_comparisons", "position_differences", "prepare", "primary", "pseudo_pair",
+    "slot_note", "speed_notes", "speedups", "why",
 ]  # fmt: skip

@@ -17,6 +17,7 @@ heavy-tailed group effects."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
@@ -34,6 +35,43 @@ def _dummies(values: Sequence[str], levels: Sequence[str]) -> F:
     return np.array([[float(v == lv) for lv in levels] for v in values]).reshape(len(values), -1)
 
 
+@dataclass(frozen=True)
+class _Fit:
+    """y = arm + group (+ slot) by least squares over y's last axis (leading axes: batches
+    sharing one design)."""
+
+    names: list[str]  # arms, in first-seen order: column j is names[j]
+    x: F
+    pinv: F
+    beta: F  # (..., columns)
+    s2: F  # (...): residual variance
+    xtx: F  # pinv(X'X)
+    df: float
+
+    def contrast(self, i: int, j: int) -> tuple[F, F] | None:
+        """Arm i - arm j and its SE, or None where the groups do not connect them."""
+        c = np.zeros(self.x.shape[1])
+        c[i], c[j] = 1.0, -1.0
+        if not np.allclose(c @ self.pinv @ self.x, c, atol=1e-8):
+            return None
+        return self.beta @ c, np.sqrt(self.s2 * float(c @ self.xtx @ c))
+
+
+def _fit(y: F, arms: Sequence[str], groups: Sequence[str], slots: Sequence[str] = ()) -> _Fit:
+    names = list(dict.fromkeys(arms))
+    parts = [_dummies(arms, names), _dummies(groups, sorted(set(groups))[1:])]
+    if len(slots):
+        parts.append(_dummies(slots, sorted(set(slots))[1:]))
+    x = np.hstack(parts)
+    df = float(x.shape[0] - int(np.linalg.matrix_rank(x)))
+    pinv = np.asarray(np.linalg.pinv(x), dtype=np.float64)
+    beta = y @ pinv.T
+    resid = y - beta @ x.T
+    s2 = (resid**2).sum(axis=-1) / df if df >= 1 else np.full(y.shape[:-1], np.nan)
+    xtx = np.asarray(np.linalg.pinv(x.T @ x), dtype=np.float64)
+    return _Fit(names, x, pinv, beta, s2, xtx, df)
+
+
 def blocked_contrasts(
     y: F, arms: Sequence[str], groups: Sequence[str], slots: Sequence[str] = ()
 ) -> tuple[dict[str, tuple[F, F]], float]:
@@ -41,26 +79,29 @@ def blocked_contrasts(
     batches: the calibration fits many experiments at once). Returns, for every arm after
     the first one listed (the baseline) that the groups connect to it, (arm - baseline, SE),
     and the residual df."""
-    names = list(dict.fromkeys(arms))
-    parts = [_dummies(arms, names), _dummies(groups, sorted(set(groups))[1:])]
-    if len(slots):
-        parts.append(_dummies(slots, sorted(set(slots))[1:]))
-    x = np.hstack(parts)
-    rank = int(np.linalg.matrix_rank(x))
-    df = float(x.shape[0] - rank)
-    pinv = np.linalg.pinv(x)
-    beta = y @ pinv.T
-    resid = y - beta @ x.T
-    s2 = (resid**2).sum(axis=-1) / df if df >= 1 else np.full(y.shape[:-1], np.nan)
-    xtx = np.linalg.pinv(x.T @ x)
+    fit = _fit(y, arms, groups, slots)
     out: dict[str, tuple[F, F]] = {}
-    for j, name in enumerate(names[1:], start=1):
-        c = np.zeros(x.shape[1])
-        c[0], c[j] = -1.0, 1.0  # arm j minus the first arm (the baseline)
-        if not np.allclose(c @ pinv @ x, c, atol=1e-8):  # not estimable: not connected
-            continue
-        out[name] = (beta @ c, np.sqrt(s2 * float(c @ xtx @ c)))
-    return out, df
+    for j, name in enumerate(fit.names[1:], start=1):
+        if (got := fit.contrast(j, 0)) is not None:
+            out[name] = got
+    return out, fit.df
+
+
+def pairwise_contrasts(
+    y: F, arms: Sequence[str], groups: Sequence[str]
+) -> tuple[list[str], F, F, float]:
+    """Every pair of arms within co-run groups (the selection's MCB terms): the arms in
+    first-seen order, d_ij = arm i - arm j (..., K, K) and its SE (inf where the groups do
+    not connect i and j), and the residual df."""
+    fit = _fit(y, arms, groups)
+    k = len(fit.names)
+    d = np.zeros((*y.shape[:-1], k, k))
+    se = np.full((*y.shape[:-1], k, k), np.inf)
+    for i in range(k):
+        for j in range(k):
+            if i != j and (got := fit.contrast(i, j)) is not None:
+                d[..., i, j], se[..., i, j] = got
+    return fit.names, d, se, fit.df
 
 
 def _groups(ad: ArmData, tag: str) -> list[str]:

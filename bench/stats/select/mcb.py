@@ -1,7 +1,8 @@
 """Selecting the best configuration (docs/statistics.md, "Selection"): pure array functions.
 
-Hsu's constrained multiple comparisons with the best (MCB), built from Welch pairwise terms
-with Bonferroni critical values so that variances may differ between configurations:
+Hsu's constrained multiple comparisons with the best (MCB), built from pairwise terms
+(`pair_terms`: Welch, or within co-run groups) with Bonferroni critical values so that
+variances may differ between configurations:
 simultaneous intervals for theta_i - max_{j != i} theta_j, the subset not distinguishable
 from the best, and the configurations proven within the margin delta of the best. Across
 looks the level is spent in increments (`spend`), configurations proven more than delta worse
@@ -18,6 +19,7 @@ import scipy.stats as st
 from numpy.typing import NDArray
 
 from bench.stats.methods import obf_spent
+from bench.stats.select.pair_terms import PairTerms, grouped_terms, pair_terms
 
 F = NDArray[np.float64]
 B = NDArray[np.bool_]
@@ -31,18 +33,6 @@ def spend(looks: tuple[int, ...], alpha: float) -> tuple[float, ...]:
     return tuple(float(x) for x in np.diff(np.concatenate([[0.0], spent])))
 
 
-def pair_terms(mean: F, var: F, n: F) -> tuple[F, F, F]:
-    """d_ij = mean_i - mean_j, its Welch SE and Welch-Satterthwaite df, shape (..., K, K)."""
-    v = np.where(n > 0, var / np.maximum(n, 1), np.inf)
-    se2 = v[..., :, None] + v[..., None, :]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = np.where(n > 1, v**2 / np.maximum(n - 1, 1), np.inf)
-        df = se2**2 / (w[..., :, None] + w[..., None, :])
-    pooled = np.maximum(n[..., :, None] + n[..., None, :] - 2, 1)
-    df = np.where(np.isfinite(df) & (df > 0), df, pooled)  # identical boots: no Welch df
-    return mean[..., :, None] - mean[..., None, :], np.sqrt(se2), df
-
-
 @dataclass(frozen=True)
 class Mcb:
     """Constrained MCB at one look; axes (..., K)."""
@@ -53,15 +43,15 @@ class Mcb:
     subset: B  # not distinguishable from the best (U_i > 0)
 
 
-def mcb(mean: F, var: F, n: F, active: B, level: float) -> Mcb:
+def mcb(terms: PairTerms, active: B, level: float) -> Mcb:
     """Hsu's constrained MCB over the active configurations at one-sided `level`: each of
     the K - 1 comparisons with the true best holds at level / (K - 1) (Bonferroni, Welch t),
     and on that event every interval covers (Hsu 1996, Thm 4.1.1, pairwise form)."""
     k_active = active.sum(axis=-1)
     m = np.maximum(k_active - 1, 1)[..., None, None]
-    d, se, df = pair_terms(mean, var, n)
+    d, se, df = terms.d, terms.se, terms.df
     t = st.t.ppf(1.0 - level / m, df)
-    other = active[..., None, :] & ~np.eye(mean.shape[-1], dtype=bool)
+    other = active[..., None, :] & ~np.eye(terms.mean.shape[-1], dtype=bool)
     hi = np.where(other, d + t * se, np.inf)
     free_upper = hi.min(axis=-1)
     upper = np.where(active, np.maximum(free_upper, 0.0), 0.0)
@@ -97,9 +87,7 @@ class Look:
 
 
 def look(
-    mean: F,
-    var: F,
-    n: F,
+    terms: PairTerms,
     active: B,
     cost: F,
     *,
@@ -112,8 +100,8 @@ def look(
     more than `margin` worse than another active configuration (it can be neither the best
     nor within the margin of it). Stop: one configuration left; or the chosen one is proven
     and no active configuration is cheaper (cheapest) / the subset is the chosen alone."""
-    fit = mcb(mean, var, n, active, level)
-    chosen = choose(mean, fit, active, cost, margin, cheapest)
+    fit = mcb(terms, active, level)
+    chosen = choose(terms.mean, fit, active, cost, margin, cheapest)
     # At the last look nothing is dropped: every configuration keeps its final interval.
     eliminated = active & (fit.free_upper < -margin) & (not last)
     left = active & ~eliminated
@@ -166,11 +154,13 @@ def replay_looks(
     margin: float,
     cheapest: bool,
     fixed: bool = False,
+    groups: NDArray[np.int64] | None = None,
 ) -> Replay:
     """Run the design over planned looks; a look is reached when every active arm has n
     finite boot values (NaN pads the missing; `fixed`: one look over every boot, however
-    many each arm has). The one implementation run-ab's eliminations, analyze and the
-    calibration use."""
+    many each arm has; `groups`: (K, B) co-run group codes by boot index, -1 alone, to
+    compare within them, see `pair_terms`). The one implementation run-ab's eliminations,
+    analyze and the calibration use."""
     shape = values.shape[:-1]
     # With looks every arm counts from the start (a look waits for its boots); a fixed
     # design compares the arms that have the two boots a variance needs.
@@ -186,17 +176,21 @@ def replay_looks(
     stopped = np.zeros(shape[:-1], dtype=bool)
     for i, n in enumerate(looks if shape[-1] else ()):  # no arm: no look is taken
         mean, var, cnt = boot_stats(values, n)
+        terms = pair_terms(mean, var, cnt)
+        if groups is not None:
+            terms = grouped_terms(values, groups, active, n, terms)
         reached = ~done & (fixed | np.all(~active | (cnt >= n), axis=-1))
         done |= ~reached
         if not reached.any():
             break
-        out = look(mean, var, cnt, active, cost, level=levels[i], margin=margin,
+        out = look(terms, active, cost, level=levels[i], margin=margin,
                    cheapest=cheapest, last=i == len(looks) - 1)  # fmt: skip
         r = reached[..., None]
         taken = np.where(reached, i + 1, taken)
         chosen = np.where(reached, out.chosen, chosen)
         lower, upper = np.where(r, out.fit.lower, lower), np.where(r, out.fit.upper, upper)
-        subset, mean_out = np.where(r, out.fit.subset, subset), np.where(r, mean, mean_out)
+        subset = np.where(r, out.fit.subset, subset)
+        mean_out = np.where(r, terms.mean, mean_out)
         level_out = np.where(reached, levels[i], level_out)
         boots = np.where(r & active, cnt.astype(np.int64), boots)
         gone = np.where(r & out.eliminated, i + 1, gone)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.records import ManifestSweep, SweepCell
+from bench.records import SPEED_METRIC, ManifestSweep, SweepCell
 from bench.stats.inputs import ArmData
 from bench.stats.inputs import boot_values as per_boot
 from bench.stats.methods import interval
@@ -38,6 +38,15 @@ def boot_values(ad: ArmData, objective: str) -> np.ndarray:
     index = ad.boot_index or list(range(ad.n_boots))
     out = np.full(max(index, default=-1) + 1, np.nan)
     out[np.asarray(index, dtype=np.int64)] = v
+    return out
+
+
+def by_boot(ad: ArmData, per_boot: list[str]) -> list[str]:
+    """A per-boot column indexed by planned boot index, as `boot_values` is ("" missing)."""
+    index = ad.boot_index or list(range(ad.n_boots))
+    out = [""] * (max(index, default=-1) + 1)
+    for i, v in zip(index, per_boot or [""] * len(index), strict=True):
+        out[i] = v
     return out
 
 
@@ -70,9 +79,11 @@ def replay(
     alpha: float,
     margin: float,
     cheapest: bool,
+    groups: Mapping[str, list[str]] | None = None,
 ) -> GroupReplay:
     """The planned looks on each arm's boot values (launch order); without looks, a fixed
-    design: one look over every boot at level alpha."""
+    design: one look over every boot at level alpha. `groups`: each arm's co-run group by
+    boot index ("" alone), to compare within them (duets)."""
     arms = [a for a in values if np.isfinite(values[a]).sum() >= 2 or looks]
     width = max((len(values[a]) for a in arms), default=0)
     grid = np.full((len(arms), width), np.nan)
@@ -81,8 +92,24 @@ def replay(
     plan = tuple(looks) if looks else (width,)
     levels = spend(plan, alpha) if looks else (alpha,)
     c = np.array([cost[a] for a in arms], dtype=np.float64)
-    rep = replay_looks(grid, c, plan, levels, margin=margin, cheapest=cheapest, fixed=not looks)
+    codes = _codes(arms, width, groups) if groups else None
+    rep = replay_looks(
+        grid, c, plan, levels, margin=margin, cheapest=cheapest, fixed=not looks, groups=codes
+    )
     return GroupReplay(arms, rep, plan, not looks, [values[a] for a in arms])
+
+
+def _codes(arms: list[str], width: int, groups: Mapping[str, list[str]]) -> np.ndarray | None:
+    """(arms, width) integer codes of the co-run groups, -1 alone; None without a group
+    that holds two of these arms' boots."""
+    labels = sorted({g for a in arms for g in groups.get(a, []) if g})
+    index = {g: i for i, g in enumerate(labels)}
+    out = np.full((len(arms), width), -1, dtype=np.int64)
+    for i, a in enumerate(arms):
+        for b, g in enumerate(groups.get(a, [])[:width]):
+            out[i, b] = index.get(g, -1)
+    shared = np.bincount(out[out >= 0], minlength=len(labels)) if len(labels) else np.zeros(0)
+    return out if (shared >= 2).any() else None
 
 
 def dropped_arms(
@@ -153,7 +180,10 @@ def group_replays(
         ok = [c for c in cells if c.arm in data and _feasible(data[c.arm], sweep)]
         values = {c.arm: boot_values(data[c.arm], sweep.objective) for c in ok}
         rank = {c.arm: float(i) for i, c in enumerate(sorted(ok, key=lambda c: c.cost))}
-        out.append((replay(values, rank, looks, alpha, margin, cheapest), cells))
+        paired = None  # speed is compared within co-run groups; acceptance never is
+        if sweep.objective == SPEED_METRIC:
+            paired = {c.arm: by_boot(data[c.arm], data[c.arm].corun) for c in ok}
+        out.append((replay(values, rank, looks, alpha, margin, cheapest, paired), cells))
     return out
 
 
