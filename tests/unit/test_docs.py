@@ -191,3 +191,21 @@ def test_no_file_cites_a_document_the_repository_lacks() -> None:
             if not any(c.resolve().is_file() for c in here):
                 missing.append(f"{rel}: {name}")
     assert missing == [], missing
+
+
+def test_the_module_map_is_generated_from_the_package_faces() -> None:
+    """docs/internals.md's module map says what every package face says (its first
+    sentence) and holds the modules there are; SPECAB_WRITE_GOLDENS=1 rewrites it."""
+    import os
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from docs_map import replace_map
+
+    page = ROOT / "docs" / "internals.md"
+    text = page.read_text(encoding="utf-8")
+    want = replace_map(text, ROOT / "bench")
+    if os.environ.get("SPECAB_WRITE_GOLDENS") == "1" and want != text:
+        page.write_text(want, encoding="utf-8")
+        text = want
+    assert text == want, "the module map is stale: SPECAB_WRITE_GOLDENS=1 rewrites it"
