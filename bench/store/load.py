@@ -55,11 +55,15 @@ Columns = dict[Path, list[str]]  # each file read, and the columns it has
 
 
 def _one_frame(
-    parts: list[tuple[Path, pa.Table]], boot_ids: set[str] | None = None
+    parts: list[tuple[Path, pa.Table]],
+    boot_ids: set[str] | None = None,
+    *,
+    arrow_lists: bool = False,
 ) -> tuple[pd.DataFrame | None, Columns]:
     """The tables as one pandas frame, converted once (None: no file), and each file's
     columns. `parts` is emptied: the tables' memory goes as the frame is built.
-    `boot_ids`: only their rows, selected before the conversion (10^6 probe rows)."""
+    `boot_ids`: only their rows, selected before the conversion (10^6 probe rows).
+    `arrow_lists`: list columns stay Arrow lists (a probe frame's per-position counts)."""
     columns = {path: t.column_names for path, t in parts}
     if not parts:
         return None, columns
@@ -75,8 +79,8 @@ def _one_frame(
             table = table.filter(keep)
     index = [c for c in table.column_names if c.startswith("__index_level_")]
     table = table.drop_columns(index)
-    # a probe frame's per-position counts stay Arrow lists (bench.records.count_lists)
-    mapper = _arrow_lists if boot_ids is not None else None
+    # read through bench.records.count_lists
+    mapper = _arrow_lists if arrow_lists else None
     frame = table.to_pandas(split_blocks=True, self_destruct=True, types_mapper=mapper)
     return frame, columns
 
@@ -162,7 +166,8 @@ def load_results(root: str | Path) -> Results:
     ok_ids = set(ok_rows["boot_id"])
     k_of = dict(zip(ok_rows["boot_id"], ok_rows["num_speculative_tokens"].fillna(0), strict=True))
     # orphans (probes of a boot without a row: a crash) are ignored
-    whole, files = _one_frame(read_dir(root / "probes"), {str(b) for b in ok_ids})
+    ids = {str(b) for b in ok_ids}
+    whole, files = _one_frame(read_dir(root / "probes"), ids, arrow_lists=True)
 
     def of_ok_boots(df: pd.DataFrame, path: Path) -> None:
         if "boot_id" in df.columns and not (mine := df["boot_id"].isin(ok_ids)).all():

@@ -35,19 +35,21 @@ def boot_values(ad: ArmData, objective: str) -> np.ndarray:
         v = np.full(ad.n_boots, np.nan)
     else:  # the comparisons' per-boot values (inputs.boot_values), on the metric's own scale
         v = per_boot(ad, objective) + (1.0 if objective == "mean_accepted_length" else 0.0)
-    index = ad.boot_index or list(range(ad.n_boots))
-    out = np.full(max(index, default=-1) + 1, np.nan)
-    out[np.asarray(index, dtype=np.int64)] = v
+    return _by_index(ad, v, np.nan)
+
+
+def _by_index(ad: ArmData, per_boot: np.ndarray, missing: object) -> np.ndarray:
+    """A per-boot column placed at each boot's planned index, `missing` where a boot has no
+    ok attempt (retries keep their index)."""
+    index = np.asarray(ad.boot_index or range(ad.n_boots), dtype=np.int64)
+    out = np.full(int(index.max(initial=-1)) + 1, missing, dtype=per_boot.dtype)
+    out[index] = per_boot
     return out
 
 
-def by_boot(ad: ArmData, per_boot: list[str]) -> list[str]:
-    """A per-boot column indexed by planned boot index, as `boot_values` is ("" missing)."""
-    index = ad.boot_index or list(range(ad.n_boots))
-    out = [""] * (max(index, default=-1) + 1)
-    for i, v in zip(index, per_boot or [""] * len(index), strict=True):
-        out[i] = v
-    return out
+def _corun(ad: ArmData) -> np.ndarray:
+    """Each ok boot's co-run group ("" alone or unknown), as an object array."""
+    return np.array(ad.corun or [""] * ad.n_boots, dtype=object)
 
 
 def _ratio(ad: ArmData, metric: str) -> float | None:
@@ -182,7 +184,7 @@ def group_replays(
         rank = {c.arm: float(i) for i, c in enumerate(sorted(ok, key=lambda c: c.cost))}
         paired = None  # speed is compared within co-run groups; acceptance never is
         if sweep.objective == SPEED_METRIC:
-            paired = {c.arm: by_boot(data[c.arm], data[c.arm].corun) for c in ok}
+            paired = {c.arm: list(_by_index(data[c.arm], _corun(data[c.arm]), "")) for c in ok}
         out.append((replay(values, rank, looks, alpha, margin, cheapest, paired), cells))
     return out
 
