@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from bench import stats
-from bench.records import SPEED_METRIC
+from bench.records import SPEED_METRIC, Results
 from bench.stats.inputs import corun_groups
 from bench.store import load_results
 
@@ -45,7 +45,7 @@ def _rss(y: np.ndarray, *factors: list[str]) -> tuple[float, int]:
 def shares(root: Path) -> dict[str, float]:
     """Residual SD after arms, after arms + groups (+ slots), and the shares explained."""
     res = load_results(root)
-    analysis = stats.analyze(res.probes, res.boots, res.manifest)
+    analysis = stats.analyze(res)
     ok = res.ok_boots().set_index("boot_id")
     group_of = corun_groups(res.ok_boots())
     y, arm, group, slot = [], [], [], []
@@ -84,7 +84,7 @@ def _unpaired(root: Path):  # type: ignore[no-untyped-def]
     boots["host"] = boots["boot_id"]
     if "corun_group" in boots.columns:
         boots["corun_group"] = None
-    return stats.analyze(res.probes, boots, res.manifest)
+    return stats.analyze(Results(probes=res.probes, boots=boots, manifest=res.manifest))
 
 
 def _selection_table(console: Console, root: Path, paired) -> None:  # type: ignore[no-untyped-def]

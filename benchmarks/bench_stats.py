@@ -106,7 +106,7 @@ def main() -> None:
         for _ in range(args.repeat):
             t0, c0 = time.perf_counter(), time.process_time()
             options = stats.AnalysisOptions(n_resamples=args.resamples)
-            stats.analyze(results.probes, results.boots, results.manifest, options)
+            stats.analyze(results, options)
             times.append(time.perf_counter() - t0)
             cpu.append(time.process_time() - c0)
         t_scipy, c_scipy = scipy_loop(results, args.resamples)

@@ -84,7 +84,7 @@ def _prior(sd: str | None, df: float | None, from_dir: Path | None) -> Prior:
             fix="pass either --prior-from DIR or --prior-between-boot-sd X --prior-df N",
         )
     aa = load_results(from_dir)
-    return prior_from_results(aa.probes, aa.boots, aa.manifest, source=str(from_dir))
+    return prior_from_results(aa, source=str(from_dir))
 
 
 def analyze(
@@ -160,9 +160,7 @@ def analyze(
                 raise SpecabError(
                     "the split check has no verdicts", field="--fail-on", fix="drop --fail-on"
                 )
-            split = stats.split_arm(
-                results.probes, results.boots, results.manifest, split_arm, options, source=src
-            )
+            split = stats.split_arm(results, split_arm, options, source=src)
             if out_fmt == "json":
                 typer.echo(json.dumps(split.model_dump(mode="json"), indent=2, allow_nan=False))
             else:
@@ -170,7 +168,7 @@ def analyze(
 
                 render_split(split, _console())
             return 0
-        result = stats.analyze(results.probes, results.boots, results.manifest, options, source=src)
+        result = stats.analyze(results, options, source=src)
     if out_fmt == "json":
         typer.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
     elif out_fmt == "markdown":
@@ -207,9 +205,7 @@ def plan(
     results = load_results(results_dir)
     with as_flags():
         p = plan_from_results(
-            results.probes,
-            results.boots,
-            results.manifest,
+            results,
             effect=effect,
             metric=metric,
             power=power,

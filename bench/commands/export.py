@@ -42,7 +42,7 @@ def export_mlflow_run(
     res = load_results(results_dir)  # refuse a directory before the store is touched
     client = mlflow_client(tracking_uri, OPTION)
     check_server(client, tracking_uri, OPTION)
-    result = stats.analyze(res.probes, res.boots, res.manifest, source=str(results_dir))
+    result = stats.analyze(res, source=str(results_dir))
     report_dir = results_dir / "report"
     if not (report_dir / "report.html").is_file():
         render_report(results_dir, None)

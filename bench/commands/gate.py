@@ -35,7 +35,7 @@ def _analysis(results_dir: Path) -> tuple[Analysis, pd.DataFrame, str]:
     from bench.store import load_results
 
     res = load_results(results_dir)
-    result = stats.analyze(res.probes, res.boots, res.manifest, source=str(results_dir))
+    result = stats.analyze(res, source=str(results_dir))
     return result, res.ok_boots(), res.experiment
 
 

@@ -75,8 +75,8 @@ def _check(root: Path, rates: dict[str, list[float]], alpha: float) -> SelftestR
 
     res = load_results(root)
     options = stats.AnalysisOptions(alpha=alpha)
-    analysis = stats.analyze(res.probes, res.boots, res.manifest, options, source=str(root))
-    counts = stats.count_checks(res.probes, res.boots, rates, alpha)
+    analysis = stats.analyze(res, options, source=str(root))
+    counts = stats.count_checks(res, rates, alpha)
     return stats.check_selftest(analysis, rates, counts)
 
 

@@ -1,6 +1,7 @@
 """The results contract (docs/results.md, schema_version 1) as typed records: one row per boot
 attempt and per measured probe with the Parquet schemas they are stored in (`boots_and_probes`), the
-manifest (`manifest`) and a gate's stored reference (`reference`). Everyone's vocabulary:
+manifest (`manifest`), a gate's stored reference (`reference`) and a run as loaded
+(`loaded_results`: manifest, boots and probes together). Everyone's vocabulary:
 every package reads and builds these, none of them computes anything."""
 
 from bench.records.boots_and_probes import (
@@ -20,6 +21,7 @@ from bench.records.boots_and_probes import (
 )
 from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
 from bench.records.count_lists import list_lengths, list_matrix
+from bench.records.loaded_results import Results
 from bench.records.manifest import Manifest, ManifestSweep, SweepCell
 from bench.records.reference import (
     REFERENCE_VERSION,
@@ -33,6 +35,6 @@ __all__ = [
     "ALL_METRICS", "BOOT_SCHEMA", "CLAIM_FILE", "DEFAULT_MARGINS", "METRICS", "PROBE_OPTIONAL",
     "PROBE_SCHEMA", "REFERENCE_VERSION", "SCHEMA_VERSION", "SPEED_METRIC", "AcceptanceSource",
     "BootRecord", "FailedPhase", "InFlightBoot", "Machine", "Manifest", "ManifestSweep",
-    "ProbeRecord", "Reference", "ReferenceArm", "ReferenceBoot", "SweepCell", "WriterClaim",
-    "boot_file_stem", "list_lengths", "list_matrix",
+    "ProbeRecord", "Reference", "ReferenceArm", "ReferenceBoot", "Results", "SweepCell",
+    "WriterClaim", "boot_file_stem", "list_lengths", "list_matrix",
 ]  # fmt: skip

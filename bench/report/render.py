@@ -21,6 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from bench.errors import SpecabError
+from bench.records import Results
 from bench.report.figures import (
     CAPTIONS,
     plot_accepted_length,
@@ -38,7 +39,7 @@ from bench.report.figures import (
 from bench.report.sections import Section, sections
 from bench.report.tables import output_identity, probe_temperature, variance_table, verdict_table
 from bench.stats import Analysis, AnalysisOptions, analyze
-from bench.store import Results, atomic_write_bytes, load_results
+from bench.store import atomic_write_bytes, load_results
 
 
 @dataclass(frozen=True)
@@ -63,9 +64,8 @@ def analyze_results(results: Results, options: AnalysisOptions = AnalysisOptions
     categories (the report then breaks results down by it)."""
     if options.by is None and has_categories(results):
         options = replace(options, by="category")
-    return analyze(
-        results.probes, results.boots, results.manifest, options, source=str(results.root)
-    )
+    source = str(results.root) if results.root is not None else None
+    return analyze(results, options, source=source)
 
 
 def analysis_or_refusal(results: Results) -> tuple[Analysis | None, SpecabError | None]:
@@ -129,7 +129,9 @@ def render_report(
 def write_report(results: Results, analysis: Analysis, out_dir: str | Path | None = None) -> Path:
     """Write report.md, report.html, analysis.json and the PNGs of an analysis already made;
     return the report.html path. Everything is rendered before the first file is written."""
-    out = Path(out_dir) if out_dir is not None else results.root / "report"
+    if out_dir is None and results.root is None:  # a caller's mistake, not a user's input
+        raise ValueError("results built in memory have no directory: pass out_dir")
+    out = Path(out_dir) if out_dir is not None else Path(results.root or ".") / "report"
     figures = render_figures(build_figures(results, analysis))
     parts = sections(results, analysis)
     md = _markdown(results, analysis, parts, figures)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.records import METRICS, SPEED_METRIC
+from bench.records import METRICS, SPEED_METRIC, Results
 from bench.report.tables import (
     accepted_length_table,
     category_table,
@@ -22,7 +22,6 @@ from bench.report.tables import (
     verdict_table,
 )
 from bench.stats import Analysis
-from bench.store import Results
 
 Section = tuple[str, str, pd.DataFrame | None]  # heading, paragraph, optional table
 

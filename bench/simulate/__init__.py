@@ -13,6 +13,7 @@ of a real run.
 
 from bench.simulate.directory import simulate_results, write_run
 from bench.simulate.generative import (
+    HeldFixed,
     PromptSet,
     SimParams,
     boot_effects,
@@ -25,7 +26,7 @@ from bench.simulate.generative import (
 from bench.simulate.runs import SimRun, simulate_frames, simulate_run, simulated_manifest
 
 __all__ = [
-    "PromptSet", "SimParams", "SimRun", "boot_effects", "draw_prompt_set", "mu_for",
+    "HeldFixed", "PromptSet", "SimParams", "SimRun", "boot_effects", "draw_prompt_set", "mu_for",
     "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_results",
     "simulate_run", "simulate_speed_totals", "simulated_manifest", "write_run",
 ]  # fmt: skip

@@ -115,6 +115,16 @@ def _work(
     return m[..., None]
 
 
+@dataclass(frozen=True)
+class HeldFixed:
+    """What the simulated experiments hold instead of drawing: `prompt_set`, reused by every
+    replicate (the estimand of the primary interval: "on this probe set"), and `boot_shift`,
+    a known logit shift per boot (arms, boots), e.g. the effect of the host it ran on."""
+
+    prompt_set: PromptSet | None = None
+    boot_shift: NDArray[np.float64] | None = None
+
+
 def simulate_counts(
     rng: np.random.Generator,
     deltas: NDArray[np.float64] | list[float],
@@ -122,17 +132,16 @@ def simulate_counts(
     prompts: int,
     params: SimParams = SimParams(),
     replicates: int = 1,
-    prompt_set: PromptSet | None = None,
-    boot_shift: NDArray[np.float64] | None = None,
+    held: HeldFixed = HeldFixed(),
 ) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
     """Per-cell counts for `replicates` independent experiments.
 
     Returns (D, A, L): D drafts with shape (R, arms, boots, prompts), A cumulative accepted
     counts per position with shape (R, arms, boots, prompts, K), L output lengths (R, prompts).
-    With `prompt_set` every replicate reuses the same prompts (gamma, lengths, interaction),
-    which is the estimand of the primary interval ("on this probe set"). `boot_shift`
-    (arms, boots) adds a known logit shift per boot, e.g. the effect of the host it ran on.
+    `held`: a probe set every replicate reuses (gamma, lengths, interaction) and a known
+    logit shift per boot.
     """
+    prompt_set, boot_shift = held.prompt_set, held.boot_shift
     d = np.asarray(deltas, dtype=np.float64)
     n_arms, k = d.size, params.positions
     shape = (replicates, n_arms, boots, prompts)
@@ -174,8 +183,7 @@ def simulate_boot_totals(
     params: SimParams = SimParams(),
     replicates: int = 1,
     chunk: int = 200,
-    prompt_set: PromptSet | None = None,
-    boot_shift: NDArray[np.float64] | None = None,
+    held: HeldFixed = HeldFixed(),
 ) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Boot totals only, for calibration: D (R, arms, boots), A (R, arms, boots, K).
 
@@ -184,9 +192,7 @@ def simulate_boot_totals(
     d_parts, a_parts = [], []
     for start in range(0, replicates, chunk):
         n = min(chunk, replicates - start)
-        drafts, acc, _ = simulate_counts(
-            rng, deltas, boots, prompts, params, n, prompt_set, boot_shift
-        )
+        drafts, acc, _ = simulate_counts(rng, deltas, boots, prompts, params, n, held)
         d_parts.append(drafts.sum(axis=3))
         a_parts.append(acc.sum(axis=3))
     return np.concatenate(d_parts), np.concatenate(a_parts)

@@ -23,6 +23,7 @@ from bench.records import (
     Manifest,
 )
 from bench.simulate.generative import (
+    HeldFixed,
     SimParams,
     simulate_counts,
     simulate_latency,
@@ -103,7 +104,7 @@ def simulate_run(arms: Mapping[str, float], **options: Any) -> SimRun:
         prompts,
         params,
         replicates=1,
-        boot_shift=shift if host_effect else None,
+        held=HeldFixed(boot_shift=shift if host_effect else None),
     )
     drafts, acc = drafts[0], acc[0]
     k = params.positions

@@ -1,5 +1,6 @@
-"""Boot-level statistics (docs/statistics.md): pure functions of the frames `bench.store` loads
-and its typed manifest; no I/O, no printing.
+"""Boot-level statistics (docs/statistics.md): pure functions of a loaded run
+(`bench.records.Results`: manifest, boots and probes, as `bench.store` loads them or a test
+builds them); no I/O, no printing. Every entry point takes the run whole.
 
 The layers, each importing only the ones before it: `schema` (the typed answers), `methods`
 (vectorized numerics), `inputs` (frames to per-arm arrays, settings), `describe` (each arm),

@@ -18,10 +18,9 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from bench.errors import SpecabError
-from bench.records import ALL_METRICS, SPEED_METRIC, Manifest
+from bench.records import ALL_METRICS, SPEED_METRIC, Results
 from bench.stats.compare import (
     breakdown,
     comparisons,
@@ -51,18 +50,17 @@ BEFF_WARN = 0.75  # warn when Kish effective boots fall below this share of the 
 
 
 def analyze(
-    probes: pd.DataFrame,
-    boots: pd.DataFrame,
-    manifest: Manifest,
+    results: Results,
     options: AnalysisOptions = AnalysisOptions(),
     *,
     source: str | None = None,
 ) -> Analysis:
     """The analysis of loaded results (only status == "ok" boots count)."""
+    probes, boots, manifest = results.probes, results.boots, results.manifest
     if manifest.sweep is not None and options.looks is None:
         # a sweep's looks are the selection's, not the A/B design's
         options = replace(options, looks=())
-    arms, s, ds = prepare(probes, boots, manifest, options, source)
+    arms, s, ds = prepare(results, options, source)
     if options.by not in (None, "category", "probe_set"):
         raise SpecabError(f"{options.by!r}", field="by", fix="group by category or probe_set")
     result = analyze_data(
@@ -79,13 +77,11 @@ def analyze(
     return result.model_copy(update=update) if update else result
 
 
-def per_boot(
-    probes: pd.DataFrame, boots: pd.DataFrame, manifest: Manifest
-) -> dict[str, list[BootMetrics]]:
+def per_boot(results: Results) -> dict[str, list[BootMetrics]]:
     """Each arm's per-boot values exactly as `analyze` reports them in `arms[].per_boot`
     (on the prompts every ok boot has), without the estimates: what a live tracker logs as
     boots land."""
-    arms, _, ds = prepare(probes, boots, manifest, AnalysisOptions())
+    arms, _, ds = prepare(results, AnalysisOptions())
     return {a: boot_metrics(ds.arms[a]) for a in arms}
 
 

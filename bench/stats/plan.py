@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
-from bench.records import METRICS, SPEED_METRIC, Manifest
+from bench.records import METRICS, SPEED_METRIC, Results
 from bench.stats.compare import arm_metrics, comparison_keys
 from bench.stats.describe import (
     arm_components,
@@ -31,9 +31,7 @@ from bench.stats.schema import Plan
 
 
 def plan_from_results(
-    probes: pd.DataFrame,
-    boots: pd.DataFrame,
-    manifest: Manifest,
+    results: Results,
     *,
     effect: float,
     metric: str = "acceptance_pos0",
@@ -58,6 +56,7 @@ def plan_from_results(
         )
     if not 0 < power < 1:
         raise SpecabError(f"power {power!r} is out of range", field="power", fix="use e.g. 0.8")
+    probes, boots, manifest = results.probes, results.boots, results.manifest
     arms = arm_names(manifest, boots)
     s = resolve_settings(manifest, arms, AnalysisOptions(alpha=alpha), source)
     data = arm_data(probes, boots, arms, source).arms
@@ -157,17 +156,15 @@ def _mean(col: pd.Series) -> float | None:
 
 
 def prior_from_results(
-    probes: pd.DataFrame,
-    boots: pd.DataFrame,
-    manifest: Manifest,
+    results: Results,
     *,
     source: str | None = None,
 ) -> Prior:
     """Between-boot SD per primary metric pooled over the arms of an (A/A) results directory,
     with its degrees of freedom (sum over arms of min(B, B_eff) - 1), for 1-boot arms of a
     later run on the same setup and probe set."""
-    arms = arm_names(manifest, boots)
-    data = arm_data(probes, boots, arms, source).arms
+    arms = arm_names(results.manifest, results.boots)
+    data = arm_data(results.probes, results.boots, arms, source).arms
     sd: dict[str, float] = {}
     df: dict[str, float] = {}
     for m in METRICS:

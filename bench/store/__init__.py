@@ -25,7 +25,7 @@ from bench import lazy_attribute
 if TYPE_CHECKING:
     from bench.store.atomic_files import atomic_write_bytes, atomic_write_json
     from bench.store.campaign import CampaignStatus, campaign_status
-    from bench.store.load import Results, load_results
+    from bench.store.load import load_results
     from bench.store.parquet_rows import load_manifest
     from bench.store.references import load_reference, save_reference
     from bench.store.write import ResultsWriter
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 _WHERE = {
     "CampaignStatus": "bench.store.campaign",
-    "Results": "bench.store.load",
     "ResultsWriter": "bench.store.write",
     "acquire_claim": "bench.store.writer_claim",
     "atomic_write_bytes": "bench.store.atomic_files",
@@ -52,7 +51,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CampaignStatus", "Results", "ResultsWriter", "acquire_claim", "atomic_write_bytes",
+    "CampaignStatus", "ResultsWriter", "acquire_claim", "atomic_write_bytes",
     "atomic_write_json", "campaign_status", "load_manifest", "load_reference", "load_results",
     "read_claim", "save_reference",
 ]  # fmt: skip

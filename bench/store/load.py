@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,36 +18,13 @@ from bench.records import (
     BOOT_SCHEMA,
     PROBE_SCHEMA,
     BootRecord,
-    Manifest,
     ProbeRecord,
+    Results,
 )
 from bench.store.parquet_rows import VERSION_COLUMNS, check_arm_versions, load_manifest, read_dir
 from bench.store.validity import check_counts, check_probes
 
 PROBE_REQUIRED = ("boot_id", "probe_set", "probe_id", "accepted_per_pos")
-
-
-@dataclass(frozen=True)
-class Results:
-    """A loaded results directory. `probes` holds only probes of boots with status ok."""
-
-    root: Path
-    manifest: Manifest
-    boots: pd.DataFrame
-    probes: pd.DataFrame
-
-    @property
-    def experiment(self) -> str:
-        return self.manifest.experiment
-
-    def ok_boots(self) -> pd.DataFrame:
-        return self.boots[self.boots["status"] == "ok"].reset_index(drop=True)
-
-    def arms(self) -> list[str]:
-        """Arms in manifest order (then any extra arm found on disk)."""
-        listed = self.manifest.arm_names()
-        seen = list(dict.fromkeys(self.boots["arm"].tolist())) if len(self.boots) else []
-        return listed + [a for a in seen if a not in listed]
 
 
 Columns = dict[Path, list[str]]  # each file read, and the columns it has

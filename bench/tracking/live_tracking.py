@@ -100,7 +100,7 @@ class LiveTracker:
             return
         try:
             res = load_results(self.root)
-            boots = per_boot(res.probes, res.boots, res.manifest)
+            boots = per_boot(res)
         except SpecabError:
             return  # results the analysis cannot read yet; the next landing tries again
         if self.runs is None:
@@ -122,5 +122,5 @@ class LiveTracker:
         if not (report_dir / "report.html").is_file():
             render_report(self.root, None)
         res = load_results(self.root)
-        result = stats.analyze(res.probes, res.boots, res.manifest, source=str(self.root))
+        result = stats.analyze(res, source=str(self.root))
         finish_runs(self.runs, result, report_dir)

@@ -122,7 +122,7 @@ OWNER = """
 import sys, time
 from pathlib import Path
 from bench.experiment import ContainerRef
-from bench.run.process import MemberProcess
+from bench.run.process import MemberProcess, TreeSettings
 from bench.run.process import BootGuard
 
 class Cmd:
@@ -131,7 +131,7 @@ class Cmd:
 
 guard = BootGuard(Path(sys.argv[1]), grace_s=2.0).__enter__()
 ref = ContainerRef("podman", "specab-test-owner-m0")
-proc = MemberProcess(Cmd(), Path(sys.argv[2]), watch=guard, container=ref)
+proc = MemberProcess(Cmd(), Path(sys.argv[2]), TreeSettings(watch=guard, container=ref))
 proc.launch(["podman", "run", "--rm", "--name", ref.name, "--label", "specab.boot=owner-test",
              "--network", "host",
              *sys.argv[4:], sys.argv[3], "/usr/bin/sleep", "600"])

@@ -8,7 +8,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.records import METRICS
-from bench.simulate import PromptSet, SimParams, simulate_boot_totals
+from bench.simulate import HeldFixed, PromptSet, SimParams, simulate_boot_totals
 from bench.stats.methods import Est, Family, estimate, family, look_decision, obf_boundaries
 
 F = NDArray[np.float64]
@@ -35,7 +35,7 @@ def simulate(
     prompt_set: PromptSet | None = None,
 ) -> Totals:
     drafts, acc = simulate_boot_totals(
-        rng, deltas, boots, prompts, params, replicates, chunk=250, prompt_set=prompt_set
+        rng, deltas, boots, prompts, params, replicates, chunk=250, held=HeldFixed(prompt_set)
     )
     return metric_totals(drafts, acc)
 

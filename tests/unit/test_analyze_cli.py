@@ -76,9 +76,7 @@ def test_tables_keep_metric_names_whole_in_a_pipe(
 
     loaded = load_results(results)
     result = stats.analyze(
-        loaded.probes,
-        loaded.boots,
-        loaded.manifest,
+        loaded,
         options=AnalysisOptions(n_resamples=0, by="probe_set"),
     )
     narrow = Console(file=io.StringIO(), width=60)

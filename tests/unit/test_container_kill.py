@@ -18,7 +18,14 @@ import pytest
 from polling import alive, wait_until
 
 from bench.experiment import ContainerRef
-from bench.run.process import BootGuard, MemberProcess, clean_up, container_exists, read_recorded
+from bench.run.process import (
+    BootGuard,
+    MemberProcess,
+    TreeSettings,
+    clean_up,
+    container_exists,
+    read_recorded,
+)
 
 CLI = Path(__file__).resolve().parents[1] / "fakes" / "container_cli.py"
 
@@ -59,7 +66,9 @@ def test_stop_by_name_removes_a_container_whose_client_was_killed(
     tmp_path: Path, runtime: str, ignore_term: bool
 ) -> None:
     ref = ContainerRef(runtime, "specab-t-m0")
-    proc = MemberProcess(Cmd([]), tmp_path / "m.log", stop_grace_s=1.0, container=ref, cwd=tmp_path)
+    proc = MemberProcess(
+        Cmd([]), tmp_path / "m.log", TreeSettings(stop_grace_s=1.0, container=ref, cwd=tmp_path)
+    )
     proc.launch(_sleeper(runtime, ref.name, ignore_term=ignore_term))
     inside = _container_pid(tmp_path, ref.name)
     assert container_exists(ref)
@@ -77,7 +86,7 @@ OWNER = """
 import sys, time
 from pathlib import Path
 from bench.experiment import ContainerRef
-from bench.run.process import MemberProcess
+from bench.run.process import MemberProcess, TreeSettings
 from bench.run.process import BootGuard
 
 class Cmd:
@@ -86,7 +95,7 @@ class Cmd:
 
 guard = BootGuard(Path(sys.argv[1]), grace_s=1.0).__enter__()
 ref = ContainerRef(sys.argv[2], "specab-owner-m0")
-proc = MemberProcess(Cmd(), Path(sys.argv[4]), watch=guard, container=ref)
+proc = MemberProcess(Cmd(), Path(sys.argv[4]), TreeSettings(watch=guard, container=ref))
 proc.launch([sys.argv[2], "run", "--rm", "--name", ref.name, "img", sys.executable, "-c",
              "import time; time.sleep(600)"])
 print("started", flush=True)

@@ -10,6 +10,7 @@ import pytest
 
 from bench import stats
 from bench.errors import BootFailed
+from bench.records import Results
 from bench.report import draft_length_table
 from bench.run.boot import drafted_per_position
 from bench.simulate import simulate_run, simulated_manifest
@@ -45,7 +46,13 @@ def test_analysis_reports_both_definitions_and_notes_the_drafting() -> None:
     arms = {"model": 0.0, "lookup": 0.0}
     run = simulate_run(arms, boots=3, prompts=30, seed=2)
     probes = _short_drafts(run.probes, "lookup")
-    a = stats.analyze(probes, run.boots_frame, simulated_manifest(arms, boots=3, prompts=30))
+    a = stats.analyze(
+        Results(
+            probes=probes,
+            boots=run.boots_frame,
+            manifest=simulated_manifest(arms, boots=3, prompts=30),
+        )
+    )
     model, lookup = a.arm("model"), a.arm("lookup")
     assert model is not None and lookup is not None
     assert model.mean_draft_length == pytest.approx(4.0)
@@ -76,11 +83,23 @@ def test_analysis_reports_both_definitions_and_notes_the_drafting() -> None:
 def test_arms_that_all_draft_k_get_no_note_and_no_table() -> None:
     arms = {"a": 0.0, "b": 0.1}
     run = simulate_run(arms, boots=3, prompts=20, seed=3)
-    a = stats.analyze(run.probes, run.boots_frame, simulated_manifest(arms, boots=3, prompts=20))
+    a = stats.analyze(
+        Results(
+            probes=run.probes,
+            boots=run.boots_frame,
+            manifest=simulated_manifest(arms, boots=3, prompts=20),
+        )
+    )
     assert not any("tokens per step" in n for n in a.notes)
     assert len(draft_length_table(a)) == 0
     without = run.probes.assign(drafted_per_pos=None)  # /metrics-only counts
-    b = stats.analyze(without, run.boots_frame, simulated_manifest(arms, boots=3, prompts=20))
+    b = stats.analyze(
+        Results(
+            probes=without,
+            boots=run.boots_frame,
+            manifest=simulated_manifest(arms, boots=3, prompts=20),
+        )
+    )
     arm = b.arm("a")
     assert arm is not None and arm.draft_lengths == [] and arm.mean_draft_length == 4
     assert all(p.among_drafted is None and p.drafted_share is None for p in arm.per_position)

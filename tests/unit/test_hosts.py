@@ -9,8 +9,14 @@ import numpy as np
 import pytest
 from stats_calib_helpers import mcse, metric_totals
 
-from bench.records import DEFAULT_MARGINS, METRICS
-from bench.simulate import SimParams, simulate_boot_totals, simulate_frames, simulated_manifest
+from bench.records import DEFAULT_MARGINS, METRICS, Results
+from bench.simulate import (
+    HeldFixed,
+    SimParams,
+    simulate_boot_totals,
+    simulate_frames,
+    simulated_manifest,
+)
 from bench.stats import AnalysisOptions, analyze
 from bench.stats.compare import adjusted_difference, balanced, host_effect_p, pseudo_pair
 from bench.stats.methods import CLAIMS, estimate, family
@@ -25,7 +31,7 @@ def _totals(seed: int, delta_b: float = 0.0, shift: float = SHIFT):
     rng = np.random.default_rng(seed)
     boot_shift = np.array([[shift if h == "n1" else 0.0 for h in HOSTS[a]] for a in ("a", "b")])
     drafts, acc = simulate_boot_totals(
-        rng, [0.0, delta_b], 6, 60, SimParams(), R, chunk=500, boot_shift=boot_shift
+        rng, [0.0, delta_b], 6, 60, SimParams(), R, chunk=500, held=HeldFixed(boot_shift=boot_shift)
     )
     return metric_totals(drafts, acc)
 
@@ -86,8 +92,12 @@ def test_single_host_or_balanced_runs_keep_the_ordinary_comparison(layout: str) 
     man = simulated_manifest(arms, boots=6, prompts=40)
     pr, bo = simulate_frames(arms, boots=6, prompts=40, seed=9, hosts=hosts)
     pr0, bo0 = simulate_frames(arms, boots=6, prompts=40, seed=9)
-    with_hosts = analyze(pr, bo, man, options=AnalysisOptions(n_resamples=200))
-    without = analyze(pr0, bo0, man, options=AnalysisOptions(n_resamples=200))
+    with_hosts = analyze(
+        Results(probes=pr, boots=bo, manifest=man), options=AnalysisOptions(n_resamples=200)
+    )
+    without = analyze(
+        Results(probes=pr0, boots=bo0, manifest=man), options=AnalysisOptions(n_resamples=200)
+    )
     for c, c0 in zip(with_hosts.comparisons, without.comparisons, strict=True):
         assert (c.difference, c.ci_low, c.ci_high, c.verdict) == (
             c0.difference,
@@ -108,7 +118,9 @@ def test_analyze_reports_the_layout_and_adjusts_the_issues_case() -> None:
     for seed in range(10):
         pr, bo = simulate_frames(arms, boots=6, prompts=40, seed=seed, hosts=HOSTS,
                                  host_effect={"n1": SHIFT})  # fmt: skip
-        res = analyze(pr, bo, man, options=AnalysisOptions(n_resamples=200))
+        res = analyze(
+            Results(probes=pr, boots=bo, manifest=man), options=AnalysisOptions(n_resamples=200)
+        )
         claims += sum(c.family == "primary" and c.verdict in
                       ("improved", "regressed", "small_improvement", "small_regression")
                       for c in res.comparisons)  # fmt: skip
@@ -125,7 +137,9 @@ def test_disjoint_hosts_claim_nothing_and_say_why() -> None:
     man = simulated_manifest(arms, boots=4, prompts=40)
     pr, bo = simulate_frames(arms, boots=4, prompts=40, seed=1,
                              hosts={"a": ["n0"] * 4, "b": ["n1"] * 4})  # fmt: skip
-    res = analyze(pr, bo, man, options=AnalysisOptions(n_resamples=200))
+    res = analyze(
+        Results(probes=pr, boots=bo, manifest=man), options=AnalysisOptions(n_resamples=200)
+    )
     assert all(c.verdict == "inconclusive" for c in res.comparisons)
     assert res.hosts is not None and res.hosts.confounded == ["b"]
     assert any("confounded" in n for n in res.notes)
@@ -174,7 +188,9 @@ def test_boots_that_ran_at_once_on_one_host_are_said_to_share_it() -> None:
     s = shared_machine(two)
     assert s is not None and (s.boots, s.shared, s.most_at_once) == (4, 2, 2)
     assert s.hosts == ["h1", "h2"]
-    frames = simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=30)
-    out = analyze(*frames, simulated_manifest({"a": 0.0, "b": 0.0}), AnalysisOptions(n_resamples=0))
+    probes, boots_frame = simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=30)
+    man = simulated_manifest({"a": 0.0, "b": 0.0})
+    results = Results(probes=probes, boots=boots_frame, manifest=man)
+    out = analyze(results, AnalysisOptions(n_resamples=0))
     assert out.shared_machine is not None  # simulated boots start 2 min apart and overlap
     assert any(n.startswith("speed: ") and "shared" in n for n in out.notes)

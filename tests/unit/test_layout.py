@@ -39,7 +39,14 @@ EVERYONE = {"errors", "records", "__version__", "lazy_attribute"}
 # Inside each package, its units (sub-packages and top-level modules) from the bottom up:
 # a unit imports only units listed before it.
 LAYERS = {
-    "records": ["boots_and_probes", "manifest", "reference", "claim", "count_lists"],
+    "records": [
+        "boots_and_probes",
+        "manifest",
+        "reference",
+        "claim",
+        "count_lists",
+        "loaded_results",
+    ],
     "store": [
         "atomic_files",
         "validity",

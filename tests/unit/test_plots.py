@@ -17,7 +17,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.text import Text
 
 from bench import stats
-from bench.records import Manifest
+from bench.records import Manifest, Results
 from bench.report import analyze_results, build_figures, per_boot_frame, tables
 from bench.report.figures import (
     plot_boot_strip,
@@ -29,7 +29,7 @@ from bench.report.figures import (
 )
 from bench.simulate import simulate_frames, simulate_results, simulated_manifest
 from bench.stats import Analysis, AnalysisOptions
-from bench.store import Results, load_results
+from bench.store import load_results
 
 MINIMAL = simulated_manifest({"base": 0.0}).to_json()  # a manifest whose spec is replaced
 
@@ -70,7 +70,8 @@ def test_per_boot_metrics_are_ratios_of_sums_within_each_boot() -> None:
     probes["num_accepted_tokens"] = [sum(cells[k][1]) for k in key]
     boots["order"] = [7, 0]  # boot 1 launched first
     analysis = stats.analyze(
-        probes, boots, simulated_manifest({"a": 0.0}), options=AnalysisOptions(n_resamples=0)
+        Results(probes=probes, boots=boots, manifest=simulated_manifest({"a": 0.0})),
+        options=AnalysisOptions(n_resamples=0),
     )
     out = per_boot_frame(analysis)
     assert list(out["boot_id"]) == ["a__b001__a1", "a__b000__a1"]  # launch order

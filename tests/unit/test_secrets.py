@@ -30,7 +30,7 @@ from bench.experiment.spec import is_secret_env, is_secret_flag
 from bench.records import BootRecord
 from bench.run.boot import API_KEY_REFUSED, Sampling, run_probe
 from bench.run.driver import RepeatGuard
-from bench.run.process import MemberProcess
+from bench.run.process import MemberProcess, TreeSettings
 
 KEY = "sk-live-0123456789abcdef"
 TOKEN = "hf_abcdefghijklmnop"
@@ -189,7 +189,7 @@ def test_the_stored_log_and_its_tail_are_scrubbed_of_what_the_server_echoed(
 ) -> None:
     code = "import os; print('key is', os.environ['VLLM_API_KEY'], flush=True)"
     plan = _Plan([sys.executable, "-c", code], {"VLLM_API_KEY": KEY, "PATH": "/usr/bin"})
-    member = MemberProcess(plan, tmp_path / "server.log", stop_grace_s=1.0)  # type: ignore[arg-type]
+    member = MemberProcess(plan, tmp_path / "server.log", TreeSettings(stop_grace_s=1.0))  # type: ignore[arg-type]
     member.launch(plan.argv)
     while member.alive():
         pass

@@ -18,6 +18,7 @@ import pytest
 from bench import stats
 from bench.errors import SpecabError
 from bench.experiment import load_spec, synthetic_truth
+from bench.records import Results
 from bench.simulate import SimParams, simulate_run, simulated_manifest
 from bench.stats import AnalysisOptions
 
@@ -72,13 +73,9 @@ def _selftest(seed: int, boots: int = 3, miscounted: str | None = None) -> stats
     run = simulate_run(ARMS, boots=boots, prompts=20, seed=seed, params=PARAMS)
     probes = run.probes if miscounted is None else _miscount(run.probes, miscounted)
     man = simulated_manifest(ARMS, boots=boots, prompts=20, alpha=ALPHA)
-    analysis = stats.analyze(
-        probes,
-        run.boots_frame,
-        man,
-        options=AnalysisOptions(alpha=ALPHA, n_resamples=200),
-    )
-    counts = stats.count_checks(probes, run.boots_frame, TRUTH, ALPHA)
+    results = Results(probes=probes, boots=run.boots_frame, manifest=man)
+    analysis = stats.analyze(results, options=AnalysisOptions(alpha=ALPHA, n_resamples=200))
+    counts = stats.count_checks(results, TRUTH, ALPHA)
     return stats.check_selftest(analysis, TRUTH, counts)
 
 

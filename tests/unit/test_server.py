@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from bench.errors import BootFailed
-from bench.run.process import ServerProcess, descendants, free_port, group_members, summarize_tail
+from bench.run.process import (
+    ServerProcess,
+    TreeSettings,
+    descendants,
+    free_port,
+    group_members,
+    summarize_tail,
+)
 
 FAKE = Path(__file__).resolve().parents[1] / "fakes" / "lifecycle_server.py"
 
@@ -28,8 +35,9 @@ def fake_plan(mode: str, **env: str) -> Plan:
 
 
 def server(tmp_path: Path, plan: Plan, **kw: float) -> ServerProcess:
-    opts = {"ready_timeout_s": 20.0, "stop_grace_s": 1.0, "poll_interval_s": 0.1, **kw}
-    return ServerProcess(plan, tmp_path / "logs" / "server.log", **opts)  # type: ignore[arg-type]
+    opts = {"ready_timeout_s": 20.0, "poll_interval_s": 0.1, **kw}
+    how = TreeSettings(stop_grace_s=1.0)
+    return ServerProcess(plan, tmp_path / "logs" / "server.log", how=how, **opts)  # type: ignore[arg-type]
 
 
 def test_stop_kills_the_whole_group_even_a_child_ignoring_sigterm(tmp_path: Path) -> None:

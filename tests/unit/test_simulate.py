@@ -10,6 +10,7 @@ import pytest
 
 from bench.records import BOOT_SCHEMA, PROBE_SCHEMA
 from bench.simulate import (
+    HeldFixed,
     SimParams,
     draw_prompt_set,
     mu_for,
@@ -65,7 +66,7 @@ def test_arm_effect_and_prompt_set_are_honoured() -> None:
     rng = np.random.default_rng(1)
     params = SimParams(sigma_boot=0.0)
     ps = draw_prompt_set(rng, 2, 50, params)
-    d, a, length = simulate_counts(rng, [0.0, 0.5], 8, 50, params, replicates=3, prompt_set=ps)
+    d, a, length = simulate_counts(rng, [0.0, 0.5], 8, 50, params, 3, HeldFixed(ps))
     assert d.shape == (3, 2, 8, 50) and a.shape == (3, 2, 8, 50, 4)
     assert np.allclose(length, ps.length)  # the fixed probe set is reused
     pos0 = a[..., 0].sum(axis=(2, 3)) / d.sum(axis=(2, 3))

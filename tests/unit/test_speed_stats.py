@@ -14,7 +14,7 @@ from scipy import stats as st
 from bench import stats
 from bench.cli import run
 from bench.errors import SpecabError
-from bench.records import SPEED_METRIC, Manifest
+from bench.records import SPEED_METRIC, Manifest, Results
 from bench.simulate import simulate_frames, simulate_results, simulated_manifest
 from bench.stats import AnalysisOptions
 from bench.stats.inputs import margin_for
@@ -42,9 +42,7 @@ def nospec(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _analyze(root: Path, **opts: object) -> dict:  # type: ignore[type-arg]
     r = load_results(root)
-    return stats.analyze(
-        r.probes, r.boots, r.manifest, AnalysisOptions(n_resamples=0, **opts)
-    ).to_json()  # type: ignore[arg-type]
+    return stats.analyze(r, AnalysisOptions(n_resamples=0, **opts)).to_json()  # type: ignore[arg-type]
 
 
 def _boot_speed(probes: pd.DataFrame) -> pd.Series:
@@ -156,11 +154,11 @@ def test_no_speculation_baseline_compares_speed_only(nospec: Path) -> None:
     assert any("baseline plain runs without speculative decoding" in n for n in out["notes"])
     r = load_results(nospec)
     # the other entry points skip the arm's (absent) acceptance instead of crashing
-    split = stats.split_arm(r.probes, r.boots, r.manifest, "plain")
+    split = stats.split_arm(r, "plain")
     assert set(split.claimed_rate) == {SPEED_METRIC} and split.any_claimed_rate == 0.0
-    prior = stats.prior_from_results(r.probes, r.boots, r.manifest)
+    prior = stats.prior_from_results(r)
     assert 7.9 < prior.df["acceptance_pos0"] <= 8  # two speculative arms of 5 boots
-    plan = stats.plan_from_results(r.probes, r.boots, r.manifest, effect=0.01)
+    plan = stats.plan_from_results(r, effect=0.01)
     assert set(plan.boots_measured) == {"base", "fix"}
 
 
@@ -169,9 +167,7 @@ def test_an_arm_mixing_speculative_and_plain_boots_is_refused() -> None:
     boots.loc[(boots["arm"] == "b") & (boots["boot"] == 0), "speculative"] = True
     with pytest.raises(SpecabError) as exc:
         stats.analyze(
-            probes,
-            boots,
-            simulated_manifest({"a": 0.0, "b": 0.0}),
+            Results(probes=probes, boots=boots, manifest=simulated_manifest({"a": 0.0, "b": 0.0})),
             options=AnalysisOptions(n_resamples=0),
         )
     assert exc.value.field == "boots.speculative" and "'b'" in exc.value.one_line()
@@ -207,7 +203,7 @@ def test_sequential_looks_decide_on_the_declared_primary_family(tmp_path: Path) 
     root = simulate_results(tmp_path / "q", {"a": 0.0, "b": 0.0}, boots=6, looks=[3, 6],
                             speed={"a": 1.0, "b": 0.7}, primary_metrics=[SPEED_METRIC])  # fmt: skip
     r = load_results(root)
-    out = stats.analyze(r.probes, r.boots, r.manifest, options=AnalysisOptions(n_resamples=0))
+    out = stats.analyze(r, options=AnalysisOptions(n_resamples=0))
     seq = out.sequential
     assert seq is not None and [row.metric for row in seq.comparisons] == [SPEED_METRIC]
     assert seq.comparisons[0].status == "difference"
@@ -237,7 +233,7 @@ def test_margin_speed_option_and_bad_settings(
     manifest = Manifest.model_validate(body)
     r = load_results(nospec)
     with pytest.raises(SpecabError) as exc:
-        stats.analyze(r.probes, r.boots, manifest, source="dir")
+        stats.analyze(Results(probes=r.probes, boots=r.boots, manifest=manifest), source="dir")
     assert exc.value.field == "experiment.primary_metrics"
 
 
@@ -278,9 +274,7 @@ def test_probes_without_a_category_are_one_group(tmp_path: Path) -> None:
 
 def test_accepted_length_distribution_from_histograms_or_positions(nospec: Path) -> None:
     r = load_results(nospec)
-    out = stats.analyze(
-        r.probes, r.boots, r.manifest, options=AnalysisOptions(n_resamples=0)
-    ).to_json()
+    out = stats.analyze(r, options=AnalysisOptions(n_resamples=0)).to_json()
     base = next(a for a in out["arms"] if a["arm"] == "base")
     assert base["accepted_length_source"] == "histogram"
     hist = np.stack(r.probes[r.probes["arm"] == "base"]["acceptance_histogram"].to_numpy())
@@ -290,7 +284,8 @@ def test_accepted_length_distribution_from_histograms_or_positions(nospec: Path)
     # without histograms the cumulative per-position counts give the same numbers
     probes = r.probes.assign(acceptance_histogram=None)
     again = stats.analyze(
-        probes, r.boots, r.manifest, options=AnalysisOptions(n_resamples=0)
+        Results(probes=probes, boots=r.boots, manifest=r.manifest),
+        options=AnalysisOptions(n_resamples=0),
     ).to_json()
     base2 = next(a for a in again["arms"] if a["arm"] == "base")
     assert base2["accepted_length_source"] == "per_position"
@@ -360,11 +355,17 @@ def test_a_speed_claim_names_an_unshuffled_block_order() -> None:
     arms = {"a": 0.0, "b": 0.0}
     probes, boots = simulate_frames(arms, boots=3, prompts=10, speed={"a": 1.0, "b": 0.7})
     manifest = simulated_manifest(arms)
-    out = stats.analyze(probes, boots, manifest, options=AnalysisOptions(n_resamples=0))
+    out = stats.analyze(
+        Results(probes=probes, boots=boots, manifest=manifest),
+        options=AnalysisOptions(n_resamples=0),
+    )
     assert out.comparisons[-1].verdict == "regressed"
     assert any("b ran after a in every block (3 of 3)" in n for n in out.notes)
     # block 1 with b first: the order is mixed, the note goes
     first = boots["boot"] == 1
     boots.loc[first, "order"] = boots.loc[first, "order"].to_numpy()[::-1]
-    out = stats.analyze(probes, boots, manifest, options=AnalysisOptions(n_resamples=0))
+    out = stats.analyze(
+        Results(probes=probes, boots=boots, manifest=manifest),
+        options=AnalysisOptions(n_resamples=0),
+    )
     assert not any("in every block" in n for n in out.notes)

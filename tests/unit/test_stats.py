@@ -13,7 +13,7 @@ from scipy import stats as st
 
 from bench import stats
 from bench.errors import SpecabError
-from bench.records import SPEED_METRIC, boot_file_stem
+from bench.records import SPEED_METRIC, Results, boot_file_stem
 from bench.simulate import (
     SimRun,
     simulate_frames,
@@ -49,7 +49,7 @@ DESIGN_COMPARISON = {
 def _analyze(root: Path, **opts: object) -> dict:  # type: ignore[type-arg]
     """The analysis as `analyze --json` prints it."""
     r = load_results(root)
-    out = stats.analyze(r.probes, r.boots, r.manifest, AnalysisOptions(n_resamples=2000, **opts))  # type: ignore[arg-type]
+    out = stats.analyze(r, AnalysisOptions(n_resamples=2000, **opts))  # type: ignore[arg-type]
     return out.to_json()
 
 
@@ -266,7 +266,7 @@ def test_zero_draft_boot_is_an_error(tmp_path: Path) -> None:
     probes.loc[probes["boot_id"] == "b__b001__a1", "num_drafts"] = 0
     r = load_results(root)
     with pytest.raises(SpecabError, match=r"b__b001__a1.*zero drafts.*Fix:"):
-        stats.analyze(probes, r.boots, r.manifest, source=str(root))
+        stats.analyze(Results(probes=probes, boots=r.boots, manifest=r.manifest), source=str(root))
 
 
 @pytest.mark.parametrize(
@@ -295,9 +295,7 @@ def test_bad_manifest_settings_name_the_manifest_field(three_arms: Path) -> None
     manifest = r.manifest.model_copy(update={"baseline": "gone"})
     with pytest.raises(SpecabError) as exc:
         stats.analyze(
-            r.probes,
-            r.boots,
-            manifest,
+            Results(probes=r.probes, boots=r.boots, manifest=manifest),
             options=AnalysisOptions(n_resamples=0),
             source=str(three_arms),
         )
@@ -390,12 +388,12 @@ def test_obrien_fleming_boundaries_are_exact() -> None:
 def test_decide_reports_stop_or_continue(tmp_path: Path) -> None:
     root = simulate_results(tmp_path / "s", {"a": 0.0, "b": 1.0}, boots=4, looks=[3, 6, 10])
     r = load_results(root)
-    d = stats.decide(r.probes, r.boots, r.manifest)  # looks from the manifest
+    d = stats.decide(r)  # looks from the manifest
     assert d.look == 1 and d.boots_per_arm == 4 and d.looks == (3, 6, 10)
     assert d.action == "stop" and {c.status for c in d.comparisons} == {"difference"}
     close = simulate_results(tmp_path / "c", {"a": 0.0, "b": 0.0}, boots=2)
     r = load_results(close)
-    d = stats.decide(r.probes, r.boots, r.manifest, AnalysisOptions(looks=[3, 6, 10]))
+    d = stats.decide(r, AnalysisOptions(looks=[3, 6, 10]))
     assert d.action == "continue" and d.next_look == 3 and d.look is None
     out = _analyze(root)
     assert out["sequential"]["action"] == "stop"
@@ -409,16 +407,18 @@ def test_split_arm_finds_drift_and_not_identical_boots(tmp_path: Path) -> None:
     moved["boot_id"] = [boot_file_stem("a", b, 1) for b in moved["boot"]]
     probes = pd.concat([run.probes[run.probes["arm"] == "a"], moved], ignore_index=True)
     boots = simulate_frames({"a": 0.0}, boots=6, prompts=40)[1]
-    drift = stats.split_arm(probes, boots, simulated_manifest({"a": 0.0}), "a")
+    drift = stats.split_arm(
+        Results(probes=probes, boots=boots, manifest=simulated_manifest({"a": 0.0})), "a"
+    )
     assert drift.splits == comb(6, 3) // 2 and drift.exhaustive
     assert drift.any_claimed_rate >= 0.1
     r = load_results(_identical_boots(tmp_path, 0, boots=4))
-    same = stats.split_arm(r.probes, r.boots, r.manifest, "a")
+    same = stats.split_arm(r, "a")
     assert same.any_claimed_rate == 0.0
     with pytest.raises(SpecabError, match="at least 4"):
         small = simulate_results(tmp_path / "small", {"a": 0.0}, boots=3)
         rs = load_results(small)
-        stats.split_arm(rs.probes, rs.boots, rs.manifest, "a")
+        stats.split_arm(rs, "a")
 
 
 def test_variance_components_recover_the_model(tmp_path: Path) -> None:
@@ -439,9 +439,7 @@ def test_arm_without_ok_boots_is_reported_not_crashed(tmp_path: Path) -> None:
     probes, boots = simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=30)
     boots.loc[boots["arm"] == "b", ["status", "error"]] = ["failed", "server died"]
     res = stats.analyze(
-        probes,
-        boots,
-        simulated_manifest({"a": 0.0, "b": 0.0}),
+        Results(probes=probes, boots=boots, manifest=simulated_manifest({"a": 0.0, "b": 0.0})),
         options=AnalysisOptions(n_resamples=200),
     )
     out = res.to_json()
@@ -465,7 +463,7 @@ def test_plan_on_deterministic_boots_says_so(tmp_path: Path) -> None:
     from bench.stats import plan_from_results
 
     r = load_results(_identical_boots(tmp_path, 0))
-    p = plan_from_results(r.probes, r.boots, r.manifest, effect=0.01)
+    p = plan_from_results(r, effect=0.01)
     assert p.between_boot_sd == 0 and p.boots_per_arm == 2
     assert p.components is not None and p.components.sigma2_boot == 0
     assert p.note is not None and "deterministic" in p.note

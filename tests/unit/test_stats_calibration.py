@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from stats_calib_helpers import compare_one, mcse, primary_family, sequential_run, simulate
 
-from bench.simulate import PromptSet, SimParams, draw_prompt_set
+from bench.simulate import HeldFixed, PromptSet, SimParams, draw_prompt_set
 from bench.stats.methods import CLAIMS, EQUIVALENT
 
 ALPHA = 0.05
@@ -156,10 +156,10 @@ def test_simultaneous_position_intervals_cover(positions: int, boots: int) -> No
     rng = np.random.default_rng(400 + positions + boots)
     params = SimParams(mu=mu_for(positions))
     ps = draw_prompt_set(rng, 1, 100, params)
-    d, a = simulate_boot_totals(rng, [0.0], 4000, 100, params, 1, prompt_set=ps)
+    d, a = simulate_boot_totals(rng, [0.0], 4000, 100, params, 1, held=HeldFixed(ps))
     truth = a[0, 0].sum(axis=0) / d[0, 0].sum()
     reps = 1000
-    d, a = simulate_boot_totals(rng, [0.0], boots, 100, params, reps, prompt_set=ps)
+    d, a = simulate_boot_totals(rng, [0.0], boots, 100, params, reps, held=HeldFixed(ps))
     hits, methods = 0, set()
     for r in range(reps):
         den = np.repeat(d[r, 0][:, None], positions, axis=1).astype(np.float64)

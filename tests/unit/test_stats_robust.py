@@ -16,7 +16,7 @@ from scipy import stats as st
 
 from bench import stats
 from bench.errors import SpecabError
-from bench.records import boot_file_stem
+from bench.records import Results, boot_file_stem
 from bench.simulate import (
     SimParams,
     simulate_boot_totals,
@@ -31,9 +31,7 @@ from bench.store import load_results
 
 def _analyze(root: Path, **opts: Any) -> dict[str, Any]:
     r = load_results(root)
-    return stats.analyze(
-        r.probes, r.boots, r.manifest, AnalysisOptions(n_resamples=300, **opts)
-    ).to_json()
+    return stats.analyze(r, AnalysisOptions(n_resamples=300, **opts)).to_json()
 
 
 def test_one_speculative_token_works(tmp_path: Path) -> None:
@@ -88,9 +86,7 @@ def test_identical_boots_with_rounding_through_analyze() -> None:
     probes["accepted_per_pos"] = [per_pos] * len(probes)
     probes["num_accepted_tokens"] = sum(per_pos)
     out = stats.analyze(
-        probes,
-        boots,
-        simulated_manifest({"a": 0.0, "b": 0.0}),
+        Results(probes=probes, boots=boots, manifest=simulated_manifest({"a": 0.0, "b": 0.0})),
         options=AnalysisOptions(n_resamples=0),
     )
     for c in (c for c in out.comparisons if c.family == "primary"):
@@ -139,7 +135,8 @@ def test_unequal_work_is_reported_and_widens_the_interval(tmp_path: Path) -> Non
         lambda x: [20 * v for v in x]
     )
     out = stats.analyze(
-        probes, r.boots, r.manifest, options=AnalysisOptions(n_resamples=0)
+        Results(probes=probes, boots=r.boots, manifest=r.manifest),
+        options=AnalysisOptions(n_resamples=0),
     ).to_json()
     a = out["arms"][0]
     d = probes[probes["arm"] == "a"].groupby("boot")["num_drafts"].sum().to_numpy(float)
@@ -214,10 +211,8 @@ def test_small_b_positions_use_bonferroni_t(tmp_path: Path) -> None:
 
 def test_prior_carries_its_df_and_can_come_from_an_aa_run(tmp_path: Path) -> None:
     aa = load_results(simulate_results(tmp_path / "aa", {"x": 0.0, "y": 0.0}, boots=5, seed=4))
-    prior = stats.prior_from_results(aa.probes, aa.boots, aa.manifest, source="aa")
-    aa_out = stats.analyze(
-        aa.probes, aa.boots, aa.manifest, options=AnalysisOptions(n_resamples=0)
-    ).to_json()
+    prior = stats.prior_from_results(aa, source="aa")
+    aa_out = stats.analyze(aa, options=AnalysisOptions(n_resamples=0)).to_json()
     for m in ("acceptance_pos0", "mean_accepted_length"):
         sds = [a["metrics"][m]["between_boot_sd"] for a in aa_out["arms"]]
         dfs = [a["metrics"][m]["df"] for a in aa_out["arms"]]
@@ -278,9 +273,7 @@ def test_with_looks_the_table_is_the_sequential_decision(tmp_path: Path) -> None
     root = simulate_results(tmp_path / "seq", {"a": 0.0, "b": 0.08}, boots=7)
     r = load_results(root)
     out = stats.analyze(
-        r.probes,
-        r.boots,
-        r.manifest,
+        r,
         options=AnalysisOptions(looks=[3, 6, 10], n_resamples=0),
     )
     seq = out.sequential
@@ -304,8 +297,8 @@ def test_with_looks_the_table_is_the_sequential_decision(tmp_path: Path) -> None
         assert c.verdict_ci_kind == "holm_sequential" and c.verdict_ci_level is not None
         assert c.verdict_ci_level <= seq.nominal_alpha
     assert out.comparisons[0].difference == pytest.approx(diff)  # the look's 6 boots, not 7
-    early = stats.analyze(r.probes[r.probes["boot"] < 2], r.boots[r.boots["boot"] < 2],
-                          r.manifest, AnalysisOptions(looks=[3, 6], n_resamples=0))  # fmt: skip
+    first_two = r.with_frames(r.boots[r.boots["boot"] < 2], r.probes[r.probes["boot"] < 2])
+    early = stats.analyze(first_two, AnalysisOptions(looks=[3, 6], n_resamples=0))
     assert early.sequential is not None and early.sequential.action == "continue"
     assert {c.verdict for c in early.comparisons} == {"inconclusive"}
     assert all("first look" in c.why for c in early.comparisons)
@@ -327,7 +320,11 @@ def _two_sets(arms: dict[str, float], sets: dict[str, str], extra: dict[str, int
 def test_arms_on_different_probe_sets_are_refused() -> None:
     probes, boots, manifest = _two_sets({"a": 0.0, "b": 0.0}, {"a": "code", "b": "chat"})
     with pytest.raises(SpecabError) as exc:
-        stats.analyze(probes, boots, manifest, options=AnalysisOptions(n_resamples=0), source="r")
+        stats.analyze(
+            Results(probes=probes, boots=boots, manifest=manifest),
+            options=AnalysisOptions(n_resamples=0),
+            source="r",
+        )
     msg = exc.value.one_line()
     assert exc.value.field == "probes.probe_set" and "a: code" in msg and "b: chat" in msg
 
@@ -338,15 +335,24 @@ def test_boots_of_one_arm_on_different_sets_are_refused() -> None:
     with pytest.raises(
         SpecabError, match="boots of arm 'b' ran different probe sets: other vs sim"
     ):
-        stats.analyze(probes, boots, manifest, options=AnalysisOptions(n_resamples=0))
+        stats.analyze(
+            Results(probes=probes, boots=boots, manifest=manifest),
+            options=AnalysisOptions(n_resamples=0),
+        )
 
 
 def test_only_probes_every_boot_has_are_compared() -> None:
     probes, boots, manifest = _two_sets({"a": 0.0, "b": 0.0}, {}, extra={"b": 3})
-    out = stats.analyze(probes, boots, manifest, options=AnalysisOptions(n_resamples=0))
+    out = stats.analyze(
+        Results(probes=probes, boots=boots, manifest=manifest),
+        options=AnalysisOptions(n_resamples=0),
+    )
     assert out.compared_probes == 20
     assert any("left out 3" in n and "3 of sim" in n for n in out.notes)
     common = probes[~probes["probe_id"].str.endswith("x")]
-    base = stats.analyze(common, boots, manifest, options=AnalysisOptions(n_resamples=0))
+    base = stats.analyze(
+        Results(probes=common, boots=boots, manifest=manifest),
+        options=AnalysisOptions(n_resamples=0),
+    )
     assert out.comparisons[0].difference == pytest.approx(base.comparisons[0].difference)
     assert base.notes == [] and base.compared_probes == 20

@@ -12,7 +12,7 @@ import pytest
 
 from bench.errors import SpecabError
 from bench.experiment import build_manifest, load_spec, resolve_arm, sweep_cells
-from bench.records import Manifest
+from bench.records import Manifest, Results
 from bench.simulate import SimParams, simulate_frames, simulated_manifest
 from bench.stats import AnalysisOptions, analyze, selection_dropped
 
@@ -147,7 +147,8 @@ def test_analyze_json_selects_per_concurrency_and_builds_a_schedule() -> None:
     probes, boots = simulate_frames(dict.fromkeys(SPEED, 0.0), boots=6, prompts=20, speed=SPEED,
                                     no_spec=nospec, seed=2)  # fmt: skip
     out = analyze(
-        probes, boots, _sweep_manifest(SPEED), options=AnalysisOptions(n_resamples=100)
+        Results(probes=probes, boots=boots, manifest=_sweep_manifest(SPEED)),
+        options=AnalysisOptions(n_resamples=100),
     ).to_json()
     json.dumps(out, allow_nan=False)
     sel = out["selection"]
@@ -171,7 +172,9 @@ def test_looks_eliminate_and_the_replay_is_what_run_ab_drops() -> None:
     m = _sweep_manifest(SPEED, looks=[3, 6])
     dropped = selection_dropped(probes, boots, m)
     assert "nospec-c1" in dropped and "eliminated at look 1" in dropped["nospec-c1"]
-    sel = analyze(probes, boots, m, options=AnalysisOptions(n_resamples=100)).selection
+    sel = analyze(
+        Results(probes=probes, boots=boots, manifest=m), options=AnalysisOptions(n_resamples=100)
+    ).selection
     assert sel is not None
     gone = {c.arm for g in sel.groups for c in g.configs if c.eliminated_at_look == 1}
     assert gone == {a for a, why in dropped.items() if "eliminated" in why}
@@ -188,7 +191,9 @@ def test_constraints_exclude_configurations() -> None:
     assert m.sweep is not None
     sweep = m.sweep.model_copy(update={"min_mean_accepted_length": 9.0})  # none reaches it
     m = m.model_copy(update={"sweep": sweep})
-    sel = analyze(probes, boots, m, options=AnalysisOptions(n_resamples=100)).selection
+    sel = analyze(
+        Results(probes=probes, boots=boots, manifest=m), options=AnalysisOptions(n_resamples=100)
+    ).selection
     assert sel is not None and sel.groups[0].status == "empty"
     assert all(not c.feasible for c in sel.groups[0].configs)
     assert np.isfinite(sel.alpha)
@@ -206,7 +211,8 @@ def test_an_undecided_group_still_gets_the_best_estimate_and_its_probability() -
         params=SimParams(sigma_speed_boot=0.08),
     )
     out = analyze(
-        probes, boots, _sweep_manifest(speed), options=AnalysisOptions(n_resamples=100)
+        Results(probes=probes, boots=boots, manifest=_sweep_manifest(speed)),
+        options=AnalysisOptions(n_resamples=100),
     ).to_json()
     (group,) = out["selection"]["groups"]
     assert group["status"] == "undecided" and group["chosen"] is None

@@ -128,37 +128,39 @@ def ranks_per_node(argv: list[str], nodes: int) -> int:
     return -(-world // max(nodes, 1))
 
 
-def run_command(
-    c: ContainerSpec,
-    argv: list[str],
-    *,
-    name: str,
-    env: Mapping[str, str],
-    mounts: Iterable[str],
-    read_only: Iterable[str] = (),
-    cwd: str,
-    labels: Mapping[str, str],
-    ranks: int = 1,
-) -> list[str]:
+@dataclass(frozen=True)
+class MemberContainer:
+    """One member's container: what `run_command` starts it with besides image and argv."""
+
+    name: str  # the container's name (unique per boot attempt and member)
+    env: Mapping[str, str]  # the server's environment (secrets passed by name only)
+    mounts: Iterable[str]  # host paths mounted at the same path
+    cwd: str  # the server's working directory inside
+    labels: Mapping[str, str]  # specab.boot / specab.member: what the reaper finds it by
+    read_only: Iterable[str] = ()  # which of `mounts` are mounted read-only
+    ranks: int = 1  # tensor x pipeline ranks the member runs (> 1: the host's IPC namespace)
+
+
+def run_command(c: ContainerSpec, argv: list[str], m: MemberContainer) -> list[str]:
     """`<runtime> run` for one member: foreground (its output is the member's log), removed
     on exit, host network, an init process (removing the container ends every process in
     it), the host's IPC namespace where the member runs several ranks (unless the options
     set `--ipc` or `--shm-size`), the invoking user for docker (`invoking_user`), the
     server's cwd and environment, same-path mounts, then the user's options."""
-    ro = set(read_only)
-    cmd = [c.runtime, "run", "--rm", "--name", name, "--network", "host", "--init", "-w", cwd]
-    if ranks > 1 and not any(o.split("=", 1)[0] in _SHM_OPTIONS for o in c.options):
+    ro = set(m.read_only)
+    cmd = [c.runtime, "run", "--rm", "--name", m.name, "--network", "host", "--init", "-w", m.cwd]
+    if m.ranks > 1 and not any(o.split("=", 1)[0] in _SHM_OPTIONS for o in c.options):
         # NCCL and vLLM's message queues between ranks live in /dev/shm: a container's 64 MB
         # default fails tensor parallelism (vLLM's docs: --ipc=host or --shm-size)
         cmd += ["--ipc", "host"]
     cmd += invoking_user(c.runtime, c.options)
-    for k, v in sorted(labels.items()):
+    for k, v in sorted(m.labels.items()):
         cmd += ["--label", f"{k}={v}"]
-    for k, v in sorted(server_env(env).items()):
+    for k, v in sorted(server_env(m.env).items()):
         # A secret's value never appears on a command line: `-e NAME` reads the CLI's env.
         cmd += ["-e", k if is_secret_env(k) else f"{k}={v}"]
-    for m in mounts:
-        cmd += ["-v", f"{m}:{m}" + (":ro" if m in ro else "")]
+    for path in m.mounts:
+        cmd += ["-v", f"{path}:{path}" + (":ro" if path in ro else "")]
     return [*cmd, *c.options, c.image, *argv]
 
 

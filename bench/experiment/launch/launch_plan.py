@@ -16,6 +16,7 @@ from bench.errors import BootFailed, SpecabError
 from bench.experiment.launch.arms import ResolvedArm
 from bench.experiment.launch.containers import (
     ContainerRef,
+    MemberContainer,
     client_env,
     mount_paths,
     ranks_per_node,
@@ -124,17 +125,16 @@ def member_command(
             env["VLLM_HOST_IP"] = node_ip
     if plan.container is None:
         return MemberCommand(rank, argv, env)
-    wrapped = run_command(
-        plan.container,
-        argv,
+    member = MemberContainer(
         name=container_name,
         env=env,
         mounts=plan.mounts,
-        read_only=plan.read_only,
         cwd=cwd,
         labels=labels or {},
+        read_only=plan.read_only,
         ranks=ranks_per_node(plan.server_args, plan.nodes),
     )
+    wrapped = run_command(plan.container, argv, member)
     ref = ContainerRef(plan.container.runtime, container_name)
     return MemberCommand(rank, wrapped, {**plan.client_env, **env}, ref)
 

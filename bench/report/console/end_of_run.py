@@ -15,9 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.errors import SpecabError
+from bench.records import Results
 from bench.report.tables import arm_summary, render_selection, verdict_table
 from bench.stats import Analysis, pooled_ratios
-from bench.store import Results
 
 
 def table_console(*, stderr: bool = False) -> Console:

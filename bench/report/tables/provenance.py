@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from bench.store import Results
+from bench.records import Results
 
 
 def _compact(obj: Any) -> str:

@@ -102,3 +102,13 @@ class RunSummary:
     @property
     def complete(self) -> bool:
         return not (self.lost or self.stopped or self.interrupted)
+
+
+@dataclass(frozen=True)
+class RunBooks:
+    """Where the loop records what happened: the results directory (its one writer), the
+    boots done per arm, and what the end of the run reports."""
+
+    writer: ResultsWriter
+    ledger: Ledger
+    summary: RunSummary

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
+from bench.records import Results
 from bench.stats import AnalysisOptions, Decision, decide
-from bench.store import Results, atomic_write_json, load_results
+from bench.store import atomic_write_json, load_results
 
 FILE = "sequential.json"
 
@@ -30,9 +31,7 @@ def first_boots(res: Results, n: int) -> Results:
     keep = set(ok.groupby("arm", sort=False).head(n)["boot_id"])
     boots = res.boots[(res.boots["status"] != "ok") | res.boots["boot_id"].isin(keep)]
     probes = res.probes[res.probes["boot_id"].isin(keep)]
-    return Results(
-        res.root, res.manifest, boots.reset_index(drop=True), probes.reset_index(drop=True)
-    )
+    return res.with_frames(boots.reset_index(drop=True), probes.reset_index(drop=True))
 
 
 def describe(d: Decision) -> str:
@@ -107,7 +106,7 @@ class SequentialRun:
     def _decide(self, n: int) -> Decision:
         res = first_boots(load_results(self.root), n)
         options = AnalysisOptions(looks=self.looks)
-        d: Decision = decide(res.probes, res.boots, res.manifest, options)
+        d: Decision = decide(res, options)
         if d.look is None or self.looks[d.look - 1] != n:  # fewer usable boots than counted
             raise SpecabError(
                 f"look at {n} boots/arm found only {d.boots_per_arm} usable boots per arm",

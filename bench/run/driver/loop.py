@@ -28,13 +28,13 @@ from bench.run.boot import IMAGE_UNREAD, BootRequest, GateTicket, failed_record
 from bench.run.driver.dispatch import Dispatcher, InFlight, Place
 from bench.run.driver.duet_schedule import Pairing
 from bench.run.driver.elimination import SelectionRun
-from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
+from bench.run.driver.ledger import RunBooks, RunOptions
 from bench.run.driver.looks import SequentialRun
 from bench.run.driver.order import PlannedBoot, boot_seed
 from bench.run.driver.progress import Progress, Running
 from bench.run.driver.repeat_guard import RepeatGuard, stop_message
 from bench.run.placement import AttemptSpec, TaskResult
-from bench.store import ResultsWriter, atomic_write_bytes
+from bench.store import atomic_write_bytes
 
 CANCEL_GRACE_S = 30.0
 # Attempt errors that mean the node is gone (a dead node's raylet, a node Ray has removed).
@@ -78,10 +78,8 @@ class RunLoop:
         spec: Experiment,
         spec_file: Path,
         opts: RunOptions,
+        books: RunBooks,
         *,
-        writer: ResultsWriter,
-        ledger: Ledger,
-        summary: RunSummary,
         progress: Progress,
         dispatch: Dispatcher,
         seq: SequentialRun | SelectionRun | None,
@@ -89,7 +87,7 @@ class RunLoop:
         import ray
 
         self.spec, self.opts = spec, opts
-        self.writer, self.ledger, self.summary = writer, ledger, summary
+        self.writer, self.ledger, self.summary = books.writer, books.ledger, books.summary
         self.progress, self.dispatch, self.seq = progress, dispatch, seq
         self.spec_file = _task_spec_file(spec_file)
         self.driver_node = str(ray.get_runtime_context().get_node_id())
@@ -98,7 +96,7 @@ class RunLoop:
         self.tries: Counter[tuple[str, int]] = Counter()  # attempts in this run
         duets = opts.duets and dispatch.duets_possible()
         self.pairing = Pairing(spec.experiment.baseline or "") if duets else None
-        self.repeat = RepeatGuard(arm for arm, boots in ledger.ok.items() if boots)
+        self.repeat = RepeatGuard(arm for arm, boots in books.ledger.ok.items() if boots)
 
     def run(self, todo: deque[PlannedBoot]) -> None:
         t_loop = time.monotonic()

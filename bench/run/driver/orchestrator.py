@@ -30,7 +30,7 @@ from bench.experiment import Preflight, build_manifest, load_spec, preflight, re
 from bench.records import Manifest
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.elimination import SelectionRun
-from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
+from bench.run.driver.ledger import Ledger, RunBooks, RunOptions, RunSummary
 from bench.run.driver.looks import SequentialRun
 from bench.run.driver.loop import RunLoop
 from bench.run.driver.order import PlannedBoot, missing_boots, plan_order
@@ -235,9 +235,7 @@ class Driver:
                     self.spec,
                     self.spec_file,
                     self.opts,
-                    writer=writer,
-                    ledger=ledger,
-                    summary=summary,
+                    RunBooks(writer, ledger, summary),
                     progress=progress,
                     dispatch=dispatch,
                     seq=seq,

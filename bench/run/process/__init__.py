@@ -14,6 +14,7 @@ from bench.run.process.member_process import (
     CAUSE_LINES,
     LINGER_LIMIT_S,
     MemberProcess,
+    TreeSettings,
     container_exists,
 )
 from bench.run.process.procfs import descendants, group_members, log_tail
@@ -23,8 +24,8 @@ from bench.run.process.server_for_boot import LocalMembers, MemberLauncher, Serv
 
 __all__ = [
     "CAUSE_LINES", "LINGER_LIMIT_S", "BootGuard", "GangServer", "LocalMembers",
-    "MemberLauncher", "MemberProcess",
-    "MemberStart", "ServerProcess", "ServerSetup", "Watch", "cause_context", "clean_up",
+    "MemberLauncher", "MemberProcess", "MemberStart", "ServerProcess", "ServerSetup",
+    "TreeSettings", "Watch", "cause_context", "clean_up",
     "container_exists", "descendants", "exception_line", "exit_problem", "free_port",
     "group_members", "log_tail", "make_server", "read_recorded", "root_cause", "start_member",
     "summarize_tail",

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.experiment import ContainerRef
-from bench.run.process.lifecycle import Plan, Watch
-from bench.run.process.member_process import MemberProcess
+from bench.run.process.lifecycle import Plan
+from bench.run.process.member_process import MemberProcess, TreeSettings
 from bench.run.process.procfs import descendants, group_members, log_tail
 from bench.run.process.root_cause import summarize_tail
 
@@ -55,25 +54,13 @@ class ServerProcess(MemberProcess):
         plan: Plan,
         log_path: Path,
         *,
-        host: str = "127.0.0.1",
         ready_timeout_s: float,
-        stop_grace_s: float = 10.0,
+        host: str = "127.0.0.1",
         extra_args: Sequence[str] = (),
-        cwd: Path | None = None,
-        on_started: Callable[[int, int], None] | None = None,
         poll_interval_s: float = 0.5,
-        watch: Watch | None = None,
-        container: ContainerRef | None = None,
+        how: TreeSettings = TreeSettings(),
     ) -> None:
-        super().__init__(
-            plan,
-            log_path,
-            stop_grace_s=stop_grace_s,
-            cwd=cwd,
-            on_started=on_started,
-            watch=watch,
-            container=container,
-        )
+        super().__init__(plan, log_path, how)
         self.host = host
         self.ready_timeout_s = ready_timeout_s
         self.extra_args = list(extra_args)

@@ -34,7 +34,7 @@ from bench.experiment import (
 )
 from bench.run.process.api_server import MAX_PORT_RETRIES, ServerProcess, free_port
 from bench.run.process.lifecycle import Lifecycle, Watch
-from bench.run.process.member_process import MemberProcess
+from bench.run.process.member_process import MemberProcess, TreeSettings
 from bench.run.process.root_cause import summarize_tail
 
 MONITOR_INTERVAL_S = 1.0
@@ -85,9 +85,7 @@ def start_member(
         labels={"specab.boot": ms.boot_id, "specab.member": str(ms.rank)},
         cwd=str(cwd),
     )
-    proc = MemberProcess(
-        cmd,
-        log,
+    how = TreeSettings(
         stop_grace_s=ms.stop_grace_s,
         cwd=cwd,
         watch=watch,
@@ -95,6 +93,7 @@ def start_member(
         role=f"gang member {ms.rank}",
         remove_cwd=True,
     )
+    proc = MemberProcess(cmd, log, how)
     proc.launch([*cmd.argv, *ms.extra_args])
     return proc, plan
 

@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -60,32 +61,33 @@ def container_exists(ref: ContainerRef) -> bool:
 _Stopping = tuple["subprocess.Popen[bytes]", float, "subprocess.Popen[bytes] | None"]
 
 
+@dataclass(frozen=True)
+class TreeSettings:
+    """How one process tree is run and stopped, beside its command and log."""
+
+    stop_grace_s: float = 10.0  # SIGTERM (or the container's stop) -> SIGKILL
+    cwd: Path | None = None  # None: a fresh empty directory (`python -m` puts cwd on sys.path)
+    on_started: Callable[[int, int], None] | None = None  # (pid, pgid) once launched
+    watch: Watch | None = None  # the boot's reaper, told of the group and the container
+    container: ContainerRef | None = None  # the tree runs in this container
+    role: str = "server"  # how errors name it: "server", "gang member 1"
+    remove_cwd: bool = False  # `cwd` is the tree's own: removed after the stop
+
+
 class MemberProcess(Lifecycle):
     """One process tree of a boot (a server or a gang member). Use `stop()` on every path."""
 
-    def __init__(
-        self,
-        plan: Plan,
-        log_path: Path,
-        *,
-        stop_grace_s: float = 10.0,
-        cwd: Path | None = None,
-        on_started: Callable[[int, int], None] | None = None,
-        watch: Watch | None = None,
-        container: ContainerRef | None = None,
-        role: str = "server",
-        remove_cwd: bool = False,
-    ) -> None:
+    def __init__(self, plan: Plan, log_path: Path, how: TreeSettings = TreeSettings()) -> None:
         self.plan = plan
-        self.role = role  # how errors name it: "server", "gang member 1"
+        self.role = how.role
         self.log_path = Path(log_path)
-        self.stop_grace_s = stop_grace_s
-        self.container = container
-        self._cwd = cwd
-        self._own_cwd: Path | None = cwd if remove_cwd else None  # removed after the stop
+        self.stop_grace_s = how.stop_grace_s
+        self.container = how.container
+        self._cwd = how.cwd
+        self._own_cwd: Path | None = how.cwd if how.remove_cwd else None  # removed after stop
         self._ipc_dir: Path | None = None  # vLLM's sockets (RPC_ENV), removed after the stop
-        self._on_started = on_started
-        self._watch = watch
+        self._on_started = how.on_started
+        self._watch = how.watch
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
         self._log_start = 0

@@ -26,6 +26,7 @@ from bench.run.node import member_log_name
 from bench.run.process.api_server import ServerProcess, free_port
 from bench.run.process.gang import GangServer, LocalMember, MemberHandle, MemberStart
 from bench.run.process.lifecycle import Watch
+from bench.run.process.member_process import TreeSettings
 
 
 class MemberLauncher(Protocol):
@@ -109,14 +110,16 @@ def make_server(
     head = ServerProcess(
         cmd,
         s.log_file,
-        host=s.host,
         ready_timeout_s=s.ready_timeout_s,
-        stop_grace_s=s.stop_grace_s,
+        host=s.host,
         extra_args=s.extra_args,
-        cwd=s.cwd,
-        on_started=on_started,
-        watch=watch,
-        container=cmd.container,
+        how=TreeSettings(
+            stop_grace_s=s.stop_grace_s,
+            cwd=s.cwd,
+            on_started=on_started,
+            watch=watch,
+            container=cmd.container,
+        ),
     )
     if plan.nodes == 1:
         return head

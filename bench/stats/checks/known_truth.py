@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import numpy as np
-import pandas as pd
 from scipy.stats import binomtest
 
+from bench.records import Results
 from bench.stats.schema import (
     Analysis,
     ComparisonCheck,
@@ -118,9 +118,10 @@ def _comparisons(analysis: Analysis, rates: Mapping[str, Sequence[float]]) -> li
 
 
 def count_checks(
-    probes: pd.DataFrame, boots: pd.DataFrame, rates: Mapping[str, Sequence[float]], alpha: float
+    results: Results, rates: Mapping[str, Sequence[float]], alpha: float
 ) -> list[CountCheck]:
     """Exact binomial tests of every arm's pooled counts against its configured rates."""
+    probes, boots = results.probes, results.boots
     ok = set(boots.loc[boots["status"] == "ok", "boot_id"])
     rows = probes[probes["boot_id"].isin(ok)]
     tests = []

@@ -10,11 +10,10 @@ from itertools import combinations
 from math import comb
 
 import numpy as np
-import pandas as pd
 from numpy.typing import NDArray
 
 from bench.errors import SpecabError
-from bench.records import ALL_METRICS, SPEED_METRIC, Manifest
+from bench.records import ALL_METRICS, SPEED_METRIC, Results
 from bench.stats.inputs import (
     AnalysisOptions,
     ArmData,
@@ -30,9 +29,7 @@ Idx = NDArray[np.int64]
 
 
 def split_arm(
-    probes: pd.DataFrame,
-    boots: pd.DataFrame,
-    manifest: Manifest,
+    results: Results,
     arm: str,
     options: AnalysisOptions = AnalysisOptions(),
     *,
@@ -43,11 +40,13 @@ def split_arm(
     check): how often is a difference claimed where there is none? All splits go through
     the product's family at once (one batch axis). `options`: alpha, margins and the seed
     of the splits drawn when there are more than `max_splits`; no baseline or looks."""
-    arms = arm_names(manifest, boots)
-    s = resolve_settings(manifest, arms, replace(options, baseline=None, looks=None), source)
+    arms = arm_names(results.manifest, results.boots)
+    s = resolve_settings(
+        results.manifest, arms, replace(options, baseline=None, looks=None), source
+    )
     if arm not in arms:
         raise SpecabError(f"no arm named {arm!r}", field="split_arm", fix=f"use one of {arms}")
-    ad = arm_data(probes, boots, [arm], source).arms[arm]
+    ad = arm_data(results.probes, results.boots, [arm], source).arms[arm]
     b = ad.n_boots
     if b < 4:
         raise SpecabError(

@@ -8,10 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from bench.errors import SpecabError
-from bench.records import ALL_METRICS, Manifest
+from bench.records import ALL_METRICS, Results
 from bench.stats.compare.duets import duet_pairs
 from bench.stats.compare.families import Row, estimates, family_rows
 from bench.stats.compare.hosts import host_adjusted_pairs
@@ -38,28 +37,24 @@ from bench.stats.schema import Decision, SequentialRow
 
 
 def prepare(
-    probes: pd.DataFrame,
-    boots: pd.DataFrame,
-    manifest: Manifest,
+    results: Results,
     options: AnalysisOptions,
     source: str | None = None,
 ) -> tuple[list[str], Settings, Dataset]:
     """Arms, resolved settings and the per-arm data on the common prompts."""
-    arms = arm_names(manifest, boots)
-    settings = resolve_settings(manifest, arms, options, source)
-    return arms, settings, arm_data(probes, boots, arms, source)
+    arms = arm_names(results.manifest, results.boots)
+    settings = resolve_settings(results.manifest, arms, options, source)
+    return arms, settings, arm_data(results.probes, results.boots, arms, source)
 
 
 def decide(
-    probes: pd.DataFrame,
-    boots: pd.DataFrame,
-    manifest: Manifest,
+    results: Results,
     options: AnalysisOptions = AnalysisOptions(),
     source: str | None = None,
 ) -> Decision:
     """Sequential decision at the current look (`options.looks`, else the manifest's):
     stop (decided) or continue (add boots)."""
-    arms, s, ds = prepare(probes, boots, manifest, options, source)
+    arms, s, ds = prepare(results, options, source)
     if not s.looks:
         raise SpecabError("no sequential looks planned", field="looks", fix="plan e.g. 3,6,10")
     _, decision = primary(ds.arms, arms, s, options.prior or Prior())
