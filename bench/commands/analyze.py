@@ -139,7 +139,7 @@ def analyze(
     out_fmt = "json" if as_json else fmt
     gate = _fail_on(fail_on)
     results_dir_not_spec(results_dir)
-    results = load_results(results_dir)
+    results = load_results(results_dir, stats.PROBE_COLUMNS)
     src = str(results_dir)
     with as_flags():
         options = stats.AnalysisOptions(

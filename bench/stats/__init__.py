@@ -18,7 +18,7 @@ from bench.stats.checks import check_selftest, count_checks, split_arm
 from bench.stats.compare import decide, level_name
 from bench.stats.describe import pooled_ratios
 from bench.stats.gate import boots_for_gate, gate_check
-from bench.stats.inputs import AnalysisOptions, Prior
+from bench.stats.inputs import PROBE_COLUMNS, AnalysisOptions, Prior
 from bench.stats.methods import VERDICTS
 from bench.stats.plan import plan_from_results, prior_from_results
 from bench.stats.schema import (
@@ -37,7 +37,8 @@ from bench.stats.schema import (
 from bench.stats.select import selection_dropped
 
 __all__ = [
-    "COMPARISON_KEYS", "VERDICTS", "Analysis", "AnalysisOptions", "BootMetrics", "Comparison",
+    "COMPARISON_KEYS", "PROBE_COLUMNS", "VERDICTS", "Analysis", "AnalysisOptions", "BootMetrics",
+    "Comparison",
     "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "Prior", "Selection",
     "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_selftest",
     "count_checks", "decide", "gate_check", "level_name", "per_boot", "plan_from_results",

@@ -86,9 +86,17 @@ def _checked(
         check(whole, where)  # a failure no single file shows (none known): still refused
 
 
-def _frame(whole: pd.DataFrame | None, schema: pa.Schema, record: type[BaseModel]) -> pd.DataFrame:
-    """One frame. Additive columns a writer (an older specab, another tool) left out take the
-    record's default (e.g. `speculative` True, `members` 1), else null."""
+def _frame(
+    whole: pd.DataFrame | None,
+    schema: pa.Schema,
+    record: type[BaseModel],
+    columns: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """One frame (of `columns` only, where given). Additive columns a writer (an older
+    specab, another tool) left out take the record's default (e.g. `speculative` True,
+    `members` 1), else null."""
+    if columns is not None:
+        schema = pa.schema([f for f in schema if f.name in set(columns)])
     df = schema.empty_table().to_pandas() if whole is None else whole
     if not isinstance(df.index, pd.RangeIndex) or df.index.start != 0 or df.index.step != 1:
         df = df.reset_index(drop=True)
@@ -126,9 +134,12 @@ def load_boots(root: str | Path) -> pd.DataFrame:
     return boots
 
 
-def load_results(root: str | Path) -> Results:
+def load_results(root: str | Path, probe_columns: Sequence[str] | None = None) -> Results:
     """Load manifest, every boot attempt and the probes of ok boots. Refuses (SpecabError)
-    unreadable or impossible data and an arm whose ok boots ran different versions."""
+    unreadable or impossible data and an arm whose ok boots ran different versions.
+    `probe_columns`: read only these probe columns (what a reader uses: `analyze` on 10^6
+    probe rows leaves the output hashes and server timings on disk); the checked ones are
+    always read."""
     root = Path(root)
     if not root.is_dir():
         raise SpecabError(
@@ -143,7 +154,12 @@ def load_results(root: str | Path) -> Results:
     k_of = dict(zip(ok_rows["boot_id"], ok_rows["num_speculative_tokens"].fillna(0), strict=True))
     # orphans (probes of a boot without a row: a crash) are ignored
     ids = {str(b) for b in ok_ids}
-    whole, files = _one_frame(read_dir(root / "probes"), ids, arrow_lists=True)
+    wanted = (
+        None
+        if probe_columns is None
+        else list(dict.fromkeys([*PROBE_REQUIRED, *COUNTS, *probe_columns]))
+    )
+    whole, files = _one_frame(read_dir(root / "probes", wanted), ids, arrow_lists=True)
 
     def of_ok_boots(df: pd.DataFrame, path: Path) -> None:
         if "boot_id" in df.columns and not (mine := df["boot_id"].isin(ok_ids)).all():
@@ -151,9 +167,12 @@ def load_results(root: str | Path) -> Results:
         check_probes(df, path, k_of)
 
     _checked(files, whole, PROBE_REQUIRED, of_ok_boots, root / "probes")
-    probes = _frame(whole, PROBE_SCHEMA, ProbeRecord)
+    probes = _frame(whole, PROBE_SCHEMA, ProbeRecord, wanted)
     if len(boots):
         boots = boots.sort_values(["order", "arm", "boot", "attempt"], kind="stable").reset_index(
             drop=True
         )
+    # the decoded files and the conversion's temporaries are freed by now: hand the pages
+    # back, or the peak of the load stays resident beside everything that follows it
+    pa.default_memory_pool().release_unused()
     return Results(root=root, manifest=manifest, boots=boots, probes=probes)

@@ -338,3 +338,14 @@ def test_plan_sizes_a_speed_question_and_never_costs_more_than_now(
     for p in (plan, big):
         if p.get("seconds_per_arm_at_optimum") is not None:
             assert p["seconds_per_arm_at_optimum"] <= p["seconds_per_arm_now"]
+
+
+def test_analyze_reads_only_the_probe_columns_it_uses_and_answers_the_same(results: Path) -> None:
+    from bench import stats
+    from bench.store import load_results
+
+    full, lean = load_results(results), load_results(results, stats.PROBE_COLUMNS)
+    assert {"output_sha256", "ttft_s"} <= set(full.probes.columns)
+    assert not {"output_sha256", "ttft_s"} & set(lean.probes.columns)
+    opts = AnalysisOptions(n_resamples=200)
+    assert stats.analyze(lean, opts).to_json() == stats.analyze(full, opts).to_json()

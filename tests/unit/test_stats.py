@@ -494,3 +494,20 @@ def test_the_optimum_allocation_never_costs_more_than_todays(p_star: float) -> N
         assert (
             p.note is not None and "add prompts to the probe sets or raise probes.passes" in p.note
         )
+
+
+def test_resampling_weights_drawn_in_blocks_are_the_stream_of_one_draw() -> None:
+    """The pigeonhole weights are drawn a block at a time to bound memory; they are the
+    counts one int64 draw of every index gives, and the arms' draws follow in order."""
+    from bench.stats.methods import pigeonhole_weights
+
+    n_p, boots, m = 1100, [5, 7], 600  # more than one block of rows, odd sizes
+    wp, wb = pigeonhole_weights(n_p, boots, m, np.random.default_rng(3))
+    ref = np.random.default_rng(3)
+
+    def counts(n: int) -> np.ndarray:
+        idx = ref.integers(0, n, (m, n))
+        return np.stack([np.bincount(row, minlength=n) for row in idx])
+
+    assert np.array_equal(wp, counts(n_p)) and wp.dtype == np.float32
+    assert all(np.array_equal(w, counts(b)) for w, b in zip(wb, boots, strict=True))

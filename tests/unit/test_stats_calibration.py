@@ -237,8 +237,8 @@ def test_pigeonhole_interval_covers_the_new_prompts_difference() -> None:
         ej = estimate(a[1].sum(axis=1), d[1].sum(axis=1))
         f = family([(ei, ej, 0.005)], ALPHA)
         wp, wb = pigeonhole_weights(100, [5, 5], 1000, rng)
-        si = pigeonhole_ratios([a[0]], d[0], wp, wb[0])[0]
-        sj = pigeonhole_ratios([a[1]], d[1], wp, wb[1])[0]
+        si = pigeonhole_ratios([a[0]], d[0], wp, next(wb))[0]
+        sj = pigeonhole_ratios([a[1]], d[1], wp, next(wb))[0]
         lo, hi = pigeonhole_interval(float(f.diff[0]), sj - si, float(f.df[0]), ALPHA)
         primary += bool(f.lo[0] <= truth <= f.hi[0])
         pigeon += bool(lo <= truth <= hi)

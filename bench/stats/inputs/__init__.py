@@ -6,6 +6,7 @@ baseline, alpha, margins on each metric's scale, looks, primary family, a prior 
 
 from bench.stats.inputs.co_runs import corun_groups
 from bench.stats.inputs.dataset import ArmData, Dataset, arm_data, boot_values, failed_counts
+from bench.stats.inputs.probe_attributes import PROBE_COLUMNS
 from bench.stats.inputs.settings import (
     AnalysisOptions,
     Prior,
@@ -18,7 +19,8 @@ from bench.stats.inputs.settings import (
 )
 
 __all__ = [
-    "AnalysisOptions", "ArmData", "Dataset", "Prior", "Settings", "arm_data", "arm_names",
+    "PROBE_COLUMNS", "AnalysisOptions", "ArmData", "Dataset", "Prior", "Settings", "arm_data",
+    "arm_names",
     "boot_values", "check_margin", "corun_groups", "effect_scale", "failed_counts",
     "margin_for", "resolve_settings",
 ]  # fmt: skip

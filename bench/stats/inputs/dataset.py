@@ -9,6 +9,7 @@ them would say something about the prompts, not the arms.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -157,10 +158,33 @@ class _Rows:
     boots: list[str]
 
 
+def _rows_where(df: pd.DataFrame, mask: pd.Series | NDArray[np.bool_]) -> pd.DataFrame:
+    """The rows where `mask` holds: the frame itself where it holds on every row (a copy of
+    10^6 probe rows is ~200 MB, and the usual case keeps them all)."""
+    keep = np.asarray(mask, dtype=bool)
+    return df if keep.all() else df[keep]
+
+
+def _prompt_keys(pr: pd.DataFrame) -> tuple[NDArray[np.int64], NDArray[Any]]:
+    """Each row's prompt as a code into the distinct "probe_set/probe_id" keys: the text is
+    built once per distinct prompt, not per row (10^6 rows: ~70 MB of strings)."""
+    s_codes, s_uniques = pd.factorize(pr["probe_set"].astype(str))
+    i_codes, i_uniques = pd.factorize(pr["probe_id"].astype(str))
+    sets, ids = [str(x) for x in s_uniques], [str(x) for x in i_uniques]
+    width = max(len(ids), 1)
+    codes, pairs = pd.factorize(s_codes.astype(np.int64) * width + i_codes)
+    keys = [f"{sets[int(p) // width]}/{ids[int(p) % width]}" for p in pairs]
+    return codes.astype(np.int64), np.array(keys, dtype=object)
+
+
 def _common_keys(
-    pr: pd.DataFrame, key: pd.Series, ok: pd.DataFrame, source: str | None
-) -> tuple[pd.Index, list[str]]:
-    """Keys every ok boot with probes has; errors for sets that differ within an arm."""
+    pr: pd.DataFrame,
+    key: NDArray[np.int64],
+    key_names: NDArray[Any],
+    ok: pd.DataFrame,
+    source: str | None,
+) -> tuple[NDArray[np.int64], list[str]]:
+    """Key codes every ok boot with probes has; errors for sets that differ within an arm."""
     # each boot's probe sets, named "a+b": distinct (boot, set) pairs first, then one join
     # per boot (a lambda per boot over its rows cost 1.5 s at 1,000 boots x 1,000 probes)
     pairs = pr[["boot_id", "probe_set"]].astype(str).drop_duplicates()
@@ -178,8 +202,8 @@ def _common_keys(
                 fix="rerun the arm's boots on one probe set (a resumed run must keep its sets)",
             )
     n_boots = sets.size
-    per_key = pd.Series(pr["boot_id"].to_numpy()).groupby(key.to_numpy()).nunique()
-    common = per_key.index[per_key.to_numpy() == n_boots]
+    per_key = pd.Series(pr["boot_id"].to_numpy()).groupby(key).nunique()
+    common = per_key.index.to_numpy()[per_key.to_numpy() == n_boots]
     if len(common) == 0:
         what = "; ".join(f"{a}: {'/'.join(sorted(s))}" for a, s in sorted(per_arm.items()))
         raise SpecabError(
@@ -189,7 +213,7 @@ def _common_keys(
             fix="compare arms that ran the same probe set",
         )
     notes = []
-    left = per_key.index[per_key.to_numpy() < n_boots]
+    left = pd.Index(key_names[per_key.index.to_numpy()[per_key.to_numpy() < n_boots]])
     if len(left):
         by_set = pd.Series(left.str.split("/", n=1).str[0]).value_counts().sort_index()
         listed = ", ".join(f"{n} of {s}" for s, n in by_set.items())
@@ -207,14 +231,19 @@ def arm_data(
     drafts there is an error (speculative decoding did not run)."""
     ok = boots[boots["status"] == "ok"] if len(boots) else boots
     ok = ok[ok["arm"].isin(arms)] if len(ok) else ok
-    pr = probes[probes["boot_id"].isin(set(ok["boot_id"]))] if len(ok) else probes.iloc[:0]
-    key = pr["probe_set"].astype(str) + "/" + pr["probe_id"].astype(str)
+    pr = _rows_where(probes, probes["boot_id"].isin(set(ok["boot_id"]))) if len(ok) else probes[:0]
+    key, names = _prompt_keys(pr)
     notes: list[str] = []
     if len(pr):
-        common, notes = _common_keys(pr, key, ok, source)
-        keep = key.isin(common).to_numpy()
-        pr, key = pr[keep], key[keep]
-    p_codes, p_uniques = pd.factorize(key, sort=True)
+        common, notes = _common_keys(pr, key, names, ok, source)
+        keep = np.isin(key, common)
+        pr, key = _rows_where(pr, keep), key[keep]
+    # the compared prompts in key order, each row's column among them
+    used = np.unique(key)
+    p_uniques = sorted(names[used].tolist())
+    column_of = np.empty(len(names), dtype=np.int64)
+    column_of[used] = pd.Index(p_uniques).get_indexer(names[used])
+    p_codes = column_of[key]
     if len(pr):
         lengths = list_lengths(pr["accepted_per_pos"])
         per_pos = list_matrix(pr["accepted_per_pos"])

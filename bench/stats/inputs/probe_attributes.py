@@ -15,6 +15,14 @@ from bench.records import list_lengths, list_matrix
 
 F = NDArray[np.float64]
 
+# The probe columns the statistics read: a loader may leave the rest on disk (the output
+# hashes, prompt tokens and server timings: 10^6 rows of them cost `analyze` ~130 MB).
+PROBE_COLUMNS = (
+    "arm", "boot", "boot_id", "probe_set", "probe_id", "category", "pass_index",
+    "num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_pos",
+    "acceptance_histogram", "drafted_per_pos", "completion_tokens", "latency_s",
+)  # fmt: skip
+
 
 def speculative_arms(ok: pd.DataFrame, arms: Sequence[str], source: str | None) -> dict[str, bool]:
     """Arm -> its ok boots ran speculative decoding (the boots' `speculative` column; files
