@@ -64,6 +64,7 @@ def check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
         raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{shown}: {what}")
 
 
+_BLOCK = 1 << 16  # rows checked at once (10^6 probe rows at once held ~150 MB of temporaries)
 _WHATS = (
     "holds a null or negative count",
     "A_0 exceeds num_drafts",
@@ -82,17 +83,19 @@ def _first_bad_counts(
     acc_all = df["num_accepted_tokens"].to_numpy(dtype="float64")
     found: dict[int, int] = {}  # check index -> first row
     for width in np.unique(n[speculative]):
-        rows = np.flatnonzero(speculative & (n == width))
-        a = list_matrix(lists.iloc[rows], int(width), np.float64)
-        checks = (
-            (~np.isfinite(a) | (a < 0)).any(axis=1),
-            a[:, 0] > d_all[rows],
-            (np.diff(a, axis=1) > 0).any(axis=1),
-            a.sum(axis=1) != acc_all[rows],
-        )
-        for j, bad in enumerate(checks):
-            if bad.any():
-                found[j] = min(found.get(j, len(n)), int(rows[np.argmax(bad)]))
+        same = np.flatnonzero(speculative & (n == width))
+        for lo in range(0, len(same), _BLOCK):  # a block at a time: bounded temporaries
+            rows = same[lo : lo + _BLOCK]
+            a = list_matrix(lists.iloc[rows], int(width), np.float64)
+            checks = (
+                (~np.isfinite(a) | (a < 0)).any(axis=1),
+                a[:, 0] > d_all[rows],
+                (np.diff(a, axis=1) > 0).any(axis=1),
+                a.sum(axis=1) != acc_all[rows],
+            )
+            for j, bad in enumerate(checks):
+                if bad.any():
+                    found[j] = min(found.get(j, len(n)), int(rows[np.argmax(bad)]))
     if not found:
         return None
     j = min(found)

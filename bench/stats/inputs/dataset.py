@@ -202,7 +202,8 @@ def _common_keys(
                 fix="rerun the arm's boots on one probe set (a resumed run must keep its sets)",
             )
     n_boots = sets.size
-    per_key = pd.Series(pr["boot_id"].to_numpy()).groupby(key).nunique()
+    # boots as codes: the ids as 10^6 Python strings cost ~100 MB at campaign scale
+    per_key = pd.Series(pd.factorize(pr["boot_id"])[0]).groupby(key).nunique()
     common = per_key.index.to_numpy()[per_key.to_numpy() == n_boots]
     if len(common) == 0:
         what = "; ".join(f"{a}: {'/'.join(sorted(s))}" for a, s in sorted(per_arm.items()))

@@ -105,7 +105,7 @@ def categories(pr: pd.DataFrame, p_codes: NDArray[np.integer], n_p: int) -> list
     """Each compared prompt's category (its first non-null value across rows), or None."""
     if "category" not in pr.columns or not len(pr):
         return [None] * n_p
-    first = pd.Series(pr["category"].to_numpy(), dtype=object).groupby(p_codes).first()
+    first = pr["category"].groupby(p_codes).first()  # as stored: no object per row
     return [None if pd.isna(v) else str(v) for v in first.reindex(range(n_p)).to_numpy()]
 
 
