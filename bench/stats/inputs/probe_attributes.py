@@ -81,7 +81,7 @@ def histograms(
     cells (B, P, K + 1); None unless every probe row of the arm has one of that length."""
     if k < 1 or "acceptance_histogram" not in pr.columns or not sel.any():
         return None
-    rows = pr["acceptance_histogram"][sel]
+    rows = _selected(pr["acceptance_histogram"], sel)
     if np.any(list_lengths(rows) != k + 1):
         return None
     return add_cells(shape, bi, pi, list_matrix(rows, k + 1).astype(np.float64))
@@ -95,10 +95,19 @@ def drafted_cells(
     counts; None unless every probe row of the arm has them with K entries."""
     if k < 1 or "drafted_per_pos" not in pr.columns or not sel.any():
         return None
-    rows = pr["drafted_per_pos"][sel]
+    rows = _selected(pr["drafted_per_pos"], sel)
     if np.any(list_lengths(rows) != k):
         return None
     return add_cells(shape, bi, pi, list_matrix(rows, k).astype(np.float64))
+
+
+def _selected(col: pd.Series, sel: NDArray[np.bool_]) -> pd.Series:
+    """`col[sel]`; a slice where the selected rows are contiguous (one arm's, as the loader
+    reads files in name order), which copies nothing (20 arms x 10^6 rows: 0.45 CPU-s)."""
+    idx = np.flatnonzero(sel)
+    if len(idx) and idx[-1] - idx[0] + 1 == len(idx):
+        return col.iloc[idx[0] : idx[-1] + 1]
+    return col[sel]
 
 
 def categories(pr: pd.DataFrame, p_codes: NDArray[np.integer], n_p: int) -> list[str | None]:
