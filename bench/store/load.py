@@ -47,6 +47,8 @@ def _one_frame(
     # stored as a column is not data.
     tables = [t.replace_schema_metadata(None) for _, t in parts]
     parts.clear()
+    if arrow_lists:
+        tables = [_narrow_lists(t) for t in tables]
     table = pa.concat_tables(tables, promote_options="permissive")
     del tables
     if boot_ids is not None and "boot_id" in table.column_names:
@@ -58,7 +60,25 @@ def _one_frame(
     # read through bench.records.count_lists
     mapper = _arrow_lists if arrow_lists else None
     frame = table.to_pandas(split_blocks=True, self_destruct=True, types_mapper=mapper)
+    del table
+    pa.default_memory_pool().release_unused()  # the decoded files' pages, before the checks
     return frame, columns
+
+
+def _narrow_lists(t: pa.Table) -> pa.Table:
+    """Per-position counts as int32 lists: the stored int64 at half the memory (10^6 probe
+    rows: 52 MB), read back as the same numbers. A file with a count beyond int32 keeps
+    its type (the files are concatenated at the wider one)."""
+    wide = [i for i, f in enumerate(t.schema) if f.type == pa.list_(pa.int64())]
+    if not wide:
+        return t
+    schema = t.schema
+    for i in wide:
+        schema = schema.set(i, schema.field(i).with_type(pa.list_(pa.int32())))
+    try:
+        return t.cast(schema)
+    except pa.ArrowInvalid:
+        return t
 
 
 def _arrow_lists(t: pa.DataType) -> pd.ArrowDtype | None:

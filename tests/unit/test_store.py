@@ -111,6 +111,31 @@ def test_round_trip_keeps_contract_types(tmp_path: Path) -> None:
     assert not list((tmp_path / "exp").rglob("*.tmp"))
 
 
+def test_counts_load_as_narrow_lists_and_a_count_beyond_int32_keeps_its_width(
+    tmp_path: Path,
+) -> None:
+    """The per-position counts are held as int32 lists in memory (half of the stored int64 at
+    campaign scale), the same numbers; a file with a count int32 cannot hold keeps int64."""
+    w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
+    w.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
+    huge = 3 * 2**31
+    rows = [
+        p.model_copy(update={"num_drafts": huge, "num_accepted_tokens": huge + 1,
+                             "accepted_per_pos": (huge, 1)})
+        for p in _probe_rows("b", 0)
+    ]  # fmt: skip
+    w.write_boot(_boot_row("b", 0), rows)
+    res = store.load_results(tmp_path / "exp")
+    lists = res.probes["accepted_per_pos"]
+    assert [list(x) for x in lists] == [[4, 2], [4, 2], [huge, 1], [huge, 1]]
+    narrow = store.load_results(tmp_path / "exp", ["accepted_per_pos"]).probes
+    w2 = store.ResultsWriter.create(tmp_path / "small", MANIFEST)
+    w2.write_boot(_boot_row("a", 0), _probe_rows("a", 0))
+    small = store.load_results(tmp_path / "small").probes["accepted_per_pos"]
+    assert small.dtype.pyarrow_dtype == pa.list_(pa.int32())
+    assert narrow["accepted_per_pos"].dtype.pyarrow_dtype == pa.list_(pa.int64())
+
+
 def test_failed_attempt_has_no_probe_file_and_is_excluded(tmp_path: Path) -> None:
     w = store.ResultsWriter.create(tmp_path / "exp", MANIFEST)
     w.write_boot(_boot_row("a", 0, attempt=1, status="failed"))

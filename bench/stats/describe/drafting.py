@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from bench.stats.inputs import ArmData
 from bench.stats.schema import DraftLengthShare
 
@@ -21,14 +23,16 @@ def drafted_shares(ad: ArmData) -> list[float] | None:
     if ad.drafted is None:
         return None
     d = float(ad.drafts.sum())
-    return [float(x) / d if d else float("nan") for x in ad.drafted.sum(axis=(0, 1))]
+    return [
+        float(x) / d if d else float("nan") for x in ad.drafted.sum(axis=(0, 1), dtype=np.float64)
+    ]
 
 
 def draft_lengths(ad: ArmData) -> list[DraftLengthShare]:
     """Verify steps by tokens drafted (0..K): drafted_(j-1) - drafted_j steps drafted j."""
     if ad.drafted is None or not ad.speculative:
         return []
-    reach = [float(ad.drafts.sum()), *ad.drafted.sum(axis=(0, 1)).tolist(), 0.0]
+    reach = [float(ad.drafts.sum()), *ad.drafted.sum(axis=(0, 1), dtype=np.float64).tolist(), 0.0]
     total = reach[0]
     return [
         DraftLengthShare(drafted=j, share=(reach[j] - reach[j + 1]) / total if total else None)

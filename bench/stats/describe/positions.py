@@ -67,7 +67,7 @@ def drafted_band(ad: ArmData, alpha: float) -> PositionBand | None:
     position no step drafted has no estimate (NaN)."""
     if ad.drafted is None:
         return None
-    num, den = ad.per_pos.sum(axis=1), ad.drafted.sum(axis=1)  # (B, K)
+    num, den = ad.per_pos.sum(axis=1), ad.drafted.sum(axis=1, dtype=np.float64)  # (B, K)
     k = min(num.shape[1], den.shape[1])
     return reached_band(num[:, :k], den[:, :k], alpha)
 

@@ -60,7 +60,7 @@ def step_counts(ad: ArmData) -> tuple[F, str] | None:
     if not ad.speculative or ad.n_boots == 0 or ad.positions == 0:
         return None
     if ad.hist is not None:
-        return ad.hist.sum(axis=1), "histogram"
+        return ad.hist.sum(axis=1, dtype=np.float64), "histogram"
     cum = ad.per_pos.sum(axis=1)  # (B, K)
     prev = np.concatenate([ad.drafts.sum(axis=1)[:, None], cum], axis=1)
     nxt = np.concatenate([cum, np.zeros((cum.shape[0], 1))], axis=1)

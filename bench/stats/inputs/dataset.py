@@ -29,6 +29,7 @@ from bench.stats.inputs.probe_attributes import (
 )
 
 F = NDArray[np.float64]
+C = NDArray[np.float32]  # whole counts held exactly (hist, drafted): sum with dtype=np.float64
 
 
 @dataclass(frozen=True)
@@ -45,8 +46,8 @@ class ArmData:
     order: list[int] = field(default_factory=list)
     completion: F | None = None  # (B, P) completion tokens
     latency: F | None = None  # (B, P) request seconds
-    hist: F | None = None  # (B, P, K + 1) per-request accepted-length histogram, if complete
-    drafted: F | None = None  # (B, P, K) steps drafting >= k + 1 tokens, if every row has it
+    hist: C | None = None  # (B, P, K + 1) per-request accepted-length histogram, if complete
+    drafted: C | None = None  # (B, P, K) steps drafting >= k + 1 tokens, if every row has it
     draft_tokens: F | None = None  # (B, P) draft tokens proposed
     speculative: bool = True
     concurrency: int = 1
@@ -71,7 +72,7 @@ class ArmData:
     def columns(self, idx: NDArray[np.int64]) -> ArmData:
         """These prompts only (a category's or a probe set's), every boot."""
 
-        def cut(x: F | None) -> F | None:
+        def cut(x: Any) -> Any:  # an optional cell array (float64, or float32 counts)
             return None if x is None else x[:, idx]
 
         return replace(
@@ -107,7 +108,7 @@ class ArmData:
     def subset(self, idx: list[int], name: str | None = None) -> ArmData:
         """These boots only (sequential looks take the first n; the split check halves)."""
 
-        def cut(x: F | None) -> F | None:
+        def cut(x: Any) -> Any:  # an optional cell array (float64, or float32 counts)
             return None if x is None else x[idx]
 
         return replace(
@@ -159,8 +160,7 @@ class _Rows:
 
 
 def _rows_where(df: pd.DataFrame, mask: pd.Series | NDArray[np.bool_]) -> pd.DataFrame:
-    """The rows where `mask` holds: the frame itself where it holds on every row (a copy of
-    10^6 probe rows is ~200 MB, and the usual case keeps them all)."""
+    """The rows where `mask` holds; the frame itself where that is every row (no copy)."""
     keep = np.asarray(mask, dtype=bool)
     return df if keep.all() else df[keep]
 

@@ -76,7 +76,7 @@ def add_cells(
 def histograms(
     pr: pd.DataFrame, sel: NDArray[np.bool_], bi: NDArray[np.integer], pi: NDArray[np.integer],
     shape: tuple[int, int], k: int,
-) -> F | None:  # fmt: skip
+) -> NDArray[np.float32] | None:  # fmt: skip
     """Per-request accepted-length histograms (K + 1 bins: verify steps accepting 0..K) as
     cells (B, P, K + 1); None unless every probe row of the arm has one of that length."""
     if k < 1 or "acceptance_histogram" not in pr.columns or not sel.any():
@@ -84,13 +84,19 @@ def histograms(
     rows = _selected(pr["acceptance_histogram"], sel)
     if np.any(list_lengths(rows) != k + 1):
         return None
-    return add_cells(shape, bi, pi, list_matrix(rows, k + 1).astype(np.float64))
+    return _counts(add_cells(shape, bi, pi, list_matrix(rows, k + 1).astype(np.float64)))
+
+
+def _counts(cells: F) -> NDArray[np.float32]:
+    """Whole counts, exact in float32 (below 2**24 per cell), at half the memory: summed in
+    float64 by whoever reads them (`ArmData.hist`, `.drafted`)."""
+    return cells.astype(np.float32)
 
 
 def drafted_cells(
     pr: pd.DataFrame, sel: NDArray[np.bool_], bi: NDArray[np.integer], pi: NDArray[np.integer],
     shape: tuple[int, int], k: int,
-) -> F | None:  # fmt: skip
+) -> NDArray[np.float32] | None:  # fmt: skip
     """Steps that drafted >= k + 1 tokens as cells (B, P, K), from the per_step_drafted
     counts; None unless every probe row of the arm has them with K entries."""
     if k < 1 or "drafted_per_pos" not in pr.columns or not sel.any():
@@ -98,7 +104,7 @@ def drafted_cells(
     rows = _selected(pr["drafted_per_pos"], sel)
     if np.any(list_lengths(rows) != k):
         return None
-    return add_cells(shape, bi, pi, list_matrix(rows, k).astype(np.float64))
+    return _counts(add_cells(shape, bi, pi, list_matrix(rows, k).astype(np.float64)))
 
 
 def _selected(col: pd.Series, sel: NDArray[np.bool_]) -> pd.Series:
