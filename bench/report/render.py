@@ -129,9 +129,12 @@ def render_report(
 def write_report(results: Results, analysis: Analysis, out_dir: str | Path | None = None) -> Path:
     """Write report.md, report.html, analysis.json and the PNGs of an analysis already made;
     return the report.html path. Everything is rendered before the first file is written."""
-    if out_dir is None and results.root is None:  # a caller's mistake, not a user's input
+    if out_dir is not None:
+        out = Path(out_dir)
+    elif results.root is not None:
+        out = results.root / "report"
+    else:  # a caller's mistake, not a user's input
         raise ValueError("results built in memory have no directory: pass out_dir")
-    out = Path(out_dir) if out_dir is not None else Path(results.root or ".") / "report"
     figures = render_figures(build_figures(results, analysis))
     parts = sections(results, analysis)
     md = _markdown(results, analysis, parts, figures)

@@ -192,7 +192,4 @@ def load_results(root: str | Path, probe_columns: Sequence[str] | None = None) -
         boots = boots.sort_values(["order", "arm", "boot", "attempt"], kind="stable").reset_index(
             drop=True
         )
-    # the decoded files and the conversion's temporaries are freed by now: hand the pages
-    # back, or the peak of the load stays resident beside everything that follows it
-    pa.default_memory_pool().release_unused()
     return Results(root=root, manifest=manifest, boots=boots, probes=probes)

@@ -55,7 +55,6 @@ def check_probes(df: pd.DataFrame, path: Path, k_of: Mapping[str, int]) -> None:
         got = "missing" if n[i] < 0 else f"of length {n[i]}"
         raise _bad(path, df.iloc[i], "probes.accepted_per_pos", f"{got}, expected {want[i]}")
     plain = want == 0
-    del codes, k, want, bad  # 10^6 rows: ~30 MB the stacked check below can use
     _check_no_drafts(df[plain], path)
     first = _first_bad_counts(lists, n, ~plain, df)
     if first is not None:

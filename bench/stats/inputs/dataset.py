@@ -25,6 +25,7 @@ from bench.stats.inputs.probe_attributes import (
     concurrency,
     drafted_cells,
     histograms,
+    rows_where,
     speculative_arms,
 )
 
@@ -159,12 +160,6 @@ class _Rows:
     boots: list[str]
 
 
-def _rows_where(df: pd.DataFrame, mask: pd.Series | NDArray[np.bool_]) -> pd.DataFrame:
-    """The rows where `mask` holds; the frame itself where that is every row (no copy)."""
-    keep = np.asarray(mask, dtype=bool)
-    return df if keep.all() else df[keep]
-
-
 def _prompt_keys(pr: pd.DataFrame) -> tuple[NDArray[np.int64], NDArray[Any]]:
     """Each row's prompt as a code into the distinct "probe_set/probe_id" keys: the text is
     built once per distinct prompt, not per row (10^6 rows: ~70 MB of strings)."""
@@ -232,13 +227,13 @@ def arm_data(
     drafts there is an error (speculative decoding did not run)."""
     ok = boots[boots["status"] == "ok"] if len(boots) else boots
     ok = ok[ok["arm"].isin(arms)] if len(ok) else ok
-    pr = _rows_where(probes, probes["boot_id"].isin(set(ok["boot_id"]))) if len(ok) else probes[:0]
+    pr = rows_where(probes, probes["boot_id"].isin(set(ok["boot_id"]))) if len(ok) else probes[:0]
     key, names = _prompt_keys(pr)
     notes: list[str] = []
     if len(pr):
         common, notes = _common_keys(pr, key, names, ok, source)
         keep = np.isin(key, common)
-        pr, key = _rows_where(pr, keep), key[keep]
+        pr, key = rows_where(pr, keep), key[keep]
     # the compared prompts in key order, each row's column among them
     used = np.unique(key)
     p_uniques = sorted(names[used].tolist())

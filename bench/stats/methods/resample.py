@@ -129,12 +129,12 @@ def uniform_counts(
     draw of every index gives (numpy's bounded draws below 2**32 take 32 bits each, and
     the generator keeps the spare half between calls), in a fraction of the memory (10,000
     x 1,000 prompt weights: 80 MB of indices -> 1 MB a block)."""
-    wide = np.int32 if n < 2**31 else np.int64
+    index_type = np.int32 if n < 2**31 else np.int64
     out: NDArray[Any] = np.empty((size, n), dtype=dtype)
     step = max(1, (1 << 18) // max(n, 1))  # 256 K cells: a few MB of temporaries
     for lo in range(0, size, step):
         rows = min(step, size - lo)
-        block = rng.integers(0, n, (rows, n), dtype=wide)
+        block = rng.integers(0, n, (rows, n), dtype=index_type)
         flat = (block + (np.arange(rows) * n)[:, None]).ravel()
         out[lo : lo + rows] = np.bincount(flat, minlength=rows * n).reshape(rows, n)
     return out
