@@ -21,7 +21,7 @@ from bench.report.tables import (
     speedup_table,
     verdict_table,
 )
-from bench.stats import Analysis
+from bench.stats import Analysis, groups_clause
 
 Section = tuple[str, str, pd.DataFrame | None]  # heading, paragraph, optional table
 
@@ -68,7 +68,8 @@ def _shared(analysis: Analysis) -> str:
     return (
         f" **The boots shared the machine**: {s.shared} of {s.boots} measured their probes "
         f"while another boot ran on the same host (up to {s.most_at_once} at once), so each "
-        "tokens/s is a boot's under that load; the shuffled blocks spread it over the arms."
+        "tokens/s is a boot's under that load; the shuffled blocks spread it over the "
+        f"arms{groups_clause(s)}."
     )
 
 

@@ -16,7 +16,7 @@ an A/A run. Simulated results with a known truth for tests: `bench.simulate`."""
 from bench.stats.analysis import COMPARISON_KEYS, analyze, per_boot
 from bench.stats.checks import check_selftest, count_checks, split_arm
 from bench.stats.compare import decide, level_name
-from bench.stats.describe import pooled_ratios
+from bench.stats.describe import groups_clause, pooled_ratios
 from bench.stats.gate import boots_for_gate, gate_check
 from bench.stats.inputs import PROBE_COLUMNS, AnalysisOptions, Prior
 from bench.stats.methods import VERDICTS
@@ -41,6 +41,6 @@ __all__ = [
     "Comparison",
     "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "Prior", "Selection",
     "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_selftest",
-    "count_checks", "decide", "gate_check", "level_name", "per_boot", "plan_from_results",
-    "pooled_ratios", "prior_from_results", "selection_dropped", "split_arm",
+    "count_checks", "decide", "gate_check", "groups_clause", "level_name", "per_boot",
+    "plan_from_results", "pooled_ratios", "prior_from_results", "selection_dropped", "split_arm",
 ]  # fmt: skip

@@ -24,6 +24,7 @@ from bench.records import ALL_METRICS, SPEED_METRIC, Results
 from bench.stats.compare import (
     breakdown,
     comparisons,
+    group_share,
     host_summary,
     order_notes,
     position_comparisons,
@@ -71,6 +72,9 @@ def analyze(
     if manifest.sweep is not None:
         update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
     sharing = shared_machine(boots)
+    if sharing is not None and (share := group_share(ds.arms, arms)) is not None:
+        explain, df = share
+        sharing = sharing.model_copy(update={"groups_share": explain, "groups_residual_df": df})
     if sharing is not None:
         update["shared_machine"] = sharing
         update["notes"] = [*result.notes, sharing_note(sharing)]

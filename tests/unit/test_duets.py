@@ -227,3 +227,29 @@ def test_a_slower_slot_is_named_and_an_even_machine_is_not() -> None:
     note = slot_note(arms(0.15))
     assert note is not None and "slot effect p" in note
     assert slot_note(arms(0.0)) is None
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5, 0.8])
+def test_group_share_recovers_the_variance_the_groups_carry(share: float) -> None:
+    """Per df, not of the sum of squares: 100 groups' dummies would take about half of it
+    with no shared noise at all."""
+    from bench.stats.compare import group_share
+
+    rng = np.random.default_rng(int(share * 10))
+    n = 100
+    shared = rng.normal(0.0, 0.05 * np.sqrt(share), n)
+    groups = [f"h/d{i}" for i in range(n)]
+    data = {
+        name: _arm(name, level * np.exp(shared + rng.normal(0, 0.05 * np.sqrt(1 - share), n)),
+                   groups)
+        for name, level in (("base", 50.0), ("fix", 55.0))
+    }  # fmt: skip
+    got = group_share(data, ["base", "fix"])
+    assert got is not None
+    value, df = got
+    assert df == 2 * n - n - 1  # boots - groups - (arms - 1)
+    assert abs(value - share) < 0.12
+    assert (
+        group_share({a: _arm(a, d.speed(), [""] * n) for a, d in data.items()}, ["base", "fix"])
+        is None
+    )

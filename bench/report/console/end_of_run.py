@@ -17,7 +17,7 @@ from rich.table import Table
 from bench.errors import SpecabError
 from bench.records import Results
 from bench.report.tables import arm_summary, render_selection, verdict_table
-from bench.stats import Analysis, pooled_ratios
+from bench.stats import Analysis, groups_clause, pooled_ratios
 
 
 def table_console(*, stderr: bool = False) -> Console:
@@ -113,7 +113,8 @@ def print_end(
         s = analysis.shared_machine
         console.print(
             f"speed with the machine shared: {s.shared} of {s.boots} boots measured while "
-            f"another boot ran on their host (up to {s.most_at_once} at once)",
+            f"another boot ran on their host (up to {s.most_at_once} at once)"
+            f"{groups_clause(s)}",
             markup=False,
             highlight=False,
         )

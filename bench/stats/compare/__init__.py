@@ -11,6 +11,7 @@ from bench.stats.compare.duets import (
     MIN_DF,
     blocked_contrasts,
     duet_pairs,
+    group_share,
     pairwise_contrasts,
     slot_note,
 )
@@ -29,8 +30,8 @@ from bench.stats.compare.why import level_name, why
 
 __all__ = [
     "MIN_DF", "adjusted_difference", "arm_metrics", "balanced", "blocked_contrasts",
-    "breakdown", "comparison_keys", "comparisons", "decide", "duet_pairs", "host_effect_p",
-    "host_summary", "level_name", "order_notes", "pairwise_contrasts",
+    "breakdown", "comparison_keys", "comparisons", "decide", "duet_pairs", "group_share",
+    "host_effect_p", "host_summary", "level_name", "order_notes", "pairwise_contrasts",
     "position_comparisons", "position_differences", "prepare", "primary", "pseudo_pair",
     "slot_note", "speed_notes", "speedups", "why",
 ]  # fmt: skip

@@ -8,7 +8,7 @@ speed with the machine shared (`machine_sharing`)."""
 from bench.stats.describe.arm_estimates import arm_metrics, arm_result, boot_metrics, pooled_ratios
 from bench.stats.describe.drafting import draft_length_notes
 from bench.stats.describe.drift import drift
-from bench.stats.describe.machine_sharing import shared_machine, sharing_note
+from bench.stats.describe.machine_sharing import groups_clause, shared_machine, sharing_note
 from bench.stats.describe.peer_lengths import peer_lengths
 from bench.stats.describe.positions import position_pseudo_values, simultaneous_band
 from bench.stats.describe.speed import speed_est
@@ -22,7 +22,7 @@ from bench.stats.describe.variance import (
 
 __all__ = [
     "arm_components", "arm_metrics", "arm_result", "boot_metrics", "components",
-    "draft_length_notes", "drift", "peer_lengths", "plan_boots_and_prompts",
+    "draft_length_notes", "drift", "groups_clause", "peer_lengths", "plan_boots_and_prompts",
     "pooled_components", "pooled_ratios", "pooled_sd", "position_pseudo_values",
     "shared_machine", "sharing_note", "simultaneous_band", "speed_est",
 ]  # fmt: skip

@@ -66,5 +66,15 @@ def sharing_note(s: SharedMachine) -> str:
         f"speed: {s.shared} of {s.boots} ok boots measured their probes while another boot ran "
         f"on the same host (up to {s.most_at_once} at once on {', '.join(s.hosts)}): each "
         "tokens/s is what a boot got with the machine shared; the shuffled blocks spread that "
-        "over the arms alike, and acceptance does not depend on it"
+        f"over the arms alike, and acceptance does not depend on it{groups_clause(s)}"
+    )
+
+
+def groups_clause(s: SharedMachine) -> str:
+    """'; co-run groups carried …' where the analysis measured it, else ''."""
+    if s.groups_share is None:
+        return ""
+    return (
+        f"; co-run groups carried {float(s.groups_share):.0%} of the boot-to-boot speed "
+        f"variance ({float(s.groups_residual_df or 0):.0f} residual df)"
     )

@@ -59,3 +59,13 @@ class SharedMachine(Frozen):
     )
     most_at_once: Int = Field(description="The most boots that ran at once on one host.")
     hosts: list[str] = Field(description="Hosts where boots ran at the same time.")
+    groups_share: Num = Field(
+        None,
+        description="Share of the boot-to-boot variance of log tokens/s (after arms) that "
+        "co-run groups carry: 1 - residual variance of arm + group over that of arm alone, "
+        "each per residual df, floored at 0 (null without a group of two or a residual df). "
+        "Near 1, speed compared within the groups cancels nearly all the noise.",
+    )
+    groups_residual_df: Num = Field(
+        None, description="Residual df of that fit: what the paired speed intervals rest on."
+    )
