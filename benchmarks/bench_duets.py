@@ -16,11 +16,11 @@ alone is a group of its own). A ratio below 1 is a narrower paired interval.
 
 "Explain" is the share of the sum of squares, which the groups' dummies inflate with few
 boots (6 groups of 12 boots take 62 % with no shared noise at all); the variance share the
-groups carry is taken per df, 1 - (residual SD after groups / after arms)^2, floored at 0 —
-what `analyze --json` reports as `shared_machine.groups_share`. One run's ratios move a lot
-with its few boots (each unpaired interval rests on two arms' SDs), so it also prints the
-ratio this layout gives on average at that share: the same boots' arms and groups, simulated
-log speeds whose group part has that share, the paired fit
+groups carry is taken per df, 1 - (residual SD after groups / after arms)^2, floored at 0,
+as `analyze --json` reports it (`shared_machine.groups_share`, read from there). One run's
+ratios move a lot with its few boots (each unpaired interval rests on two arms' SDs), so it
+also prints the ratio this layout gives on average at that share: the same boots' arms and
+groups, simulated log speeds whose group part has that share, the paired fit
 (`bench.stats.compare.blocked_contrasts`) against a Welch interval at 95 %, the median over
 2,000 draws. That number is the machine's; the table is the run's.
 """
@@ -76,9 +76,8 @@ def shares(root: Path) -> dict[str, float]:
     rss_grp, df_grp = _rss(ys, arm, group)
     rss_slot, df_slot = _rss(ys, arm, group, slot)
     rss_arm_slot, _ = _rss(ys, arm, slot)
-    # per df: the groups' dummies take variance by chance (no shared noise at all: 62 % of
-    # the demo's sum of squares), so the variance share is 1 - (SD after groups / before)^2
-    shared = max(0.0, 1 - (rss_grp / df_grp) / (rss_arm / df_arm)) if rss_arm and df_grp else 0.0
+    sharing = analysis.shared_machine  # the product's per-df share (`groups_share`)
+    shared = float(sharing.groups_share) if sharing and sharing.groups_share is not None else 0.0
     baseline = analysis.comparisons[0].baseline if analysis.comparisons else arm[0]
     return {
         "boots": len(ys),

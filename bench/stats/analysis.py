@@ -73,8 +73,8 @@ def analyze(
         update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
     sharing = shared_machine(boots)
     if sharing is not None and (share := group_share(ds.arms, arms)) is not None:
-        explain, df = share
-        sharing = sharing.model_copy(update={"groups_share": explain, "groups_residual_df": df})
+        carried, df = share
+        sharing = sharing.model_copy(update={"groups_share": carried, "groups_residual_df": df})
     if sharing is not None:
         update["shared_machine"] = sharing
         update["notes"] = [*result.notes, sharing_note(sharing)]

@@ -167,8 +167,9 @@ def group_share(data: Mapping[str, ArmData], arms: Sequence[str]) -> tuple[float
         return None
     values, arm_of, group_of, _ = _speed_rows(data, arms)
     fit = _fit(values, arm_of, group_of)
-    means = {a: values[[x == a for x in arm_of]].mean() for a in set(arm_of)}
-    left = float(sum((v - means[a]) ** 2 for v, a in zip(values, arm_of, strict=True)))
+    codes = np.unique(np.asarray(arm_of), return_inverse=True)[1]
+    means = np.bincount(codes, values) / np.bincount(codes)
+    left = float(((values - means[codes]) ** 2).sum())  # what the arms leave
     df_left = len(values) - len(means)
     if fit.df < 1 or left <= 0 or df_left < 1:
         return None

@@ -67,5 +67,7 @@ class SharedMachine(Frozen):
         "Near 1, speed compared within the groups cancels nearly all the noise.",
     )
     groups_residual_df: Num = Field(
-        None, description="Residual df of that fit: what the paired speed intervals rest on."
+        None,
+        description="Residual df of the arm + group fit (a paired interval's own df can be "
+        "fewer: the slot as a covariate, a sequential look's boots).",
     )
