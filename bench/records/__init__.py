@@ -30,11 +30,20 @@ from bench.records.reference import (
     ReferenceArm,
     ReferenceBoot,
 )
+from bench.records.replication import (
+    FEW_BOOTS_LABEL,
+    MIN_BOOTS,
+    MIN_USEFUL_BOOTS,
+    replication_advice,
+    too_few_boots,
+)
 
 __all__ = [
-    "ALL_METRICS", "BOOT_SCHEMA", "CLAIM_FILE", "DEFAULT_MARGINS", "METRICS", "PROBE_OPTIONAL",
+    "ALL_METRICS", "BOOT_SCHEMA", "CLAIM_FILE", "DEFAULT_MARGINS", "FEW_BOOTS_LABEL", "METRICS",
+    "MIN_BOOTS", "MIN_USEFUL_BOOTS", "PROBE_OPTIONAL",
     "PROBE_SCHEMA", "REFERENCE_VERSION", "SCHEMA_VERSION", "SPEED_METRIC", "AcceptanceSource",
     "BootRecord", "FailedPhase", "InFlightBoot", "Machine", "Manifest", "ManifestSweep",
     "ProbeRecord", "Reference", "ReferenceArm", "ReferenceBoot", "Results", "SweepCell",
-    "WriterClaim", "boot_file_stem", "list_lengths", "list_matrix",
+    "WriterClaim", "boot_file_stem", "list_lengths", "list_matrix", "replication_advice",
+    "too_few_boots",
 ]  # fmt: skip

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from bench.errors import SpecabError
-from bench.records import ALL_METRICS, SPEED_METRIC, Results
+from bench.records import ALL_METRICS, SPEED_METRIC, Results, replication_advice
 from bench.stats.compare import (
     breakdown,
     comparisons,
@@ -119,6 +119,9 @@ def analyze_data(
                 f"{max(e.effective_boots - 1, 0):.1f} df, so they are wider: rerun boots with "
                 "the same probes and max_tokens to recover the power"
             )
+    fewest = min((e.boots for e in arm_entries if e.boots), default=0)
+    if fewest and not prior.sd and (advice := replication_advice(fewest)):
+        notes.append(advice)
     if {e.positions for e in arm_entries if e.boots and e.speculative} == {1}:
         notes.append(
             "one speculative token: mean accepted length is 1 + pos0, so the two primary "

@@ -201,3 +201,41 @@ def test_validate_matches_its_golden(
     # between checkouts; what each arm runs is compared, not its hash.
     text = re.sub(r"\b[0-9a-f]{16,64}\b", "<hash>", text)
     _check("validate." + spec.removeprefix("arms/").replace("/", ".") + ".txt", text)
+
+
+def _first_boots(tmp_path: Path, n: int) -> Path:
+    """The demo run cut to its first `n` boots per arm (as a run stopped early leaves it)."""
+    d = _copy(tmp_path, "demo")
+    for table in ("boots", "probes"):
+        for f in (d / table).glob("*.parquet"):
+            if int(f.name.split("__b")[1][:3]) >= n:
+                f.unlink()
+    return d
+
+
+@pytest.mark.parametrize("boots", [1, 2, 3])
+def test_tables_show_every_interval_at_few_boots(
+    boots: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At 1, 2 and 3 boots per arm every table command prints each interval it has, and the
+    'too few boots' mark exactly where an arm has fewer than 3 boots (never as hidden markup)."""
+    d = _first_boots(tmp_path, boots)
+    texts = {}
+    for kind, argv in (("txt", []), ("md", ["--format", "markdown"])):
+        assert run(["analyze", str(d), "--resamples", "0", *argv]) == 0
+        texts[kind] = capsys.readouterr().out
+        _check(f"demo-b{boots}.analyze.{kind}", _normalize(texts[kind], d))
+    assert run(["report", str(d)]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    texts["report"] = (d / "report" / "report.md").read_text()
+    # the terminal table wraps cells: its words are checked here, its layout by the golden
+    assert ("(too few" in texts.pop("txt")) == (boots == 2)
+    for kind, text in texts.items():
+        marked = "(too few boots)" in text
+        assert marked == (boots == 2), f"{kind}: 'too few boots' mark at {boots} boots"
+        if boots == 1:
+            assert "unreplicated" in text, kind
+        else:  # the arms' and the comparisons' intervals are printed, marked or not
+            if kind == "report":  # the markdown view holds the comparisons only
+                assert re.search(r"0\.\d{4} \[0\.\d{4}, 0\.\d{4}\]", text), kind
+            assert re.search(r"[-+]0\.\d{4} \[[-+]0\.\d{4},\s*[-+]0\.\d{4}\]", text), kind

@@ -178,7 +178,7 @@ def test_run_ab_prints_lint_findings_before_anything_else(
         run(["run-ab", str(spec), "--results-dir", str(results), "--quiet"])
     out = capsys.readouterr().out.splitlines()
     assert out[0] == f"results: {results.resolve()} (new: 4 boots)"  # where they go, first
-    assert out[1].startswith("experiment.boots_per_arm = 2")  # what 2 boots cannot tell
+    assert out[1].startswith("experiment.boots_per_arm: 2 boots per arm")  # what 2 cannot tell
     assert out[2] == "lint: 2 finding(s) in 2 of 2 arm(s)"
     assert out[3].startswith("  base: warning: partial_rotary_factor:") and "Fix:" in out[3]
     assert not results.exists()

@@ -118,8 +118,8 @@ def test_analyze_human_view_with_speed_and_by(
 def test_two_boots_an_arm_name_their_intervals_and_an_arm_without_boots_says_so(
     tmp_path: Path, print_end_of: Callable[..., Any]
 ) -> None:
-    """At 2 boots an arm an interval rests on 1 degree of freedom ([2.8, 3478.5] was
-    printed): it is named instead; a stopped run's arm with no ok boot has no verdict."""
+    """At 2 boots an arm an interval rests on 1 degree of freedom ([2.8, 3478.5]): it is
+    printed and marked; a stopped run's arm with no ok boot has no verdict."""
     res = simulate_results(
         tmp_path / "small",
         {"base": 0.0, "fix": 0.1, "gone": 0.0},
@@ -135,9 +135,13 @@ def test_two_boots_an_arm_name_their_intervals_and_an_arm_without_boots_says_so(
     analysis = analyze_results(load_results(res))
     fix = next(a for a in analysis.arms if a.arm == "fix").metrics["output_tokens_per_s"]
     assert fix.df is not None and fix.df < 2
-    assert f"{fix.estimate:.1f} [too few boots]" in text
-    assert f"{fix.ci_low:.1f}, {fix.ci_high:.1f}" not in text
-    assert "[too few boots: df" in text  # the comparison's interval too
+    assert fix.too_few_boots
+    assert f"{fix.estimate:.1f} [{fix.ci_low:.1f}, {fix.ci_high:.1f}] (too few boots)" in text
+    comparison = next(
+        c for c in analysis.comparisons if c.arm == "fix" and c.metric == "output_tokens_per_s"
+    )
+    assert comparison.too_few_boots
+    assert f"{100 * comparison.ci_high:+.1f} %] (too few boots)" in text  # the comparison too
     summary = arm_summary(analysis).set_index("arm")
     assert summary.loc["gone", "pos0"] == "no ok boots"
     assert summary.loc["gone", "speed verdict"] == "no ok boots"

@@ -41,6 +41,7 @@ from bench.experiment.preflight.model_paths import check_models, origin
 from bench.experiment.preflight.server_args import check_server_args
 from bench.experiment.probes import load_probe_sets
 from bench.experiment.spec import Experiment, load_spec, resolve_path
+from bench.records import replication_advice
 
 PER_REQUEST_FLAG = "per-request-spec-decode-metrics"  # as a key of ResolvedArm.args
 
@@ -117,16 +118,10 @@ def preflight(
 
 
 def _small_campaign(spec: Experiment) -> tuple[str, ...]:
-    """What 2 boots an arm cannot tell: a between-boot SD on 1 degree of freedom (t = 12.7
-    at 95 %), so speed intervals span orders of magnitude and verdicts are rare."""
+    """What fewer than 3 boots an arm cannot tell, in the words `analyze` uses too."""
     b = spec.experiment.boots_per_arm
-    if b >= 3:
-        return ()
-    return (
-        f"experiment.boots_per_arm = {b}: each arm's between-boot SD rests on {b - 1} degree "
-        "of freedom; intervals print as 'too few boots' and most verdicts stay inconclusive. "
-        "Use 3 or more (speed questions need 6+; `specab plan` on this run sizes the next)",
-    )
+    advice = replication_advice(b)
+    return () if advice is None else (f"experiment.boots_per_arm: {advice}",)
 
 
 def _probe_sets(spec: Experiment, spec_file: Path) -> None:

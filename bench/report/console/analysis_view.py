@@ -10,11 +10,11 @@ from rich.table import Table
 from bench.records import SPEED_METRIC
 from bench.report.figures import METRIC_SHORT as METRIC_LABEL
 from bench.report.tables import (
-    FEW_BOOTS,
+    data_row,
     difference,
     draft_length_table,
+    estimate_text,
     render_selection,
-    too_few_boots,
     verdict_interval,
 )
 from bench.stats import Analysis, Comparison, MetricEstimate, Plan, SplitCheck
@@ -29,22 +29,12 @@ def _ci(est: float | None, lo: float | None, hi: float | None, digits: int = 4) 
 
 
 def _m(m: MetricEstimate, digits: int = 4) -> str:
-    if m.estimate is not None and too_few_boots(m.df):
-        return f"{m.estimate:.{digits}f} [{FEW_BOOTS}]"
-    return _ci(m.estimate, m.ci_low, m.ci_high, digits)
+    return "-" if m.estimate is None else estimate_text(m, digits)
 
 
 def _diff(c: Comparison) -> str:
     """difference [raw CI]: metric units, or percent for a relative (speed) comparison."""
-    if too_few_boots(c.df, c.method):
-        return difference(c)
-    if c.scale == "relative":
-        return f"{_pct(c.difference)} [{_pct(c.ci_low)}, {_pct(c.ci_high)}]"
-    return _ci(c.difference, c.ci_low, c.ci_high)
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{100 * x:+.1f} %"
+    return difference(c)
 
 
 def _num(x: float | None, spec: str = ".3g") -> str:
@@ -73,7 +63,8 @@ def render_analysis(result: Analysis, out: Console) -> None:
             if a.speculative
             else ["no speculation", "", "", ""]
         )
-        arms.add_row(
+        data_row(
+            arms,
             a.arm,
             str(a.boots),
             str(a.failed_boots),
@@ -89,7 +80,8 @@ def render_analysis(result: Analysis, out: Console) -> None:
     comps.add_column("p Holm", overflow="fold")
     comps.add_column("verdict", overflow="fold")
     for c in result.comparisons:
-        comps.add_row(
+        data_row(
+            comps,
             f"{c.arm} vs {c.baseline}",
             METRIC_LABEL.get(c.metric, c.metric),
             c.family,
@@ -101,7 +93,8 @@ def render_analysis(result: Analysis, out: Console) -> None:
         )
     out.print(comps)
     for c in result.comparisons:
-        out.print(f"- {c.arm} {METRIC_LABEL.get(c.metric, c.metric)}: {c.verdict}: {c.why}")
+        label = METRIC_LABEL.get(c.metric, c.metric)
+        out.print(f"- {c.arm} {label}: {c.verdict}: {c.why}", markup=False)
         extra = []
         if c.permutation_p is not None:
             extra.append(
@@ -111,19 +104,20 @@ def render_analysis(result: Analysis, out: Console) -> None:
         if lo is not None and hi is not None:
             extra.append(f"on new prompts [{lo:+.4f}, {hi:+.4f}]")
         if extra:
-            out.print("    " + "; ".join(extra))
+            out.print("    " + "; ".join(extra), markup=False)
     drafting = draft_length_table(result)
     if len(drafting):
         table = Table(title="Draft lengths vary: acceptance per position, two definitions")
         for col in drafting.columns:
             table.add_column(escape(str(col)), overflow="fold")
         for row in drafting.itertuples(index=False):
-            table.add_row(*(str(x) for x in row))
+            data_row(table, *row)
         out.print(table)
     for s in result.speedups:
         out.print(
             f"speedup {s.arm} over {s.reference} (no speculation, concurrency {s.concurrency}): "
-            f"{_ci(s.speedup, s.ci_low, s.ci_high, 3)}x (raw {1 - result.alpha:.0%} interval)"
+            f"{_ci(s.speedup, s.ci_low, s.ci_high, 3)}x (raw {1 - result.alpha:.0%} interval)",
+            markup=False,
         )
     _render_peer_lengths(result, out)
     for d in result.drift:
@@ -165,7 +159,7 @@ def _render_hosts(result: Analysis, out: Console) -> None:
             if arm == result.baseline
             else "plain (balanced)"
         )
-        table.add_row(arm, *(str(counts.get(x, 0)) for x in h.hosts), how)
+        data_row(table, arm, *(str(counts.get(x, 0)) for x in h.hosts), how)
     out.print(table)
     effect = ", ".join(
         f"{METRIC_LABEL.get(m, m)} p={p:.3g}" for m, p in h.host_effect_p.items() if p is not None
@@ -183,7 +177,8 @@ def _render_peer_lengths(result: Analysis, out: Console) -> None:
     for col in ("arm", "specab = vLLM /metrics", "mean over requests", "token-weighted", "n"):
         t.add_column(col, overflow="fold")
     for arm, p in rows:
-        t.add_row(
+        data_row(
+            t,
             arm,
             _num(p.vllm_metrics, ".4f"),
             _num(p.request_mean, ".4f"),
@@ -205,7 +200,8 @@ def _render_breakdown(result: Analysis, out: Console) -> None:
                 if m.estimate is None:
                     continue
                 c = next((c for c in g.comparisons if c.arm == a.arm and c.metric == metric), None)
-                table.add_row(
+                data_row(
+                    table,
                     g.group,
                     str(g.probes),
                     a.arm,

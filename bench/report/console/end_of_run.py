@@ -16,7 +16,7 @@ from rich.table import Table
 
 from bench.errors import SpecabError
 from bench.records import Results
-from bench.report.tables import arm_summary, render_selection, verdict_table
+from bench.report.tables import arm_summary, data_row, render_selection, verdict_table
 from bench.stats import Analysis, groups_clause, pooled_ratios
 
 
@@ -33,7 +33,7 @@ def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
         # "[raw 95% CI]" is not rich markup; fold, never cut, on a narrow terminal
         table.add_column(escape(str(col)), overflow="fold")
     for _, r in df.iterrows():
-        table.add_row(*[f"{v:.4f}" if isinstance(v, float) else escape(str(v)) for v in r.tolist()])
+        data_row(table, *[f"{v:.4f}" if isinstance(v, float) else v for v in r.tolist()])
     console.print(table)
 
 

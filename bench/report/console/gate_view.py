@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from bench.report.tables import data_row
+
 if TYPE_CHECKING:
     from bench.records import Reference, ReferenceArm
     from bench.stats import GateCheck, GateResult
@@ -30,7 +32,8 @@ def render_gate(ref: Reference, new: dict[str, ReferenceArm], answer: GateResult
                 "boots", "verdict", "boots for ~alpha false failures"):  # fmt: skip
         t.add_column(col, overflow="fold")
     for c in checks:
-        t.add_row(
+        data_row(
+            t,
             c.arm if c.arm == c.reference_arm else f"{c.arm} vs {c.reference_arm}",
             c.metric,
             f"{c.reference:.4g}",

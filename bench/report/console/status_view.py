@@ -35,7 +35,9 @@ def status_view(s: CampaignStatus) -> Group:
         t.add_column(col, overflow="fold")
     for a in s.arms:
         ok = f"{a.ok}/{a.target}" if a.target is not None else str(a.ok)
-        t.add_row(a.arm, ok, str(a.failed), str(a.in_flight), ", ".join(a.hosts) or "-")
+        t.add_row(
+            *map(Text, (a.arm, ok, str(a.failed), str(a.in_flight), ", ".join(a.hosts) or "-"))
+        )
     lines = [f"{who}", timing_line(s)]
     if s.in_flight:
         running = ", ".join(f"{b.boot_id} on {b.host} since {b.started_at}" for b in s.in_flight)

@@ -5,6 +5,7 @@ the loaded results: verdicts, variance, failed attempts and output identity
 (`provenance`)."""
 
 from bench.report.tables.drafting_table import draft_length_table
+from bench.report.tables.literal_rows import data_row
 from bench.report.tables.provenance import provenance
 from bench.report.tables.selection_tables import render_selection, selection_section
 from bench.report.tables.speed_tables import (
@@ -16,21 +17,19 @@ from bench.report.tables.speed_tables import (
     speedup_table,
 )
 from bench.report.tables.verdict_tables import (
-    FEW_BOOTS,
     difference,
     failed_attempts,
     identity_summary,
     output_identity,
     probe_temperature,
-    too_few_boots,
     variance_table,
     verdict_interval,
     verdict_table,
 )
 
 __all__ = [
-    "FEW_BOOTS", "accepted_length_table", "arm_summary", "category_table", "difference",
+    "accepted_length_table", "arm_summary", "category_table", "data_row", "difference",
     "draft_length_table", "estimate_text", "failed_attempts", "identity_summary", "output_identity",
     "probe_temperature", "provenance", "render_selection", "selection_section", "speed_table",
-    "speedup_table", "too_few_boots", "variance_table", "verdict_interval", "verdict_table",
+    "speedup_table", "variance_table", "verdict_interval", "verdict_table",
 ]  # fmt: skip

@@ -9,6 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from bench.report.tables.literal_rows import data_row
 from bench.stats import Selection
 
 
@@ -53,7 +54,7 @@ def render_selection(sel: Selection, out: Console) -> None:
             est = "-" if c.estimate is None else format(c.estimate, digits)
             vs = f"[{_rel(c.mcb_low, relative)}, {_rel(c.mcb_high, relative)}]"
             length = "-" if c.mean_accepted_length is None else f"{c.mean_accepted_length:.3f}"
-            table.add_row(c.arm, str(c.speculative_tokens), str(c.boots), est, vs, status, length)
+            data_row(table, c.arm, str(c.speculative_tokens), str(c.boots), est, vs, status, length)
         out.print(table)
         out.print(f"{g.group}: [bold]{g.status}[/bold]: {g.reason}", highlight=False)
         if g.paste:

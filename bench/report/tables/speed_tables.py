@@ -7,10 +7,9 @@ import pandas as pd
 
 from bench.records import METRICS, SPEED_METRIC
 from bench.report.tables.verdict_tables import (
-    FEW_BOOTS,
     difference,
+    few_boots_mark,
     pct,
-    too_few_boots,
     verdict_interval,
 )
 from bench.stats import Analysis, Comparison, MetricEstimate
@@ -23,11 +22,12 @@ def estimate_text(m: MetricEstimate | None, digits: int = 4) -> str:
     """'est [lo, hi]', '—' when absent."""
     if m is None or m.estimate is None:
         return "—"
+    if m.unreplicated:
+        return f"{m.estimate:.{digits}f} (unreplicated)"
     if m.ci_low is None or m.ci_high is None:
         return f"{m.estimate:.{digits}f} [n/a]"
-    if too_few_boots(m.df):
-        return f"{m.estimate:.{digits}f} [{FEW_BOOTS}]"
-    return f"{m.estimate:.{digits}f} [{m.ci_low:.{digits}f}, {m.ci_high:.{digits}f}]"
+    ci = f"[{m.ci_low:.{digits}f}, {m.ci_high:.{digits}f}]"
+    return f"{m.estimate:.{digits}f} {ci}{few_boots_mark(m.too_few_boots)}"
 
 
 def _comparison(analysis: Analysis, arm: str, metric: str) -> Comparison | None:
@@ -39,9 +39,11 @@ def _ratio(c: Comparison | None, baseline: bool) -> str:
         return "baseline" if baseline else "—"
     if c.ratio is None:
         return "—"
+    if c.unreplicated:
+        return f"{c.ratio:.3f} (unreplicated)"
     lo, hi = c.ratio_ci_low, c.ratio_ci_high
     ci = f" [{lo:.3f}, {hi:.3f}]" if lo is not None and hi is not None else " [n/a]"
-    return f"{c.ratio:.3f}{f' [{FEW_BOOTS}]' if too_few_boots(c.df, c.method) else ci}"
+    return f"{c.ratio:.3f}{ci}{few_boots_mark(c.too_few_boots)}"
 
 
 def speed_table(analysis: Analysis) -> pd.DataFrame:

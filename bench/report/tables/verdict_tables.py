@@ -6,12 +6,11 @@ of data frames and the analysis; no I/O, no statistics.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pandas as pd
 
-from bench.records import METRICS, Manifest
+from bench.records import FEW_BOOTS_LABEL, METRICS, Manifest
 from bench.stats import Analysis, Comparison, level_name
 
 IDENTITY_COLUMNS = [
@@ -148,32 +147,40 @@ def pct(v: float | None, signed: bool = True) -> str:
     return "—" if v is None else f"{100 * v:+.1f} %" if signed else f"{100 * v:.1f} %"
 
 
-FEW_BOOTS = "too few boots"
+FEW_BOOTS = f"({FEW_BOOTS_LABEL})"
 
 
-def too_few_boots(df: float | None, method: str = "") -> bool:
-    """An interval on fewer than 2 degrees of freedom (2 boots an arm): its t quantile
-    (12.7 at df 1) makes it span orders of magnitude, so it is named, not printed."""
-    return df is not None and math.isfinite(df) and df < 2 and method != "deterministic"
+def few_boots_mark(flagged: bool) -> str:
+    """' (too few boots)' after an interval that rests on an arm with fewer than 3 boots
+    (the rule: `bench.records.replication`); the interval itself is always printed."""
+    return f" {FEW_BOOTS}" if flagged else ""
 
 
 def difference(c: Comparison) -> str:
     """'difference [raw CI]' in metric units, or in percent for a relative (speed) one."""
     f = pct if c.scale == "relative" else _fmt
-    if too_few_boots(c.df, c.method):
-        return f"{f(c.difference)} [{FEW_BOOTS}: df {c.df:.1f}]"
-    return f"{f(c.difference)} [{f(c.ci_low)}, {f(c.ci_high)}]"
+    if c.unreplicated:
+        return f"{f(c.difference)} (unreplicated: no interval)"
+    ci = f"{f(c.difference)} [{f(c.ci_low)}, {f(c.ci_high)}]{few_boots_mark(c.too_few_boots)}"
+    return ci + unpaired_text(c)
+
+
+def unpaired_text(c: Comparison) -> str:
+    """'; paired (duets), unpaired [lo, hi]' for a speed comparison made within co-run
+    groups: which interval the row shows, and the other one's ends."""
+    if c.pairing != "duet" or c.ci_unpaired_low is None or c.ci_unpaired_high is None:
+        return ""
+    return f" paired (duets); unpaired [{pct(c.ci_unpaired_low)}, {pct(c.ci_unpaired_high)}]"
 
 
 def verdict_interval(c: Comparison) -> str:
     """'[lo, hi] 97.5 % Holm interval': the interval the verdict rests on, named."""
     if c.verdict_ci is None:
         return "—"
-    if too_few_boots(c.df, c.method):
-        return f"[{FEW_BOOTS}] {level_name(c.verdict_ci_level, c.verdict_ci_kind)}"
     lo, hi = c.verdict_ci
     f = pct if c.scale == "relative" else _fmt
-    return f"[{f(lo)}, {f(hi)}] {level_name(c.verdict_ci_level, c.verdict_ci_kind)}"
+    named = level_name(c.verdict_ci_level, c.verdict_ci_kind)
+    return f"[{f(lo)}, {f(hi)}] {named}{few_boots_mark(c.too_few_boots)}"
 
 
 def verdict_table(analysis: Analysis) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.records import METRICS, SPEED_METRIC
+from bench.records import METRICS, SPEED_METRIC, too_few_boots
 from bench.stats.compare.families import Row
 from bench.stats.compare.primary import Primary
 from bench.stats.compare.resampling import Extras, Wanted, resampling_extras
@@ -142,6 +142,11 @@ def one(prim: Primary, r: Row, s: Settings, power: float, ex: Extras) -> Compari
         unreplicated=unrep,
         deterministic=det,
         no_boots=bool(f.no_boots[i]),
+        too_few_boots=not det
+        and (
+            too_few_boots(ei.boots, prior=ei.prior_used)
+            or too_few_boots(ej.boots, prior=ej.prior_used)
+        ),
         between_boot_sd=sd,
         permutation_p=ex.permutation_p,
         permutation_min_p=ex.permutation_min_p,

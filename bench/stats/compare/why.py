@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from bench.records import MIN_USEFUL_BOOTS
 from bench.stats.schema import Comparison
 
 
@@ -50,8 +51,9 @@ def why(c: Comparison, alpha: float) -> str:
     if c.unreplicated:
         return (
             f"{fmt(d)} cannot be told from run-to-run noise: an arm has 1 boot, so there is no "
-            "between-boot variance (unreplicated); run >= 2 boots per arm or give a prior "
-            "between-boot SD (with its df) from an A/A run"
+            f"between-boot variance (unreplicated); run {MIN_USEFUL_BOOTS} or more boots per "
+            "arm, or give a prior between-boot SD (with its df) from an A/A run of the same "
+            "design (--prior-from)"
         )
     if c.deterministic:
         return (

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.records import METRICS, SPEED_METRIC
+from bench.records import METRICS, SPEED_METRIC, too_few_boots
 from bench.stats.describe.drafting import draft_lengths, drafted_shares, mean_draft_length
 from bench.stats.describe.peer_lengths import peer_lengths
 from bench.stats.describe.positions import conditional_band, cumulative_band, drafted_band
@@ -46,6 +46,7 @@ def metric_estimate(e: Est, metric: str, alpha: float, positions: int) -> Metric
         df=e.df,
         unreplicated=e.boots == 1 and not e.prior_used,
         prior_sd_used=e.prior_used,
+        too_few_boots=too_few_boots(e.boots, prior=e.prior_used),
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bench.records import too_few_boots
 from bench.stats.inputs import ArmData
 from bench.stats.methods import Est, F, estimate, interval, log_estimate
 from bench.stats.schema import AcceptedShare, MetricEstimate
@@ -49,6 +50,7 @@ def speed_estimate(ad: ArmData, alpha: float) -> MetricEstimate:
         df=e.df,
         unreplicated=e.boots == 1,
         prior_sd_used=False,
+        too_few_boots=too_few_boots(e.boots),
         relative_sd=e.sd,
     )
 

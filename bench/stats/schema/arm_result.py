@@ -24,6 +24,11 @@ class MetricEstimate(Frozen):
     relative_sd: Num = Field(
         None, description="Log-scale metrics (tokens/s): SD of the log boot values (relative)."
     )
+    too_few_boots: bool = Field(
+        False,
+        description="Fewer than 3 ok boots and no prior SD: the interval is printed but marked "
+        "'too few boots' (docs/statistics.md).",
+    )
 
 
 class PositionEstimate(Frozen):

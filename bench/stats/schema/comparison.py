@@ -80,6 +80,11 @@ class Comparison(Frozen):
         "ci_low (equal to it when pairing is none).",
     )
     ci_unpaired_high: Num = Field(None, description="Its upper end.")
+    too_few_boots: bool = Field(
+        False,
+        description="An arm it rests on has fewer than 3 ok boots and no prior SD: the interval "
+        "is printed but marked 'too few boots' (docs/statistics.md).",
+    )
 
     @computed_field(  # type: ignore[prop-decorator]
         description="Confidence of the interval the verdict rests on (1 - verdict_ci_level: "
