@@ -188,4 +188,7 @@ def _diff_note(applied: AppliedDiff | None, is_diff: bool) -> str:
         return ": a diff, applied when the boot starts"
     files = ", ".join(m.path for m in applied.modules)
     what = "already in" if applied.noop else "applies to"
-    return f": a diff that {what} {applied.build}, serving {files}"
+    same = (
+        f"; code unchanged in {', '.join(applied.code_unchanged)}" if applied.code_unchanged else ""
+    )
+    return f": a diff that {what} {applied.build}, serving {files}{same}"

@@ -32,7 +32,6 @@ from bench.records.reference import (
 )
 from bench.records.replication import (
     FEW_BOOTS_LABEL,
-    MIN_BOOTS,
     MIN_USEFUL_BOOTS,
     replication_advice,
     too_few_boots,
@@ -40,7 +39,7 @@ from bench.records.replication import (
 
 __all__ = [
     "ALL_METRICS", "BOOT_SCHEMA", "CLAIM_FILE", "DEFAULT_MARGINS", "FEW_BOOTS_LABEL", "METRICS",
-    "MIN_BOOTS", "MIN_USEFUL_BOOTS", "PROBE_OPTIONAL",
+"MIN_USEFUL_BOOTS", "PROBE_OPTIONAL",
     "PROBE_SCHEMA", "REFERENCE_VERSION", "SCHEMA_VERSION", "SPEED_METRIC", "AcceptanceSource",
     "BootRecord", "FailedPhase", "InFlightBoot", "Machine", "Manifest", "ManifestSweep",
     "ProbeRecord", "Reference", "ReferenceArm", "ReferenceBoot", "Results", "SweepCell",

@@ -30,6 +30,7 @@ from bench.experiment.launch import (
     check_patch_report,
     read_report,
     resolve_arm,
+    same_code,
 )
 from bench.experiment.spec import parse_spec
 
@@ -241,3 +242,90 @@ def test_hunks_with_a_different_context_name_their_hunk(tmp_path: Path) -> None:
     line = diff.splitlines().index(next(x for x in diff.splitlines()[4:] if x.startswith("@@")))
     assert f"fix.diff:{line + 1}" in str(err.value)
     assert "hunk 2 of vllm/layers/rope.py" in str(err.value)
+
+
+COMMENTED = ORIGINAL.replace(
+    "def factor(declared):\n", "def factor(declared):  # the declared factor, as trained\n"
+).replace('"""Rotary embedding of a tiny stand-in vLLM."""', '"""Rotary embedding, reworded."""')
+
+
+def test_a_diff_that_changes_no_executed_code_is_refused_unless_allowed(tmp_path: Path) -> None:
+    """A comment, a docstring or a line break changes no code the server runs: an A/A under
+    another definition hash, refused naming the files; allowed, it runs and is recorded."""
+    build(tmp_path, shift=0)
+    reformatted = COMMENTED.replace("TABLE = json.load(", "TABLE = json.load(\n    ")
+    (tmp_path / "fix.diff").write_text(_unified(ROPE, ORIGINAL, reformatted))
+    with pytest.raises(SpecabError, match="changes no executed code") as err:
+        resolve(experiment(tmp_path, ["fix.diff"])).diffs()
+    assert ROPE in str(err.value) and "allow_noop_patches = true" in str(err.value)
+    (tmp_path / "code.diff").write_text(_unified(ROPE, ORIGINAL, COMMENTED + "X = 1\n"))
+    code = experiment(tmp_path / "code", ["../code.diff"])
+    (tmp_path / "code" / "site").symlink_to(tmp_path / "site")
+    assert resolve(code).diffs()  # a change of code among the comments: served
+    allowed = resolve(experiment(tmp_path / "allowed", ["../fix.diff"], noop=True))
+    (tmp_path / "allowed" / "site").symlink_to(tmp_path / "site")
+    assert allowed.definition()["patches"][0]["code_unchanged"] == [ROPE]
+
+
+def test_same_code_ignores_layout_but_not_a_constant() -> None:
+    assert same_code(ORIGINAL.encode(), COMMENTED.encode())
+    assert not same_code(ORIGINAL.encode(), FIXED.encode())
+    assert not same_code(ORIGINAL.encode(), ORIGINAL.replace('"table.json"', '"t.json"').encode())
+    assert not same_code(b"def f(:\n", b"def f(:\n")  # what does not parse is never 'same'
+
+
+def test_a_diff_made_one_directory_above_the_repository_says_where_to_make_it(
+    tmp_path: Path,
+) -> None:
+    """`git diff --no-index old/ new/` writes a/a/vllm/...: the fix that works, not 'leave it
+    out of the diff'."""
+    build(tmp_path)
+    (tmp_path / "fix.diff").write_text(_unified(f"a/{ROPE}", ORIGINAL, FIXED))
+    with pytest.raises(SpecabError) as err:
+        resolve(experiment(tmp_path, ["fix.diff"])).diffs()
+    text = str(err.value)
+    assert "leading directory (a/)" in text and "from the vLLM repository root" in text
+    assert "leave it out" not in text
+
+
+REGISTRY = """
+_TEXT_GENERATION_MODELS = {
+    "Qwen3ForCausalLM": ("qwen3", "Qwen3ForCausalLM"),
+    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),
+}
+"""
+
+
+def test_a_diff_on_a_model_the_arm_never_imports_is_said_by_validate(tmp_path: Path) -> None:
+    """The arm serves Qwen3 (qwen3 imports qwen2): a diff on llama.py is an A/A, one on
+    qwen2.py is not; the build's own registry says which module an architecture loads."""
+    from bench.experiment.preflight import unloaded_diff_warnings
+
+    site = build(tmp_path)
+    models = site / "vllm" / "model_executor" / "models"
+    models.mkdir(parents=True)
+    (models / "registry.py").write_text(REGISTRY)
+    (models / "qwen3.py").write_text("from .qwen2 import Qwen2Model\nX = 1\n")
+    (models / "qwen2.py").write_text("class Qwen2Model:\n    pass\n")
+    (models / "llama.py").write_text("Y = 1\n")
+    (tmp_path / "llama.diff").write_text(
+        _unified("vllm/model_executor/models/llama.py", "Y = 1\n", "Y = 2\n")
+    )
+    (tmp_path / "qwen2.diff").write_text(
+        _unified(
+            "vllm/model_executor/models/qwen2.py",
+            "class Qwen2Model:\n    pass\n",
+            "class Qwen2Model:\n    Z = 2\n",
+        )
+    )
+    f = experiment(tmp_path / "e", ["../llama.diff", "../qwen2.diff"])
+    (tmp_path / "e" / "site").symlink_to(site)
+    cfg = tmp_path / "e" / "models" / "target" / "config.json"
+    cfg.write_text('{"model_type": "qwen3", "architectures": ["Qwen3ForCausalLM"]}')
+    arm = resolve(f)
+    warnings = unloaded_diff_warnings(arm, arm.diffs())
+    assert len(warnings) == 1, warnings
+    assert "llama.diff changes vllm.model_executor.models.llama" in warnings[0]
+    assert "(Qwen3ForCausalLM) never import" in warnings[0] and "an A/A" in warnings[0]
+    cfg.write_text('{"model_type": "llama", "architectures": ["NotInTheRegistry"]}')
+    assert unloaded_diff_warnings(arm, arm.diffs()) == []  # cannot tell: no claim

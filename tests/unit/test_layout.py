@@ -40,6 +40,7 @@ EVERYONE = {"errors", "records", "__version__", "lazy_attribute"}
 # a unit imports only units listed before it.
 LAYERS = {
     "records": [
+        "replication",
         "boots_and_probes",
         "manifest",
         "reference",

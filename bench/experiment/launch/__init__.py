@@ -7,13 +7,21 @@ to an arm's own build (`diffs`, `diff_builds`), containers
 truth (`synthetic`). Nothing here starts a process; `bench.run` does."""
 
 from bench.experiment.launch.arms import ResolvedArm, resolve_arm, speculative_and_concurrency
+from bench.experiment.launch.code_identity import (
+    MODELS_PACKAGE,
+    loaded_model_modules,
+    model_modules,
+    same_code,
+)
 from bench.experiment.launch.containers import (
     PROBE_TIMEOUT_S,
     ContainerRef,
     container_name,
     mount_paths,
 )
-from bench.experiment.launch.diffs import AppliedDiff, is_diff
+from bench.experiment.launch.diff_builds import files_reader
+from bench.experiment.launch.diff_files import is_diff
+from bench.experiment.launch.diffs import AppliedDiff
 from bench.experiment.launch.environment import (
     base_env,
     interpreter_env,
@@ -47,6 +55,7 @@ from bench.experiment.launch.synthetic import synthetic_truth
 from bench.experiment.spec import REDACTED, redact_args, redact_env, scrub, secret_values
 
 __all__ = [
+    "MODELS_PACKAGE",
     "PROBE_TIMEOUT_S",
     "REDACTED",
     "RUNTIME_DIR",
@@ -63,20 +72,24 @@ __all__ = [
     "check_patches_applied",
     "container_name",
     "effective_config",
+    "files_reader",
     "interpreter_env",
     "interpreter_vllm_version",
     "is_diff",
     "launch_plan",
+    "loaded_model_modules",
     "materialize_overlay",
     "measurement",
     "member_command",
     "merge_patch",
     "mirror_rope_fields",
+    "model_modules",
     "mount_paths",
     "read_report",
     "redact_args",
     "redact_env",
     "resolve_arm",
+    "same_code",
     "scrub",
     "secret_values",
     "speculative_and_concurrency",

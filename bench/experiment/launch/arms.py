@@ -28,7 +28,8 @@ from typing import Any
 from bench.errors import SpecabError
 from bench.experiment.launch.containers import DEFAULT_PYTHON, container_vllm_version
 from bench.experiment.launch.diff_builds import applied_diff
-from bench.experiment.launch.diffs import AppliedDiff, is_diff
+from bench.experiment.launch.diff_files import is_diff
+from bench.experiment.launch.diffs import AppliedDiff
 from bench.experiment.launch.environment import interpreter_vllm_version
 from bench.experiment.launch.overlays import effective_config
 from bench.experiment.launch.patches import arm_patch_files

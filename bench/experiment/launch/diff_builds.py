@@ -11,9 +11,12 @@ import functools
 import hashlib
 from pathlib import Path
 
+import unidiff
+
 from bench.errors import SpecabError
 from bench.experiment.launch.containers import container_vllm_files, container_vllm_version
-from bench.experiment.launch.diffs import AppliedDiff, apply_diff, files_reader, touched_paths
+from bench.experiment.launch.diff_files import strip_prefix
+from bench.experiment.launch.diffs import AppliedDiff, Reader, apply_diff
 from bench.experiment.launch.environment import interpreter_vllm_version, vllm_package_dir
 from bench.experiment.spec import ContainerSpec
 
@@ -58,3 +61,22 @@ def _cached(
         )
     build = f"vLLM {interpreter_vllm_version(python) or '?'} ({pkg})"
     return apply_diff(path, files_reader(pkg.parent), build=build, field=field, allow_noop=allow)
+
+
+def files_reader(root: Path) -> Reader:
+    """Read repository paths (vllm/...) from the directory that holds the vllm package."""
+
+    def read(path: str) -> bytes | None:
+        p = root / path
+        return p.read_bytes() if p.is_file() else None
+
+    return read
+
+
+def touched_paths(source: Path) -> list[str]:
+    """The repository paths a diff touches ([] when it cannot be read: `apply_diff` then
+    says why), so a reader that must fetch files in one go (an image) knows which."""
+    try:
+        return [strip_prefix(f.path) for f in unidiff.PatchSet(source.read_text(encoding="utf-8"))]
+    except (OSError, UnicodeDecodeError, unidiff.UnidiffParseError):
+        return []

@@ -39,6 +39,7 @@ from bench.experiment.preflight.build_refusals import (
 )
 from bench.experiment.preflight.model_paths import check_models, origin
 from bench.experiment.preflight.server_args import check_server_args
+from bench.experiment.preflight.unloaded_diffs import unloaded_diff_warnings
 from bench.experiment.probes import load_probe_sets
 from bench.experiment.spec import Experiment, load_spec, resolve_path
 from bench.records import replication_advice
@@ -169,12 +170,13 @@ def _patches_compile(spec: Experiment, spec_file: Path, arm: str, done: set[Path
 def _diffs_apply(arm: ResolvedArm) -> list[str]:
     """Every diff patch applies to the arm's own vLLM (refusals: `launch/diffs.py`); an
     image this machine cannot read is left to the boot, with a warning."""
+    diffs = arm.diffs()
     return [
         f"arm {arm.name}: diff {p.name} is applied when the boot starts (the image "
         f"{arm.container.image if arm.container else ''} cannot be read here)"
-        for p, applied in arm.diffs().items()
+        for p, applied in diffs.items()
         if applied is None
-    ]
+    ] + unloaded_diff_warnings(arm, diffs)
 
 
 def _whole_gpus(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:
