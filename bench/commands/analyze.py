@@ -28,6 +28,7 @@ from bench.errors import SpecabError
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from bench.records import Results
     from bench.stats import Prior
 
 
@@ -71,7 +72,7 @@ def _fail_on(text: str | None) -> set[str]:
     return names
 
 
-def _prior(sd: str | None, df: float | None, from_dir: Path | None) -> Prior:
+def _prior(sd: str | None, df: float | None, from_dir: Path | None, target: Results) -> Prior:
     from bench.stats import Prior, prior_from_results
     from bench.store import load_results
 
@@ -84,7 +85,7 @@ def _prior(sd: str | None, df: float | None, from_dir: Path | None) -> Prior:
             fix="pass either --prior-from DIR or --prior-between-boot-sd X --prior-df N",
         )
     aa = load_results(from_dir)
-    return prior_from_results(aa, source=str(from_dir))
+    return prior_from_results(aa, source=str(from_dir), target=target)
 
 
 def analyze(
@@ -149,7 +150,7 @@ def analyze(
             margin_length=margin_length,
             margin_speed=margin_speed,
             looks=_looks(looks),
-            prior=_prior(prior_between_boot_sd, prior_df, prior_from),
+            prior=_prior(prior_between_boot_sd, prior_df, prior_from, results),
             by=parse_by(by),
             n_resamples=resamples,
             seed=seed,

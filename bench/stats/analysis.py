@@ -43,7 +43,14 @@ from bench.stats.describe import (
     sharing_note,
 )
 from bench.stats.inputs import AnalysisOptions, Dataset, Prior, Settings, failed_counts
-from bench.stats.schema import Analysis, AnalysisSettings, BootMetrics, Comparison, PriorInfo
+from bench.stats.schema import (
+    Analysis,
+    AnalysisSettings,
+    ArmResult,
+    BootMetrics,
+    Comparison,
+    PriorInfo,
+)
 from bench.stats.select import selection, sweep_looks
 
 COMPARISON_KEYS = tuple(list(Comparison.model_fields)[:13])
@@ -128,6 +135,7 @@ def analyze_data(
             "comparisons are one test counted twice (Holm is conservative here)"
         )
     comps = comparisons(prim, s, power, n_resamples, np.random.default_rng(seed), notes)
+    comps = [_say_prior(c, prior) for c in comps]
     claims = {"improved", "regressed", "small_improvement", "small_regression"}
     faster_or_slower = [c.arm for c in comps if c.metric == SPEED_METRIC and c.verdict in claims]
     notes += order_notes(prim.data, s.baseline, faster_or_slower)
@@ -154,9 +162,7 @@ def analyze_data(
             n_resamples=n_resamples,
             seed=seed,
             power=power,
-            prior=PriorInfo(between_boot_sd=dict(prior.sd), df=dict(prior.df), source=prior.source)
-            if prior.sd
-            else None,
+            prior=_prior_info(prior, arm_entries),
         ),
         notes=list(dict.fromkeys(notes)),
         primary_metrics=list(s.primary),
@@ -164,3 +170,29 @@ def analyze_data(
         breakdown=breakdown(ds, prim.data, arms, s, by, power) if by else None,
         hosts=hosts,
     )
+
+
+def _prior_info(prior: Prior, arms: list[ArmResult]) -> PriorInfo | None:
+    if not prior.sd:
+        return None
+    return PriorInfo(
+        between_boot_sd=dict(prior.sd),
+        df=dict(prior.df),
+        source=prior.source,
+        boots=prior.boots,
+        requests_per_boot=prior.requests_per_boot,
+        supplied=[a.arm for a in arms if any(m.prior_sd_used for m in a.metrics.values())],
+    )
+
+
+def _say_prior(c: Comparison, prior: Prior) -> Comparison:
+    """A verdict that rests on a prior SD says whose: the spread is not this run's."""
+    if not c.method.startswith("welch_prior_sd"):
+        return c
+    whence = prior.source or "the option"
+    boots = f", {prior.boots} boots" if prior.boots else ""
+    df = prior.df.get(c.metric)
+    said = (
+        f"; the between-boot SD is a prior from {whence} ({f'{df:g} df' if df else 'df ?'}{boots})"
+    )
+    return c.model_copy(update={"why": c.why + said})

@@ -24,6 +24,7 @@ from bench.stats.inputs import (
     Prior,
     arm_data,
     arm_names,
+    check_prior_design,
     resolve_settings,
 )
 from bench.stats.methods import F, estimate
@@ -159,10 +160,13 @@ def prior_from_results(
     results: Results,
     *,
     source: str | None = None,
+    target: Results | None = None,
 ) -> Prior:
     """Between-boot SD per primary metric pooled over the arms of an (A/A) results directory,
     with its degrees of freedom (sum over arms of min(B, B_eff) - 1), for 1-boot arms of a
-    later run on the same setup and probe set."""
+    later run on the same setup and probe set. With `target` (the run it is lent to), a
+    source of another design is refused (`check_prior_design`)."""
+    design = check_prior_design(results, target, source) if target is not None else None
     arms = arm_names(results.manifest, results.boots)
     data = arm_data(results.probes, results.boots, arms, source).arms
     sd: dict[str, float] = {}
@@ -183,4 +187,6 @@ def prior_from_results(
             field="prior",
             fix="point at an A/A run with at least 2 ok boots per arm",
         )
-    return Prior(sd, df, source)
+    if design is None:
+        return Prior(sd, df, source)
+    return Prior(sd, df, source, design.ok_boots, design.requests_per_boot)

@@ -214,6 +214,9 @@ def test_prior_from_an_aa_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
     prior = out["settings"]["prior"]
     assert prior["source"] == str(aa) and 5.9 < prior["df"]["acceptance_pos0"] <= 6
     assert {c["method"] for c in _primary(out)} == {"welch_prior_sd"}
+    assert prior["boots"] == 8 and prior["supplied"] == ["a", "b"]
+    assert prior["requests_per_boot"] == 100
+    assert all(f"prior from {aa} (" in c["why"] for c in _primary(out))  # said in the verdict
     args = ["analyze", str(one), "--prior-from", str(aa), "--prior-df", "3"]
     assert run(args) == 2 and "--prior-from" in capsys.readouterr().err
     args = [
@@ -227,6 +230,27 @@ def test_prior_from_an_aa_directory(tmp_path: Path, capsys: pytest.CaptureFixtur
     ]
     assert run(args) == 0
     assert json.loads(capsys.readouterr().out)["settings"]["prior"]["df"]["acceptance_pos0"] == 6
+
+
+@pytest.mark.parametrize(
+    ("design", "words"),
+    [
+        ({"prompts": 40}, "requests per boot 100 vs 40"),
+        ({"probe_set": "chat"}, "probe sets sim (sim) vs chat"),
+    ],
+)
+def test_a_prior_from_another_design_is_refused_naming_what_differs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], design: dict[str, Any], words: str
+) -> None:
+    """A between-boot SD measured on other probes or another number of requests per boot
+    would make a 1-boot arm's verdict rest on a spread this run never had."""
+    aa = simulate_results(tmp_path / "aa", {"x": 0.0, "y": 0.0}, boots=4, seed=5)
+    one = simulate_results(tmp_path / "one", {"a": 0.0, "b": 0.5}, boots=1, **design)
+    before = sorted(p.name for p in one.rglob("*"))
+    assert run(["analyze", str(one), "--json", "--prior-from", str(aa)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and words in err and "--prior-from" in err
+    assert "Fix:" in err and sorted(p.name for p in one.rglob("*")) == before
 
 
 def test_a_bad_manifest_setting_names_the_manifest_not_a_flag(

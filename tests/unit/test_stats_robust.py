@@ -227,6 +227,28 @@ def test_prior_carries_its_df_and_can_come_from_an_aa_run(tmp_path: Path) -> Non
     assert out["settings"]["prior"]["source"] == "aa"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("boots", "replicates"), [(1, 600), (2, 400)])
+def test_a_matched_prior_keeps_false_claims_at_alpha(boots: int, replicates: int) -> None:
+    """A/A runs of 1 and 2 boots per arm, each analyzed with a prior taken by
+    `prior_from_results` from a fresh A/A run of the same design (which the design check
+    lets through): any primary claim is false. The rate stays within alpha + 2 MCSE."""
+    arms = {"a": 0.0, "b": 0.0}
+
+    def run_of(b: int, seed: int) -> Results:
+        probes, frame = simulate_frames(arms, boots=b, prompts=40, seed=seed)
+        return Results(manifest=simulated_manifest(arms, boots=b), boots=frame, probes=probes)
+
+    hits = 0
+    for i in range(replicates):
+        target = run_of(boots, 2 * i + 1)
+        prior = stats.prior_from_results(run_of(4, 2 * i), source="aa", target=target)
+        result = stats.analyze(target, AnalysisOptions(n_resamples=0, prior=prior))
+        hits += any(c.verdict in CLAIMS for c in result.comparisons if c.family == "primary")
+    alpha = 0.05
+    assert hits / replicates <= alpha + 2 * np.sqrt(alpha * (1 - alpha) / replicates)
+
+
 def _est(ratio: float, se: float, df: float) -> Est:
     a = np.asarray
     return Est(a(ratio), a(se), a(se), a(df), a(df + 1.0), int(df) + 1, False)

@@ -37,6 +37,8 @@ class Prior:
     sd: Mapping[str, float] = field(default_factory=dict)
     df: Mapping[str, float] = field(default_factory=dict)
     source: str | None = None
+    boots: int | None = None  # ok boots of the source run (None: given as an option)
+    requests_per_boot: float | None = None  # the source run's, checked against this run's
 
     @classmethod
     def from_values(cls, sd: float | Mapping[str, float] | None, df: float | None) -> Prior:

@@ -21,6 +21,14 @@ class PriorInfo(Frozen):
     between_boot_sd: dict[str, float] = Field(description="Metric -> prior SD.")
     df: dict[str, float] = Field(description="Metric -> its degrees of freedom.")
     source: str | None = Field(description="option, or the A/A results directory.")
+    boots: Int | None = Field(None, description="Ok boots of the source run (null: an option).")
+    requests_per_boot: float | None = Field(
+        None, description="The source run's median requests per boot (this run's matched it)."
+    )
+    supplied: list[str] = Field(
+        default_factory=list,
+        description="Arms whose between-boot SD the prior supplied (their 1-boot estimates).",
+    )
 
 
 class AnalysisSettings(Frozen):
