@@ -253,3 +253,33 @@ def test_group_share_recovers_the_variance_the_groups_carry(share: float) -> Non
         group_share({a: _arm(a, d.speed(), [""] * n) for a, d in data.items()}, ["base", "fix"])
         is None
     )
+
+
+def test_the_tables_say_which_speed_interval_they_show_and_give_the_other() -> None:
+    """A speed comparison made within duets is marked 'paired (duets)' in the analyze table
+    and the verdict table, with the unpaired interval's ends beside it."""
+    import io
+
+    from rich.console import Console
+
+    from bench import stats
+    from bench.records import Results
+    from bench.report import render_analysis
+    from bench.report.tables import verdict_table
+    from bench.simulate import simulate_frames, simulated_manifest
+
+    arms = {"a": 0.0, "b": 0.0}
+    probes, boots = simulate_frames(arms, boots=6, prompts=20, seed=3)
+    boots["corun_group"] = [f"g{b}" for b in boots["boot"]]
+    result = stats.analyze(
+        Results(manifest=simulated_manifest(arms, boots=6), boots=boots, probes=probes),
+        stats.AnalysisOptions(n_resamples=0),
+    )
+    speed = next(c for c in result.comparisons if c.metric == "output_tokens_per_s")
+    assert speed.pairing == "duet"
+    lo, hi = speed.ci_unpaired_low, speed.ci_unpaired_high
+    unpaired = f"paired (duets); unpaired [{100 * lo:+.1f} %, {100 * hi:+.1f} %]"
+    buf = io.StringIO()
+    render_analysis(result, Console(file=buf, width=400))
+    assert unpaired in buf.getvalue() and "compared within co-run groups" in buf.getvalue()
+    assert any(unpaired in cell for cell in verdict_table(result).iloc[:, 3])

@@ -74,7 +74,11 @@ def render_analysis(result: Analysis, out: Console) -> None:
             _num(sp.between_boot_sd, ".1f"),
         )
     out.print(arms)
-    comps = Table(title="Each arm vs baseline (Welch on boot values; Holm within each family)")
+    paired = any(c.pairing == "duet" for c in result.comparisons)
+    how = "Welch on boot values" + (
+        "; speed marked 'paired (duets)' compared within co-run groups" if paired else ""
+    )
+    comps = Table(title=f"Each arm vs baseline ({how}; Holm within each family)")
     for col in ("arm", "metric", "family", "difference [raw CI]", "verdict interval", "p"):
         comps.add_column(escape(col), overflow="fold")  # "[raw CI]" is not rich markup
     comps.add_column("p Holm", overflow="fold")

@@ -69,7 +69,11 @@ def duet_note(c: Comparison) -> str:
     elif wp < wu:
         saved = f"; unpaired, the same width would take ≈ {(wu / wp) ** 2:.1f}x the boots"
     else:
-        saved = "; here the pairing cost more than it saved (each group spends a df)"
+        saved = (
+            "; here the pairing cost more than it saved (each group spends a df), and the "
+            "verdict keeps it: pairing is fixed by the design before the data, and choosing "
+            "the narrower interval after seeing both would overstate the confidence"
+        )
     return (
         f"speed of {c.arm} vs {c.baseline} compared within co-run groups (boots measured at "
         f"once on one host): interval width {wp:.1%} against {wu:.1%} unpaired{saved}"
