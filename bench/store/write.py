@@ -164,7 +164,7 @@ class ResultsWriter:
                 raise SpecabError(
                     "results directory already exists",
                     file=root,
-                    fix="pass --resume to continue it, or --results-dir/--name for a new one",
+                    fix="pass --resume to continue it, or --results-dir NEW_DIR for a new one",
                 )
             old = load_manifest(root)
             if compare is not None:

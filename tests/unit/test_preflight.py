@@ -38,7 +38,13 @@ def primed_experiments(root: Path) -> list[Path]:
     """The command lines vLLM's parser answers here, parsed before the first test
     (tests/conftest.py primes them all in one vLLM import; a local model has the hub id's
     command-line shape)."""
-    docs = (_sampler_doc("synthetic"), _sampler_doc("standard"), _revision_doc("models/target"))
+    docs = (
+        _sampler_doc("synthetic"),
+        _sampler_doc("standard"),
+        _revision_doc("models/target"),
+        *(_doc_with(typo) for typo, _, _ in SUGGESTIONS),
+        _doc_with(lambda d: d["server"]["speculative_config"].update(method="dflsh")),
+    )
     out = [base_dir(root / "good")]  # GOOD as it is, when test_bad_inputs is not collected
     for i, doc in enumerate(docs):
         base_dir(root / f"exp-{i}")
@@ -220,3 +226,89 @@ def test_dspark_is_refused_on_a_build_whose_v1_runner_cannot_run_it(tmp_path: Pa
     assert "server.speculative_config.method" in line and "at start-up" in line
     assert "'dspark speculative decoding'" in line and "vllm/config/vllm.py" in line
     assert "Fix: run DSpark on a GPU build with the V2 model runner" in line
+
+
+def _doc_with(edit: Any) -> dict[str, Any]:
+    doc = json.loads(json.dumps(GOOD))
+    edit(doc)
+    return doc
+
+
+SUGGESTIONS = [  # (a user's typo, the words the fix must say, the fix applied to the document)
+    (
+        lambda d: d["arms"][1].update(draft_confg={"rope_theta": 1e6}),
+        "did you mean `draft_config`?",
+        lambda d: d["arms"][1].update(draft_config=d["arms"][1].pop("draft_confg")),
+    ),
+    (
+        lambda d: d["experiment"].update(boots_per_armm=4),
+        "did you mean `boots_per_arm`?",
+        lambda d: d["experiment"].update(boots_per_arm=d["experiment"].pop("boots_per_armm")),
+    ),
+    (
+        lambda d: d["server"]["speculative_config"].update(
+            num_speculatve_tokens=d["server"]["speculative_config"].pop("num_speculative_tokens")
+        ),
+        "did you mean `num_speculative_tokens`?",
+        lambda d: d["server"]["speculative_config"].update(
+            num_speculative_tokens=d["server"]["speculative_config"].pop("num_speculatve_tokens")
+        ),
+    ),
+    (
+        lambda d: d["server"]["speculative_config"].update(method="draft_modle"),
+        "did you mean 'draft_model'?",
+        lambda d: d["server"]["speculative_config"].update(method="draft_model"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("typo", "words", "follow"), SUGGESTIONS)
+def test_every_did_you_mean_is_right_and_following_it_validates(
+    offline: Path, capsys: pytest.CaptureFixture[str], typo: Any, words: str, follow: Any
+) -> None:
+    """The fix a refusal suggests names the field or value the user meant (from the model's
+    or vLLM's own names), and doing what it says gives a valid file."""
+    base_dir(offline)
+    doc = _doc_with(typo)
+    assert run(["validate", str(write_experiment(offline, doc))]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "remove it" not in err, err
+    follow(doc)
+    assert run(["validate", str(write_experiment(offline, doc))]) == 0, capsys.readouterr().err
+
+
+def test_a_refused_method_lists_every_value_vllm_takes(
+    offline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base_dir(offline)
+    doc = _doc_with(lambda d: d["server"]["speculative_config"].update(method="dflsh"))
+    assert run(["validate", str(write_experiment(offline, doc))]) == 2
+    err = capsys.readouterr().err
+    values = err.split("method takes one of: ")[1]
+    assert "did you mean 'dflash'?" in err and "…" not in values
+    assert {"ngram", "eagle3", "draft_model", "dflash", "mtp"} <= set(values.strip().split(", "))
+
+
+def test_an_existing_results_directory_suggests_flags_that_exist(
+    offline: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """'--results-dir NEW_DIR' and '--resume' are both run-ab's flags: followed, each gets
+    past the refusal (to Ray, stopped here)."""
+    import ray
+
+    from bench.simulate import simulate_results
+
+    class Reached(Exception):
+        pass
+
+    def stop(*args: object, **kwargs: object) -> None:
+        raise Reached
+
+    monkeypatch.setattr(ray, "init", stop)
+    spec = base_dir(offline)
+    taken = simulate_results(offline / "taken", {"a": 0.0}, boots=1, prompts=2)
+    assert run(["run-ab", str(spec), "--results-dir", str(taken), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--resume" in err and "--results-dir NEW_DIR" in err
+    with pytest.raises(Reached):
+        run(["run-ab", str(spec), "--results-dir", str(offline / "new"), "--quiet"])

@@ -57,7 +57,7 @@ def test_frozen_and_extra_forbidden() -> None:
     ("old", "new", "field", "fix"),
     [
         ('name = "x"', 'name = "x y"', "experiment.name", "letters, digits"),
-        ('name = "b"', 'name = "b"\nbogus = 1', "arms[1](b).bogus", "remove it"),
+        ('name = "b"', 'name = "b"\nbogus = 1', "arms[1](b).bogus", "remove or rename it"),
         ('sets = ["p.jsonl"]', "sets = []", "probes.sets", "at least one"),
         ('name = "x"', 'name = "x"\nalpha = 0.7', "experiment.alpha", "smaller value"),
         ('name = "x"', 'name = "x"\nbaseline = "zz"', "experiment.baseline", "choose one of"),
@@ -91,7 +91,7 @@ def test_parse_spec_reports_unknown_table_before_missing_one(tmp_path: Path) -> 
     import tomllib
 
     data = tomllib.loads(MINIMAL.replace("[[arms]]", "[[arm]]"))
-    with pytest.raises(SpecabError, match=r": arm: Extra inputs"):
+    with pytest.raises(SpecabError, match=r": arm: unknown field.* Fix: did you mean `arms`\?"):
         parse_spec(data, tmp_path / "e.toml")
 
 

@@ -171,7 +171,7 @@ def _mutate(exp_dir: Path, old: str, new: str) -> None:
 # (old text, new text, field path in the message, words of the problem)
 BAD = [
     ("boots_per_arm = 3", "boots_per_arm = 0", "experiment.boots_per_arm", "greater than"),
-    ('name = "fix"', 'name = "fix"\nargz = {}', "arms[1](fix).argz", "Extra inputs"),
+    ('name = "fix"', 'name = "fix"\nargz = {}', "arms[1](fix).argz", "did you mean `args`?"),
     ('name = "fix"', 'name = "baseline"', "arms", "duplicate arm name"),
     (
         "boots_per_arm = 3",
@@ -224,7 +224,7 @@ BAD = [
         "probes.acceptance_source",
         "'auto'",
     ),
-    ('[[arms]]\nname = "fix"', '[[armz]]\nname = "fix"', "armz", "Extra inputs"),
+    ('[[arms]]\nname = "fix"', '[[armz]]\nname = "fix"', "armz", "did you mean `arms`?"),
     (
         "draft_config = { partial_rotary_factor = 1.0 }",
         "target_config = { x = 1 }",
@@ -306,14 +306,33 @@ def test_validate_notes_arms_that_run_the_same_thing(
     assert "note: arms baseline, aa run exactly the same thing" in capsys.readouterr().out
 
 
-def test_two_boots_an_arm_are_warned_about(
-    exp_dir: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("boots", "words"),
+    [
+        (1, "every verdict will be 'unreplicated'"),
+        (2, "between-boot SD rests on 1 degree of freedom"),
+        (3, None),
+    ],
+)
+def test_fewer_than_three_boots_an_arm_are_said_as_analyze_says_them(
+    exp_dir: Path, capsys: pytest.CaptureFixture[str], boots: int, words: str | None
 ) -> None:
+    """validate before the run and analyze after it say one minimum in the same words."""
+    from bench.simulate import simulate_results
+
     f = exp_dir / "exp.toml"
-    f.write_text(f.read_text().replace("boots_per_arm = 3", "boots_per_arm = 2"))
+    f.write_text(f.read_text().replace("boots_per_arm = 3", f"boots_per_arm = {boots}"))
     assert run(["validate", str(f)]) == 0
-    out = capsys.readouterr().out
-    assert "experiment.boots_per_arm = 2: each arm's between-boot SD rests on 1 degree" in out
+    out = " ".join(capsys.readouterr().out.split())
+    if words is None:
+        assert "boots per arm" not in out.split("lint:")[0]
+        return
+    said = next(line for line in out.split("experiment.boots_per_arm: ")[1:])
+    assert words in said and "Run 3 or more boots per arm" in said
+    results = simulate_results(exp_dir / "r", {"a": 0.0, "b": 0.0}, boots=boots, prompts=5)
+    assert run(["analyze", str(results), "--resamples", "0"]) == 0
+    analyzed = " ".join(capsys.readouterr().out.split())
+    assert said.split(" Run 3")[0] in analyzed
 
 
 def test_an_ab_of_the_cpu_sampler_fix_is_warned_not_refused(

@@ -17,6 +17,7 @@ may be what makes the setting valid.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import itertools
 import json
@@ -148,6 +149,7 @@ def engine_refusal(
 ) -> str | None:
     """Raise the one-line SpecabError for vLLM's refusal; a warning line instead when a
     patch of the arm may change the verdict."""
+    message, fix = _suggestion(arm, message)
     message = _short(message)
     field = _field(spec, arm, message)
     if _patch_may_change_it(arm, message):
@@ -160,6 +162,40 @@ def engine_refusal(
         f"weights: {message}",
         file=spec_file,
         field=field,
-        fix="correct the setting (vLLM's own words above name it); every boot would fail "
+        fix=fix
+        or "correct the setting (vLLM's own words above name it); every boot would fail "
         "the same way",
     )
+
+
+_CHOICES = re.compile(r"^(?P<cls>\w+)\.(?P<key>\w+): Input should be (?P<values>.+)$")
+_UNKNOWN = re.compile(r"^(?P<cls>\w+)\.(?P<key>\w+): (?P<msg>.+?) \(fields: (?P<names>.+)\)$")
+
+
+def _written(arm: ResolvedArm, cls: str, key: str) -> object:
+    """The value the arm gives the refused setting (a speculative_config key or a flag)."""
+    if cls == "SpeculativeConfig":
+        return arm.speculative_config.get(key)
+    return arm.args.get(key.replace("_", "-"))
+
+
+def _suggestion(arm: ResolvedArm, message: str) -> tuple[str, str | None]:
+    """vLLM's refusal of a misspelt name, with 'did you mean' from vLLM's own names: the
+    values a setting takes (listed whole), or the fields its config class has."""
+    if m := _CHOICES.match(message):
+        values = re.findall(r"'([^']*)'", m["values"])
+        value = _written(arm, m["cls"], m["key"])
+        if not values or not isinstance(value, str):
+            return message, None
+        close = difflib.get_close_matches(value, values, n=1, cutoff=0.6)
+        said = f"{m['cls']}.{m['key']}: {value!r} is not one of vLLM's values"
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        return said, f"{hint}{m['key']} takes one of: {', '.join(values)}"
+    if m := _UNKNOWN.match(message):
+        names = [n.strip() for n in m["names"].split(",")]
+        close = difflib.get_close_matches(m["key"], names, n=1, cutoff=0.6)
+        said = f"{m['cls']}.{m['key']}: {m['msg']}"
+        if close:
+            return said, f"did you mean `{close[0]}`? (rename it; {m['cls']} has no {m['key']})"
+        return said, f"remove or rename it: {m['cls']} takes {', '.join(names)}"
+    return message, None

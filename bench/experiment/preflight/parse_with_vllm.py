@@ -164,9 +164,27 @@ def _engine_message(exc: BaseException) -> str:
         loc = ".".join(str(x) for x in first.get("loc", ()))
         msg = str(first.get("msg", exc)).removeprefix("Value error, ")
         text = f"{title}.{loc}: {msg}" if loc else f"{title}: {msg}"
+        text += _known_fields(str(title), str(first.get("type")))
     else:
         text = f"{type(exc).__name__}: {exc}"
     return " ".join(text.split())
+
+
+def _known_fields(title: str, kind: str) -> str:
+    """For a keyword the config class does not take: ' (fields: a, b, ...)', its own field
+    names, from which specab offers the closest."""
+    if kind not in ("unexpected_keyword_argument", "extra_forbidden"):
+        return ""
+    import dataclasses
+
+    import vllm.config as config
+
+    cls = getattr(config, title, None)
+    try:
+        names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
+    except TypeError:
+        names = list(getattr(cls, "model_fields", {}))
+    return f" (fields: {', '.join(sorted(names))})" if names else ""
 
 
 def _engine_checks(parser: Any, lines: list[dict[str, Any]]) -> list[str | None]:

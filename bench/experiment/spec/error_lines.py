@@ -3,7 +3,12 @@ per error type and the field path (arms shown by name). Used by `experiment_file
 
 from __future__ import annotations
 
+import difflib
+import types
+import typing
 from typing import Any
+
+from pydantic import BaseModel
 
 FIXES = {
     "extra_forbidden": "remove it (unknown field; see `specab schema` for valid ones)",
@@ -47,3 +52,39 @@ def render_loc(loc: tuple[int | str, ...], data: Any) -> str:
             out.append(str(part))
             node = node.get(part) if isinstance(node, dict) else None
     return ".".join(out)
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    """The model class an annotation holds (through Optional, unions and lists)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, list, tuple, typing.Annotated):
+        for arg in typing.get_args(annotation):
+            if (found := _model_in(arg)) is not None:
+                return found
+    return None
+
+
+def fields_at(model: type[BaseModel], loc: tuple[int | str, ...]) -> list[str]:
+    """The field names valid at `loc`'s parent ([] when it is not a model: a free table)."""
+    current: type[BaseModel] | None = model
+    for part in loc[:-1]:
+        if current is None:
+            return []
+        if isinstance(part, int):
+            continue  # an element of a list of models: the same model
+        field = current.model_fields.get(part)
+        current = _model_in(field.annotation) if field is not None else None
+    return list(current.model_fields) if current is not None else []
+
+
+def unknown_field_fix(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    """'did you mean `x`?' from the model's own field names, else the names valid there."""
+    names = fields_at(model, loc)
+    close = difflib.get_close_matches(str(loc[-1]), names, n=1, cutoff=0.6) if loc else []
+    if close:
+        return f"did you mean `{close[0]}`? (rename it; `{loc[-1]}` is not a field here)"
+    if names:
+        return f"remove or rename it: the fields here are {', '.join(names)}"
+    return FIXES["extra_forbidden"]

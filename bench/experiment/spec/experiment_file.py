@@ -17,7 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import SpecabError
-from bench.experiment.spec.error_lines import FIXES, UNION_TAGS, render_loc
+from bench.experiment.spec.error_lines import FIXES, UNION_TAGS, render_loc, unknown_field_fix
 from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
@@ -266,6 +266,8 @@ def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
         )
         msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
         fix = FIXES.get(err["type"], "correct the value")
+        if err["type"] == "extra_forbidden":
+            msg, fix = "unknown field", unknown_field_fix(Experiment, raw_loc)
         if union:
             msg = "a flag value must be a string, number or boolean"
             fix = 'write e.g. 1024, "auto" or true (false removes the flag)'
