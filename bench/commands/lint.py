@@ -13,17 +13,36 @@ console = Console(highlight=False, soft_wrap=True)
 
 def lint(
     file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
+    cluster: Annotated[
+        bool,
+        typer.Option(
+            "--cluster",
+            help="The boots run on cluster nodes: validate's checks as `validate --cluster` "
+            "(a model or build refusal only this machine has is a warning).",
+        ),
+    ] = False,
+    configs_only: Annotated[
+        bool,
+        typer.Option(
+            "--configs-only",
+            help="Read the config.json files only, without validate's checks first (no vLLM "
+            "import: a typo vLLM would refuse is not found).",
+        ),
+    ] = False,
 ) -> None:
-    """Read every arm's effective target and draft config.json (after overlays; local dirs or
-    the local Hugging Face cache, no weights) and print one line per known mismatch: rotary
-    geometry, layer ids past a per-layer list, speculation length, vocabulary.
+    """Run validate's checks (a mistake there: exit 2, as validate), then read every arm's
+    effective target and draft config.json (after overlays; local dirs or the local Hugging
+    Face cache, no weights) and print one line per known mismatch: rotary geometry, layer
+    ids past a per-layer list, speculation length, vocabulary.
     Exit 0: no findings; 1: findings; 2: bad input."""
-    from bench.experiment import lint_file
+    from bench.experiment import lint_file, preflight
 
-    report = lint_file(file)
+    report = lint_file(file) if configs_only else preflight(file, cluster=cluster).lint(file)
     for line in report.lines():
         console.print(line, markup=False)
-    console.print(f"{file}: {report.summary()}", markup=False)
+    checked = "config.json files only (--configs-only: validate's checks not run)"
+    summary = report.summary() + (f"; {checked}" if configs_only else "")
+    console.print(f"{file}: {summary}", markup=False)
     if report.exit_code:
         raise typer.Exit(report.exit_code)
 

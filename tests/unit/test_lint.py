@@ -90,12 +90,12 @@ def test_the_proposed_overlay_silences_the_finding(tmp_path: Path) -> None:
 
 def test_clean_pair_has_no_findings(capsys: pytest.CaptureFixture[str]) -> None:
     assert lint_file(CLEAN, environ={}).findings == ()
-    assert run(["lint", str(CLEAN)]) == 0
+    assert run(["lint", str(CLEAN), "--cluster"]) == 0
     assert capsys.readouterr().out.strip().endswith("no findings in 2 arm(s)")
 
 
 def test_cli_exit_codes_and_lines(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert run(["lint", str(DSPARK)]) == 1
+    assert run(["lint", str(DSPARK), "--cluster"]) == 1
     out = capsys.readouterr().out.splitlines()
     assert out[0].startswith("baseline: warning: compress_ratios: draft layers run as ids 43-45")
     assert out[-1].endswith("4 finding(s) in 3 of 4 arm(s)")
@@ -119,7 +119,7 @@ def test_bad_config_files_exit_2_naming_the_file(
     (tmp_path / "exp.toml").write_text(CLEAN.read_text().replace("../probes.jsonl", "probes.jsonl"))
     assert callable(mutate)
     mutate(tmp_path)
-    assert run(["lint", str(tmp_path / "exp.toml")]) == 2
+    assert run(["lint", str(tmp_path / "exp.toml"), "--configs-only"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err and "exp.toml" in err
 
@@ -130,13 +130,38 @@ def test_missing_local_model_path_is_bad_input(tmp_path: Path) -> None:
         .replace('model = "target"', 'model = "./no-such-model"')
         .replace("../probes.jsonl", "p.jsonl")
     )
-    assert run(["lint", str(tmp_path / "exp.toml")]) == 2
+    assert run(["lint", str(tmp_path / "exp.toml"), "--configs-only"]) == 2
 
 
 def primed_experiments(root: Path) -> list[Path]:
     """The command lines vLLM's parser answers here, parsed before the first test
     (tests/conftest.py primes them all in one vLLM import)."""
-    return [DSPARK]
+    return [DSPARK, *_typo(root / "typo")]
+
+
+def _typo(root: Path) -> list[Path]:
+    """The validate golden's demo experiment with a speculative_config key misspelt (vLLM's
+    engine refuses it; its configs are fine)."""
+    import shutil
+
+    demo = Path(__file__).resolve().parents[2] / "arms" / "demo"
+    shutil.copytree(demo, root, ignore=shutil.ignore_patterns("*.safetensors", "results"))
+    text = (root / "demo.toml").read_text()
+    (root / "demo.toml").write_text(text.replace("num_speculative_tokens", "num_speculatve_tokens"))
+    return [root / "demo.toml"]
+
+
+def test_lint_runs_validates_checks_first_or_says_it_did_not(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A typo validate refuses is bad input for lint too (exit 2, validate's line); with
+    --configs-only lint reads the config.json files alone and says so."""
+    spec = _typo(tmp_path / "typo")[0]
+    assert run(["lint", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "did you mean `num_speculative_tokens`?" in err and len(err.strip().splitlines()) == 1
+    assert run(["lint", str(spec), "--configs-only"]) == 1  # the demo's shipped bug, found
+    assert "validate's checks not run" in capsys.readouterr().out.splitlines()[-1]
 
 
 def test_validate_prints_the_same_findings(capsys: pytest.CaptureFixture[str]) -> None:

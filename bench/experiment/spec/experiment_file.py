@@ -290,6 +290,10 @@ def load_spec(path: str | Path) -> Experiment:
         ) from None
     except UnicodeDecodeError:
         raise SpecabError("not UTF-8 text", file=p, fix="save the file as UTF-8") from None
+    except OSError as exc:
+        raise SpecabError(
+            f"cannot be read ({exc.strerror})", file=p, fix="check the file's permissions"
+        ) from None
     return parse_spec(data, p)
 
 
