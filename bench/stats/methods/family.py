@@ -118,6 +118,10 @@ def family(pairs: Sequence[tuple[Est, Est, Margin]], alpha: float) -> Family:
     no_boots = np.isnan(ri) | np.isnan(rj)
     diff = rj - ri
     se, df = welch(se_i, df_i, se_j, df_j)
+    # Both sides' SE from one prior SD: one variance estimate, not two independent ones, so
+    # the difference keeps the prior's df (Welch-Satterthwaite would double it).
+    shared = _stack([float(b.prior_used and a.prior_used) for b, a, _ in pairs]).astype(bool)
+    df = np.where(shared, np.minimum(df_i, df_j), df)
     unrep = ~no_boots & (np.isnan(se_i) | np.isnan(se_j))
     det = (se_i == 0) & (se_j == 0)
     p = t_pvalue(diff, se, df)
