@@ -14,11 +14,14 @@ from bench.commands.options import (
     Baseline,
     By,
     Json,
+    Margin,
     MarginLength,
     MarginPos0,
     MarginSpeed,
     ResultsDir,
     as_flags,
+    deprecated,
+    margins_given,
     parse_by,
     parse_floats,
     results_dir_not_spec,
@@ -92,10 +95,12 @@ def analyze(
     results_dir: ResultsDir,
     as_json: Json = False,
     fmt: Annotated[
-        str, typer.Option("--format", help="table, json, or markdown (CI job summaries).")
-    ] = "table",
+        str | None,
+        typer.Option("--format", help="table (default) or markdown (CI job summaries)."),
+    ] = None,
     baseline: Baseline = None,
     alpha: Alpha = None,
+    margin: Margin = None,
     margin_pos0: MarginPos0 = None,
     margin_length: MarginLength = None,
     margin_speed: MarginSpeed = None,
@@ -133,22 +138,31 @@ def analyze(
 
     if resamples < 0:
         raise SpecabError("must be >= 0", field="--resamples", fix="pass e.g. 10000")
-    if fmt not in ("table", "json", "markdown"):
-        raise SpecabError(f"{fmt!r}", field="--format", fix="use table, json or markdown")
+    if fmt not in (None, "table", "json", "markdown"):
+        raise SpecabError(f"{fmt!r}", field="--format", fix="use table or markdown (or --json)")
+    if as_json and fmt not in (None, "json"):
+        raise SpecabError(
+            f"--json and --format {fmt} ask for two outputs",
+            field="--format",
+            fix="pass one of them: --json for the JSON object, --format for a table",
+        )
+    if fmt == "json":
+        deprecated("--format json", "--json")
     if not 0 < power < 1:
         raise SpecabError(f"{power!r} is out of range", field="--power", fix="use e.g. 0.8")
-    out_fmt = "json" if as_json else fmt
+    out_fmt = "json" if as_json else fmt or "table"
     gate = _fail_on(fail_on)
     results_dir_not_spec(results_dir)
     results = load_results(results_dir, stats.PROBE_COLUMNS)
     src = str(results_dir)
+    margins = margins_given(margin, margin_pos0, margin_length, margin_speed)
     with as_flags():
         options = stats.AnalysisOptions(
             baseline=baseline,
             alpha=alpha,
-            margin_pos0=margin_pos0,
-            margin_length=margin_length,
-            margin_speed=margin_speed,
+            margin_pos0=margins.get("acceptance_pos0"),
+            margin_length=margins.get("mean_accepted_length"),
+            margin_speed=margins.get("output_tokens_per_s"),
             looks=_looks(looks),
             prior=_prior(prior_between_boot_sd, prior_df, prior_from, results),
             by=parse_by(by),

@@ -13,11 +13,13 @@ import typer
 
 from bench.commands.options import (
     Json,
+    Margin,
     MarginLength,
     MarginPos0,
     MarginSpeed,
     ResultsDir,
     check_margins,
+    margins_given,
 )
 from bench.errors import SpecabError
 
@@ -68,6 +70,7 @@ def gate(
     arm: Annotated[
         list[str] | None, typer.Option("--arm", help="NEW=REFERENCE arm pair (repeat).")
     ] = None,
+    margin: Margin = None,
     margin_pos0: MarginPos0 = None,
     margin_length: MarginLength = None,
     margin_speed: MarginSpeed = None,
@@ -82,15 +85,12 @@ def gate(
 
     if not 0 < alpha < 0.5:
         raise SpecabError(f"{alpha!r} is out of range", field="--alpha", fix="use e.g. 0.05")
-    check_margins(pos0=margin_pos0, length=margin_length, speed=margin_speed)
+    given = margins_given(margin, margin_pos0, margin_length, margin_speed)
+    check_margins(given)
     ref = load_reference(store, reference)
     result, ok, _ = _analysis(results_dir)
     new_arms = reference_arms(result, ok)
-    margins = dict(result.margins)
-    for key, value in (("acceptance_pos0", margin_pos0), ("mean_accepted_length", margin_length),
-                       ("output_tokens_per_s", margin_speed)):  # fmt: skip
-        if value is not None:
-            margins[key] = value
+    margins = {**result.margins, **given}
     answer = gate_run(
         new_arms, ref, margins=margins, alpha=alpha, requested=arm, source=str(results_dir)
     )

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
 
+from bench.commands.options import ExperimentFile
+
 console = Console(highlight=False, soft_wrap=True)
 
 
 def lint(
-    file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
+    file: ExperimentFile,
     cluster: Annotated[
         bool,
         typer.Option(
@@ -30,11 +31,13 @@ def lint(
         ),
     ] = False,
 ) -> None:
-    """Run validate's checks (a mistake there: exit 2, as validate), then read every arm's
-    effective target and draft config.json (after overlays; local dirs or the local Hugging
-    Face cache, no weights) and print one line per known mismatch: rotary geometry, layer
-    ids past a per-layer list, speculation length, vocabulary.
-    Exit 0: no findings; 1: findings; 2: bad input."""
+    """Known draft/target config mismatches, after validate's checks.
+
+    Reads every arm's effective target and draft config.json (after overlays; local dirs or
+    the local Hugging Face cache, no weights) and prints one line per known mismatch: rotary
+    geometry, layer ids past a per-layer list, speculation length, vocabulary. A mistake
+    validate finds exits 2 with validate's line. Exit 0: no findings; 1: findings; 2: bad
+    input."""
     from bench.experiment import lint_file, preflight
 
     report = lint_file(file) if configs_only else preflight(file, cluster=cluster).lint(file)

@@ -6,7 +6,7 @@ passes no flags) names the manifest field and never a flag the user did not type
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Literal
@@ -16,10 +16,13 @@ import typer
 from bench.errors import SpecabError
 
 # --- options more than one command takes ------------------------------------------------
+# One argument name per kind, in every command's usage line and message.
 ResultsDir = Annotated[
-    Path, typer.Argument(metavar="DIR", help="Results directory (results/<experiment>).")
+    Path, typer.Argument(metavar="RESULTS_DIR", help="Results directory (results/<experiment>).")
 ]
-ExperimentFile = Annotated[Path, typer.Argument(help="Experiment file (.toml).")]
+ExperimentFile = Annotated[
+    Path, typer.Argument(metavar="EXPERIMENT_FILE", help="Experiment file (.toml).")
+]
 ResultsDirOption = Annotated[
     Path | None,
     typer.Option("--results-dir", help="Results directory (default results/<name>)."),
@@ -37,15 +40,19 @@ Alpha = Annotated[
     float | None,
     typer.Option("--alpha", help="Two-sided level in (0, 0.5) (default: the manifest's)."),
 ]
-MarginPos0 = Annotated[
-    float | None, typer.Option("--margin-pos0", help="Margin for acceptance at position 0.")
+Margin = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--margin",
+        metavar="METRIC=VALUE",
+        help="A metric's margin, named as in analyze --json: acceptance_pos0=0.01, "
+        "mean_accepted_length=0.05, output_tokens_per_s=0.02 (relative: 2 %). Repeat per metric.",
+    ),
 ]
-MarginLength = Annotated[
-    float | None, typer.Option("--margin-length", help="Margin for mean accepted length (tokens).")
-]
-MarginSpeed = Annotated[
-    float | None, typer.Option("--margin-speed", help="Relative margin for tokens/s (0.02 = 2 %).")
-]
+# The older spellings, still read (with a note); help shows --margin only.
+MarginPos0 = Annotated[float | None, typer.Option("--margin-pos0", hidden=True)]
+MarginLength = Annotated[float | None, typer.Option("--margin-length", hidden=True)]
+MarginSpeed = Annotated[float | None, typer.Option("--margin-speed", hidden=True)]
 By = Annotated[
     str | None,
     typer.Option("--by", help="Also break results down by category or probe_set."),
@@ -54,9 +61,9 @@ By = Annotated[
 FLAGS = {
     "baseline": "--baseline",
     "alpha": "--alpha",
-    "margins.acceptance_pos0": "--margin-pos0",
-    "margins.mean_accepted_length": "--margin-length",
-    "margins.output_tokens_per_s": "--margin-speed",
+    "margins.acceptance_pos0": "--margin acceptance_pos0",
+    "margins.mean_accepted_length": "--margin mean_accepted_length",
+    "margins.output_tokens_per_s": "--margin output_tokens_per_s",
     "by": "--by",
     "looks": "--looks",
     "prior.between_boot_sd": "--prior-between-boot-sd",
@@ -95,18 +102,13 @@ def parse_floats(text: str | None, option: str) -> list[float] | None:
         ) from None
 
 
-def check_margins(*, pos0: float | None, length: float | None, speed: float | None) -> None:
+def check_margins(given: Mapping[str, float]) -> None:
     """The margin options, by the analysis's own rule (`stats.inputs.check_margin`)."""
     from bench.stats.inputs import check_margin
 
-    for metric, value in (
-        ("acceptance_pos0", pos0),
-        ("mean_accepted_length", length),
-        ("output_tokens_per_s", speed),
-    ):
-        if value is not None:
-            with as_flags():
-                check_margin(metric, value, file=None, field=f"margins.{metric}")
+    for metric, value in given.items():
+        with as_flags():
+            check_margin(metric, value, file=None, field=f"margins.{metric}")
 
 
 def results_dir_not_spec(path: Path) -> None:
@@ -131,3 +133,50 @@ def parse_by(text: str | None) -> Literal["category", "probe_set"] | None:
     if text is None or text in ("category", "probe_set"):
         return text  # type: ignore[return-value]
     raise SpecabError(f"{text!r}", field="--by", fix="use --by category or --by probe_set")
+
+
+def deprecated(old: str, new: str) -> None:
+    """One line on stderr for an old spelling that still works."""
+    import sys
+
+    print(f"note: {old} is deprecated; use {new} (the old spelling still works)", file=sys.stderr)
+
+
+_OLD_MARGINS = (
+    ("--margin-pos0", "acceptance_pos0"),
+    ("--margin-length", "mean_accepted_length"),
+    ("--margin-speed", "output_tokens_per_s"),
+)
+
+
+def margins_given(given: list[str] | None, *old: float | None) -> dict[str, float]:
+    """Metric -> margin from `--margin METRIC=VALUE` (and the older --margin-pos0,
+    --margin-length, --margin-speed, in that order, with a note)."""
+    from bench.records import ALL_METRICS
+
+    out: dict[str, float] = {}
+    for text in given or []:
+        metric, sep, written = text.partition("=")
+        try:
+            number = float(written)
+        except ValueError:
+            number = float("nan")
+        if not sep or metric not in ALL_METRICS or number != number:
+            raise SpecabError(
+                f"{text!r} is not METRIC=VALUE",
+                field="--margin",
+                fix=f"write e.g. --margin acceptance_pos0=0.01 (METRIC: {', '.join(ALL_METRICS)})",
+            )
+        out[metric] = number
+    for (flag, name), value in zip(_OLD_MARGINS, old, strict=False):
+        if value is None:
+            continue
+        if name in out:
+            raise SpecabError(
+                f"{flag} and --margin {name}=... both set it",
+                field="--margin",
+                fix=f"pass --margin {name}=VALUE only",
+            )
+        deprecated(flag, f"--margin {name}={value:g}")
+        out[name] = value
+    return out

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from bench.commands.options import ExperimentFile
+
 if TYPE_CHECKING:
     from bench.experiment import Experiment, Preflight
     from bench.experiment.launch import AppliedDiff
@@ -17,7 +19,7 @@ console = Console(highlight=False, soft_wrap=True)
 
 
 def validate(
-    file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
+    file: ExperimentFile,
     cluster: Annotated[
         bool,
         typer.Option(
@@ -129,7 +131,7 @@ def schema(
 
 
 def materialize(
-    file: Annotated[Path, typer.Argument(help="Experiment file (.toml).")],
+    file: ExperimentFile,
     arm: Annotated[str, typer.Option("--arm", help="Arm to materialize.")],
     out: Annotated[Path, typer.Option("--out", help="New or empty output directory.")],
     engine_seed: Annotated[

@@ -163,7 +163,7 @@ def test_speculative_config_true_is_one_line(tmp_path: Path) -> None:
     }
     with pytest.raises(SpecabError) as e:
         parse_spec(doc, tmp_path / "exp.toml")
-    assert e.value.field == "arms[0](a).speculative_config"
+    assert e.value.field == "arms(a).speculative_config"
     assert "neither a table nor false" in e.value.problem and "false" in (e.value.fix or "")
 
 

@@ -57,14 +57,14 @@ def test_frozen_and_extra_forbidden() -> None:
     ("old", "new", "field", "fix"),
     [
         ('name = "x"', 'name = "x y"', "experiment.name", "letters, digits"),
-        ('name = "b"', 'name = "b"\nbogus = 1', "arms[1](b).bogus", "remove or rename it"),
+        ('name = "b"', 'name = "b"\nbogus = 1', "arms(b).bogus", "remove or rename it"),
         ('sets = ["p.jsonl"]', "sets = []", "probes.sets", "at least one"),
         ('name = "x"', 'name = "x"\nalpha = 0.7', "experiment.alpha", "smaller value"),
         ('name = "x"', 'name = "x"\nbaseline = "zz"', "experiment.baseline", "choose one of"),
         (
             "max_num_seqs = 2",
             "max_num_seqs = { a = 1 }",
-            "arms[1](b).args.max_num_seqs",
+            "arms(b).args.max_num_seqs",
             "false removes the flag",
         ),
         (

@@ -171,7 +171,7 @@ def _mutate(exp_dir: Path, old: str, new: str) -> None:
 # (old text, new text, field path in the message, words of the problem)
 BAD = [
     ("boots_per_arm = 3", "boots_per_arm = 0", "experiment.boots_per_arm", "greater than"),
-    ('name = "fix"', 'name = "fix"\nargz = {}', "arms[1](fix).argz", "did you mean `args`?"),
+    ('name = "fix"', 'name = "fix"\nargz = {}', "arms(fix).argz", "did you mean `args`?"),
     ('name = "fix"', 'name = "baseline"', "arms", "duplicate arm name"),
     (
         "boots_per_arm = 3",
@@ -182,7 +182,7 @@ BAD = [
     (
         "draft_config = { partial_rotary_factor = 1.0 }",
         "draft_config = 1",
-        "arms[1](fix).draft_config",
+        "arms(fix).draft_config",
         "valid dictionary",
     ),
     (
@@ -208,7 +208,7 @@ BAD = [
     (
         "args = { enforce-eager = false }",
         "args = { enforce-eager = [1] }",
-        "arms[1](fix).args.enforce-eager",
+        "arms(fix).args.enforce-eager",
         "string, number or boolean",
     ),
     (

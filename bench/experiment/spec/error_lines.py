@@ -36,7 +36,7 @@ UNION_TAGS = {"str", "int", "float", "bool", "none"}
 
 
 def render_loc(loc: tuple[int | str, ...], data: Any) -> str:
-    """Render a pydantic location; list indices of arms show the arm's name when known."""
+    """Render a pydantic location; an element of a list shows its name when it has one."""
     out: list[str] = []
     node = data
     for part in loc:
@@ -46,7 +46,9 @@ def render_loc(loc: tuple[int | str, ...], data: Any) -> str:
                 if isinstance(node, list) and part < len(node) and isinstance(node[part], dict)
                 else None
             )
-            out[-1] = f"{out[-1]}[{part}]" + (f"({name})" if name else "") if out else f"[{part}]"
+            # an arm by its name, as every other message names it: arms(fix); by index
+            # only where it has none yet
+            out[-1] = f"{out[-1]}({name})" if name and out else f"{out[-1] if out else ''}[{part}]"
             node = node[part] if isinstance(node, list) and part < len(node) else None
         else:
             out.append(str(part))

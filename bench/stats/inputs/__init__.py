@@ -7,7 +7,7 @@ whether a prior's source run fits the run it is lent to (`prior_design`)."""
 
 from bench.stats.inputs.co_runs import corun_groups
 from bench.stats.inputs.dataset import ArmData, Dataset, arm_data, boot_values, failed_counts
-from bench.stats.inputs.prior_design import REQUEST_TOLERANCE, check_prior_design
+from bench.stats.inputs.prior_design import check_prior_design
 from bench.stats.inputs.probe_attributes import PROBE_COLUMNS
 from bench.stats.inputs.settings import (
     AnalysisOptions,
@@ -21,7 +21,7 @@ from bench.stats.inputs.settings import (
 )
 
 __all__ = [
-    "PROBE_COLUMNS", "REQUEST_TOLERANCE", "AnalysisOptions", "ArmData", "Dataset", "Prior",
+    "PROBE_COLUMNS", "AnalysisOptions", "ArmData", "Dataset", "Prior",
     "Settings", "arm_data", "arm_names", "boot_values", "check_margin", "check_prior_design",
     "corun_groups", "effect_scale", "failed_counts", "margin_for", "resolve_settings",
 ]  # fmt: skip
