@@ -221,5 +221,6 @@ def campaign_status(root: Path) -> CampaignStatus:
         missing=missing,
         next_look=next((k for k in looks if k > done), None),
         last_failure=_last_failure(rows),
-        note="counts only: verdicts come from `specab analyze` at the looks and at the end",
+        note="counts only: verdicts come from `specab analyze`"
+        + (" at the looks and at the end" if looks else " at the end"),
     )

@@ -99,6 +99,9 @@ def test_resolve_path_is_relative_to_the_file(tmp_path: Path) -> None:
     f = tmp_path / "sub" / "e.toml"
     assert resolve_path(f, "m/x") == tmp_path / "sub" / "m" / "x"
     assert resolve_path(f, "/abs/x") == Path("/abs/x")
+    # printed and recorded normalized, never as .../sub/../demo/x
+    assert str(resolve_path(f, "../demo/x")) == str(tmp_path / "demo" / "x")
+    assert str(resolve_path(f, "/abs/../x")) == "/x"
 
 
 def test_json_schema_has_descriptions_everywhere() -> None:

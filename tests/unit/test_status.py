@@ -16,6 +16,7 @@ import pytest
 
 from bench.cli import run
 from bench.records import CLAIM_FILE, InFlightBoot
+from bench.report.console import status_line
 from bench.store import acquire_claim, campaign_status, load_results
 
 SIM_AB = Path(__file__).resolve().parents[1] / "fixtures" / "goldens" / "results" / "sim-ab"
@@ -55,6 +56,9 @@ def test_a_finished_run_has_no_writer_and_names_its_last_failure(
     body = json.loads(capsys.readouterr().out)
     assert body["arms"][0]["ok"] == s.arms[0].ok and body["writer"] is None
     assert "verdicts come from" in body["note"]
+    assert "look" not in body["note"] and "look" not in capsys.readouterr().out  # none planned
+    assert run(["status", str(run_dir)]) == 0
+    assert "look" not in capsys.readouterr().out
 
 
 def test_a_live_writer_with_boots_in_flight(
@@ -74,6 +78,8 @@ def test_a_live_writer_with_boots_in_flight(
         view = capsys.readouterr().out
         assert "run-ab --resume" in view and "running: base__b005__a2 on node-7" in view
         assert "to go at this pace" in view
+        line = status_line(campaign_status(run_dir))  # what --watch writes into a pipe
+        assert "+1 in flight" in line and "+1," not in line
     finally:
         held.release()
     assert not (run_dir / CLAIM_FILE).exists()
@@ -104,7 +110,7 @@ def test_watch_ends_by_itself_once_the_run_is_done(tmp_path: Path) -> None:
     )
     assert out.returncode == 0, out.stderr
     (line,) = out.stdout.splitlines()  # into a pipe: one line per refresh, the last one
-    assert line.startswith("finished: base 6/6") and "took " in line
+    assert line.startswith("finished: base 6/6 ok") and "took " in line
 
 
 def test_a_stopped_run_says_how_many_boots_it_misses(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import tomllib
 from itertools import pairwise
@@ -298,9 +299,10 @@ def load_spec(path: str | Path) -> Experiment:
 
 
 def resolve_path(spec_file: str | Path, value: str) -> Path:
-    """Resolve a path written in an experiment file relative to that file's directory."""
+    """Resolve a path written in an experiment file relative to that file's directory,
+    normalized (`models/../demo/target` reads as `demo/target`; links are kept)."""
     v = Path(value).expanduser()
-    return v if v.is_absolute() else (Path(spec_file).resolve().parent / v)
+    return Path(os.path.normpath(v if v.is_absolute() else Path(spec_file).resolve().parent / v))
 
 
 def json_schema() -> dict[str, Any]:

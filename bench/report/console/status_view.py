@@ -67,8 +67,10 @@ def timing_line(s: CampaignStatus) -> str:
 
 
 def status_line(s: CampaignStatus) -> str:
-    """One line per refresh, for `--watch` into a pipe or a log file."""
-    arms = " ".join(
-        f"{a.arm} {a.ok}/{a.target}" + (f"+{a.in_flight}" if a.in_flight else "") for a in s.arms
+    """One line per refresh, for `--watch` into a pipe or a log file: per arm ok boots of
+    its target, and how many are in flight."""
+    arms = ", ".join(
+        f"{a.arm} {a.ok}/{a.target} ok" + (f" +{a.in_flight} in flight" if a.in_flight else "")
+        for a in s.arms
     )
     return f"{s.state}: {arms}; {timing_line(s)}"

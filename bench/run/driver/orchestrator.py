@@ -41,7 +41,9 @@ from bench.run.placement import (
     bundle,
     cluster_slots,
     connect,
+    disconnect,
     gang_capacity,
+    local_session,
     run_attempt,
     task_options,
 )
@@ -204,9 +206,8 @@ class Driver:
         summary: RunSummary,
         seq: SequentialRun | SelectionRun | None,
     ) -> None:
-        import ray
-
         started_ray = connect(self.opts.address, num_cpus=self.opts.num_cpus)
+        session = local_session() if started_ray and self.opts.address is None else None
         try:
             nodes = cluster_slots(self.spec.resources, self.spec_file)
             if writer is None:
@@ -242,7 +243,7 @@ class Driver:
                 ).run(todo)
         finally:
             if started_ray:
-                ray.shutdown()
+                disconnect(session)
 
 
 def run_ab(spec_file: Path, opts: RunOptions, console: Console | None = None) -> RunSummary:

@@ -9,7 +9,9 @@ from bench.run.placement.capacity import (
     bundle,
     cluster_slots,
     connect,
+    disconnect,
     gang_capacity,
+    local_session,
     node_capacity,
     ray_request,
     task_options,
@@ -17,7 +19,19 @@ from bench.run.placement.capacity import (
 from bench.run.placement.task import AttemptSpec, TaskResult, placement_failed, run_attempt
 
 __all__ = [
-    "AttemptSpec", "NodeSlots", "TaskResult", "boot_capacity", "bundle", "cluster_slots",
-    "connect", "gang_capacity", "node_capacity", "placement_failed", "ray_request",
-    "run_attempt", "task_options",
+    "AttemptSpec",
+    "NodeSlots",
+    "TaskResult",
+    "boot_capacity",
+    "bundle",
+    "cluster_slots",
+    "connect",
+    "disconnect",
+    "gang_capacity",
+    "local_session",
+    "node_capacity",
+    "placement_failed",
+    "ray_request",
+    "run_attempt",
+    "task_options",
 ]  # fmt: skip

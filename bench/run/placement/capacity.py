@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -126,6 +127,31 @@ def connect(address: str | None, *, num_cpus: int | None = None) -> bool:
             "to run on local Ray",
         ) from None
     return True
+
+
+def local_session() -> Path | None:
+    """The session directory of the Ray this process started (Ray's temp dir, e.g.
+    /tmp/ray/session_...), to remove when it ends: each local run would leave one behind."""
+    import ray
+
+    context = ray.get_runtime_context()
+    session = Path(context.get_temp_dir()) / context.get_session_name()
+    return session if session.name.startswith("session_") and session.is_dir() else None
+
+
+def disconnect(session: Path | None) -> None:
+    """Shut this process's Ray down, then remove `session` (a local Ray's own session
+    directory; None: a cluster's, which its owner keeps) and its `session_latest` link when
+    it points there. Never another process's session: only the path this run recorded."""
+    import ray
+
+    ray.shutdown()
+    if session is None:
+        return
+    shutil.rmtree(session, ignore_errors=True)
+    latest = session.parent / "session_latest"
+    if latest.is_symlink() and os.readlink(latest) == str(session):
+        latest.unlink(missing_ok=True)
 
 
 def _stopped_a_slow_start(exc: Exception) -> bool:
