@@ -13,6 +13,7 @@ from bench.run.node import (
     cache_state,
     cpu_binding_for,
     fresh_node_log,
+    jit_cache_env,
     node_workdir,
     read_log_tail,
     share_model_infos,
@@ -22,6 +23,6 @@ from bench.run.node import (
 __all__ = [
     "CPU_BIND", "MAX_LOG_BYTES", "Attempt", "BootOutcome", "BootRequest", "Ledger", "NodeSetup",
     "RunOptions", "RunSummary", "boot_seed", "cache_state", "cpu_binding_for", "engine_seed",
-    "fresh_node_log", "guarded_boot", "node_workdir", "read_log_tail", "run_ab", "run_boot",
-    "share_model_infos", "visible_gpus",
+    "fresh_node_log", "guarded_boot", "jit_cache_env", "node_workdir", "read_log_tail",
+    "run_ab", "run_boot", "share_model_infos", "visible_gpus",
 ]  # fmt: skip

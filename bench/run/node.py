@@ -30,9 +30,41 @@ def node_workdir(experiment: str) -> Path:
     return root / experiment
 
 
-def compile_cache_path(workdir: Path, arm: str, boot_id: str, *, keep: bool) -> Path:
-    """vLLM's compile cache of this boot: kept per arm on the node, or fresh per boot."""
-    return workdir / "vllm-cache" / (arm if keep else f"fresh-{boot_id}")
+def compile_cache_path(workdir: Path, key: str, boot_id: str, *, keep: bool) -> Path:
+    """vLLM's compile cache of this boot: kept per arm definition on the node, or fresh per
+    boot. vLLM's own cache key hashes the config and the traced source files, not the
+    environment or a runtime patch, so an arm edited under its name must not find the graph
+    compiled for its old definition: `key` is `cache_key`'s, and arms of one definition (an
+    A/A twin) share it."""
+    return workdir / "vllm-cache" / (key if keep else f"fresh-{boot_id}")
+
+
+# The JIT caches a server fills at start-up besides vLLM's own compile cache. A host server
+# keeps them in the user's home; in a container that home is the image's and is discarded
+# with the container, so they are rebuilt at every boot unless they live on the node.
+JIT_CACHES = {
+    "TRITON_CACHE_DIR": "triton",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+    "FLASHINFER_WORKSPACE_BASE": "flashinfer",
+    "CUDA_CACHE_PATH": "cuda",
+}
+
+
+def jit_cache_env(workdir: Path, environ: Mapping[str, str]) -> dict[str, str]:
+    """For a container arm: each JIT cache the environment does not place already (as
+    cluster/specab.sbatch does), under this node's workdir, which persists across boots; the
+    container mounts each (`containers.CACHE_ENV`)."""
+    return {
+        name: str(workdir / "jit" / sub)
+        for name, sub in JIT_CACHES.items()
+        if not environ.get(name)
+    }
+
+
+def cache_key(arm: str, definition_sha256: str) -> str:
+    """The kept compile cache's directory name: the arm's definition hash (the arm's name
+    where no definition is known, e.g. `specab boot` without a manifest)."""
+    return f"def-{definition_sha256[:16]}" if definition_sha256 else arm
 
 
 def cache_state(path: Path) -> str:

@@ -98,6 +98,32 @@ def _failed_on(root: Path, host: str) -> bool:
     return boots is not None and bool(((boots["host"] == host) & (boots["status"] != "ok")).any())
 
 
+# ------------------------------------------------------------------ 0. a node's address
+LOOPBACK_NAME = (
+    'printf "127.0.1.1 $(hostname)\n127.0.0.1 localhost\n" > /tmp/hosts-loopback && '
+    "mount --bind /tmp/hosts-loopback /etc/hosts && "
+)
+
+
+def test_a_node_named_on_loopback_still_gets_its_routable_address(cluster) -> None:
+    """/etc/hosts mapping the hostname to 127.0.1.1 (Ubuntu, DGX OS): `hostname --ip-address`
+    is loopback there, so cluster/specab.sbatch's address script takes the node's global
+    address (alone, the head's) or its source address toward the head (a worker), and a node
+    with nothing routable stops in one line, exit 2 (a private mount namespace: the host's
+    own /etc/hosts is left as it is)."""
+    bed, _, _ = cluster
+    script = str(ROOT / "cluster" / "node-address.sh")
+    h1, h2 = bed.hosts[:2]
+    named = bed.run(h2, ["unshare", "-m", "sh", "-c", LOOPBACK_NAME + "hostname --ip-address"])
+    assert named.stdout.split()[0].startswith("127."), named  # the trap is set
+    for head in ("", bed.addr(h1)):
+        out = bed.run(h2, ["unshare", "-m", "sh", "-c", f"{LOOPBACK_NAME}{script} {head}"])
+        assert out.returncode == 0 and out.stdout.strip() == bed.addr(h2), (head, out)
+    alone = bed.run(h2, ["unshare", "-m", "-n", "sh", "-c", LOOPBACK_NAME + script])
+    assert alone.returncode == 2 and len(alone.stderr.strip().splitlines()) == 1, alone
+    assert "no routable address" in alone.stderr and "SPECAB_NODE_IFACE" in alone.stderr
+
+
 # ------------------------------------------------------------------ 1. ray job submit
 def test_ray_job_submit_runs_the_experiment_and_ray_job_logs_shows_it(
     cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]

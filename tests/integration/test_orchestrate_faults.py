@@ -99,15 +99,54 @@ def _per_boot_settings_reached_the_server(root: Path, boots: Any) -> None:
     """CPU binding and compile-cache root travel in each server's launch environment; the
     first attempt of an arm finds its cache cold, and some later one finds it warm."""
     cpus = {str(c) for c in os.sched_getaffinity(0)}
+    definitions = {a.name: a.definition_sha256 for a in load_results(root).manifest.arms}
     for boot in boots.sort_values("order").itertuples():
         lines = (root / boot.log_path).read_text().splitlines()
         line = next(x for x in lines if x.startswith("fake vllm server"))
         fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
         assert fields["bind"] in cpus, line  # one core per boot (resources.cpu = 1)
-        assert fields["cache"].endswith(f"/vllm-cache/{boot.arm}"), line
+        key = f"def-{definitions[boot.arm][:16]}"  # the arm's definition, not its name
+        assert fields["cache"].endswith(f"/vllm-cache/{key}"), line
     first = boots.sort_values("order").groupby("arm").head(1)
     assert set(first["compile_cache"]) == {"cold"}
     assert "warm" in set(boots["compile_cache"])
+
+
+def _caches(root: Path) -> dict[str, tuple[str, str]]:
+    """arm -> (its boot's compile-cache directory, cold/warm) from the fake servers' logs."""
+    out = {}
+    for boot in load_results(root).boots.itertuples():
+        line = next(
+            x for x in (root / boot.log_path).read_text().splitlines() if "fake vllm server" in x
+        )
+        cache = dict(f.split("=", 1) for f in line.split() if "=" in f)["cache"]
+        out[boot.arm] = (cache, boot.compile_cache)
+    return out
+
+
+@pytest.mark.ray
+@pytest.mark.usefixtures("shared_ray")
+def test_an_edited_arm_gets_a_new_compile_cache_and_twins_share_one(
+    tmp_path: Path, fake_experiment: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vLLM keys its compile cache by config and traced sources, not by the environment or a
+    runtime patch: an arm edited under its name (here an env value) must not be served the
+    graph compiled for its old definition on the same node, and two arms of one definition
+    (an A/A twin) compile once."""
+    monkeypatch.setenv("SPECAB_WORKDIR", str(tmp_path / "node"))  # persists across runs
+    argv = ["--quiet", "--no-report", "--no-duets"]
+    fake_experiment(tmp_path / "e", {"x": {"V": "1"}, "twin": {"V": "1"}}, boots_per_arm=1)
+    assert run(["run-ab", str(tmp_path / "e" / "exp.toml"), "--results-dir",
+                str(tmp_path / "r1"), "--slots", "1", *argv]) == 0  # fmt: skip
+    first = _caches(tmp_path / "r1")
+    assert first["x"][0] == first["twin"][0] and "/vllm-cache/def-" in first["x"][0]
+    assert sorted(state for _, state in first.values()) == ["cold", "warm"]  # compiled once
+    fake_experiment(tmp_path / "e", {"x": {"V": "2"}, "twin": {"V": "1"}}, boots_per_arm=1)
+    assert run(["run-ab", str(tmp_path / "e" / "exp.toml"), "--results-dir",
+                str(tmp_path / "r2"), *argv]) == 0  # fmt: skip
+    second = _caches(tmp_path / "r2")
+    assert second["x"][0] != first["x"][0] and second["x"][1] == "cold"  # edited: its own
+    assert second["twin"] == (first["twin"][0], "warm")  # unchanged: the same cache
 
 
 @pytest.mark.ray

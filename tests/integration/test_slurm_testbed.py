@@ -34,6 +34,7 @@ from hostusr_image import (
 from polling import wait_until
 from testbed_helpers import ROOT, TB, Bed, namespace_hosts
 
+from bench.records import CLAIM_FILE
 from bench.store import load_results
 
 pytestmark = [pytest.mark.testbed, pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -125,6 +126,50 @@ def test_requeued_job_resumes_then_scancel_leaves_nothing(slurm, fake_experiment
     wait_until(lambda: _state(env, job) == "", 30, "the cancelled job never left the queue")
     # the directory is still consistent and resumable: what was written loads
     assert len(load_results(results).ok_boots()) >= before
+    shutil.rmtree(spec.parent, ignore_errors=True)
+
+
+def test_term_to_the_batch_shell_reaches_the_driver_and_a_new_job_resumes_at_once(
+    slurm, fake_experiment
+) -> None:
+    """Slurm's preemption warning (`--signal=B:TERM@N`) signals the batch shell only, as
+    `scancel --batch --signal=TERM` does here. The script hands TERM to the driver itself (its
+    own child, not a subshell of a shell function): the driver stops its boots, releases the
+    directory's claim and exits, and the job ends. A new job (another batch host) resumes the
+    directory at once: no claim of the first is left to wait out (600 s before)."""
+    bed, env = slurm
+    spec = _experiment(fake_experiment, "slurm-term", 1.5)
+    job, out = _submit(env, spec)
+    results = spec.parent / "results"
+    text = lambda: out.read_text() if out.exists() else "no output"  # noqa: E731
+    wait_until(lambda: _boots(results) >= 1, 240, text)
+    batch = subprocess.run(
+        ["squeue", "-h", "-j", job, "-o", "%B"], env=env, capture_output=True, text=True
+    ).stdout.strip()
+    subprocess.run(["scancel", "--batch", "--signal=TERM", job], env=env, check=True)
+    t_term = time.monotonic()
+    claim = results / CLAIM_FILE
+    wait_until(lambda: not claim.exists(), 60, lambda: f"claim kept: {text()[-2000:]}")
+    released = time.monotonic() - t_term
+    wait_until(lambda: _state(env, job) == "", 60, text)
+    assert "passing it to the driver" in text() and "interrupted" in text(), text()[-2000:]
+    wait_until(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
+    before = load_results(results)
+    second = spec.parent / "job2.out"
+    argv = [
+        "sbatch", "--parsable", "--nodes=2", "--gpus-per-node=0", f"--exclude={batch}",
+        f"--output={second}", str(ROOT / "cluster" / "specab.sbatch"), str(spec),
+        "--results-dir", str(results),
+    ]  # fmt: skip
+    job2 = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    text2 = lambda: second.read_text() if second.exists() else "no output"  # noqa: E731
+    wait_until(lambda: _boots(results) > len(before.boots), 180, text2)
+    assert "resuming it" in text2() and "is being written by" not in text2(), text2()[-2000:]
+    res = load_results(results)
+    assert not res.ok_boots().duplicated(["arm", "boot"]).any()
+    subprocess.run(["scancel", job2.stdout.strip()], env=env, check=True)
+    wait_until(lambda: not _leftovers(bed), CANCEL_BOUND_S, str(_leftovers(bed)))
+    print(f"TERM to the batch shell: claim released after {released:.1f} s")
     shutil.rmtree(spec.parent, ignore_errors=True)
 
 

@@ -313,7 +313,15 @@ CASES = [
             a=_set("resources", {"gpu": 1}),
             b=_set("server.args", {"enforce-eager": True, "tensor-parallel-size": 2}),
         ),
-        ("resources.gpu", "fewer than the server's tensor x pipeline parallel ranks", "gpu = 2"),
+        ("resources.gpu", "GPU ranks there (tensor 2 x pipeline 1 x data 1: 2)", "gpu = 2"),
+    ),
+    Case(
+        "fewer GPUs than the server's data-parallel engines (an 8-GPU DeepSeek arm)",
+        edit(
+            a=_set("resources", {"gpu": 1}),
+            b=_set("server.args", {"enforce-eager": True, "data_parallel_size": 8}),
+        ),
+        ("resources.gpu", "(tensor 1 x pipeline 1 x data 8: 8)", "gpu = 8"),
     ),
     Case(
         "a secret flag only a command line could carry",

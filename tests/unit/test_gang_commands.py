@@ -510,3 +510,47 @@ def test_a_node_that_cannot_read_an_arms_image_takes_no_more_of_that_arm() -> No
     d._barred.add(("n1", barred_arm))  # no node left for that arm: the bar lifts
     again = plan_order([barred_arm], 1, seed=0)
     assert d.reserve(again) is not None
+
+
+def test_a_container_under_slurm_gets_the_gpus_slurm_allotted_not_all(tmp_path: Path) -> None:
+    """`--gpus all` gives a container every GPU of the host, outside the job's device cgroup,
+    and the boot's CUDA_VISIBLE_DEVICES holds the job's ids, not the host's: the container
+    gets exactly the boot's GPUs by their host ids, numbered from 0 inside. Outside Slurm the
+    ids are the host's already; options that name devices are the user's to keep."""
+    f = write(tmp_path, server_extra=CONTAINER)
+    f.write_text(f.read_text().replace("nodes = 2", "nodes = 1"))
+
+    def command(environ: dict[str, str]) -> list[str]:
+        plan = plan_of(f, tmp_path / "w", environ={**environ, "CUDA_VISIBLE_DEVICES": "1"})
+        return member_command(plan, 0, container_name="c", cwd="/tmp").argv
+
+    slurm = command({"SLURM_JOB_GPUS": "4,6"})  # the job holds host GPUs 4 and 6
+    image = slurm.index("nvcr.io/nvidia/vllm:26.01-py3")
+    assert slurm[image - 4 : image] == ["--gpus", "device=6", "--ipc", "host"]
+    assert "CUDA_VISIBLE_DEVICES=0" in slurm and "all" not in slurm[:image]
+    plain = command({})
+    assert ["--gpus", "device=1"] == plain[plain.index("--gpus") : plain.index("--gpus") + 2]
+    named = f.read_text().replace('"--gpus", "all"', '"--gpus", "device=3"')
+    f.write_text(named)
+    assert "device=3" in command({"SLURM_JOB_GPUS": "4,6"})
+
+
+def test_a_container_arm_keeps_its_jit_caches_on_the_node_outside_sbatch(tmp_path: Path) -> None:
+    """Outside cluster/specab.sbatch nothing places FlashInfer's or CUDA's JIT caches: in a
+    container they would land in the image's home and be rebuilt at every boot. The node
+    gives each unplaced one a directory under its workdir, and the container mounts it; one
+    the environment places already (as the sbatch script does) is left where it is."""
+    from bench.run import jit_cache_env
+
+    workdir = tmp_path / "node"
+    jit = jit_cache_env(workdir, {"TRITON_CACHE_DIR": "/cache/triton"})
+    assert jit == {
+        "TORCHINDUCTOR_CACHE_DIR": str(workdir / "jit" / "inductor"),
+        "FLASHINFER_WORKSPACE_BASE": str(workdir / "jit" / "flashinfer"),
+        "CUDA_CACHE_PATH": str(workdir / "jit" / "cuda"),
+    }
+    plan = plan_of(write(tmp_path, server_extra=CONTAINER), tmp_path / "w", environ=jit)
+    argv = member_command(plan, 0, container_name="c", cwd="/tmp").argv
+    for path in jit.values():
+        assert f"{path}:{path}" in argv  # mounted at the same path
+    assert f"CUDA_CACHE_PATH={jit['CUDA_CACHE_PATH']}" in argv  # and named inside

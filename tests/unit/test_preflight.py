@@ -312,3 +312,22 @@ def test_an_existing_results_directory_suggests_flags_that_exist(
     assert "--resume" in err and "--results-dir NEW_DIR" in err
     with pytest.raises(Reached):
         run(["run-ab", str(spec), "--results-dir", str(offline / "new"), "--quiet"])
+
+
+def test_gpus_are_counted_from_the_sizes_vllms_parser_read(offline: Path) -> None:
+    """What vLLM's parser read of the command line (any spelling) decides: tensor x pipeline x
+    data ranks per boot, or data_parallel_size_local engines per node of a gang."""
+    from bench.experiment.launch import resolve_arm
+    from bench.experiment.preflight import check_gpus, ranks_per_node
+    from bench.experiment.spec import load_spec
+
+    assert ranks_per_node({"tp": 2, "pp": 1, "dp": 4}, 1) == (8, "tensor 2 x pipeline 1 x data 4")
+    assert ranks_per_node({"tp": 2, "dp": 4}, 2)[0] == 4  # spread over the gang's nodes
+    assert ranks_per_node({"tp": 2, "dp": 4, "dp_local": 1}, 2)[0] == 2
+    spec_file = base_dir(offline)
+    spec = load_spec(spec_file)
+    arm = resolve_arm(spec, spec_file, "base")
+    check_gpus(spec, spec_file, arm, {"tp": 1, "pp": 1, "dp": 1})  # gpu = 0: CPU boots
+    gpu_spec = spec.model_copy(update={"resources": spec.resources.model_copy(update={"gpu": 1})})
+    with pytest.raises(SpecabError, match=r"data 8: 8\).*Fix: set gpu = 8"):
+        check_gpus(gpu_spec, spec_file, arm, {"tp": 1, "pp": 1, "dp": 8})

@@ -1,14 +1,17 @@
 """What one boot of an arm runs: the arm merged over `[server]` (`arms`), the launch plan and
 each member's command (`launch_plan`), checkpoint-config overlays (`overlays`), code patches
 and the proof they applied (`patches`, with `bench/experiment/runtime/`), unified diffs applied
-to an arm's own build (`diffs`, `diff_builds`), containers
+to an arm's own build (`code_diffs`), containers
 (`containers`), the server's environment and what an interpreter's vLLM can do
 (`environment`), how a boot measures its probes (`measurement`), and a selftest's synthetic
 truth (`synthetic`). Nothing here starts a process; `bench.run` does."""
 
 from bench.experiment.launch.arms import ResolvedArm, resolve_arm, speculative_and_concurrency
-from bench.experiment.launch.code_identity import (
+from bench.experiment.launch.code_diffs import (
     MODELS_PACKAGE,
+    AppliedDiff,
+    files_reader,
+    is_diff,
     loaded_model_modules,
     model_modules,
     same_code,
@@ -19,9 +22,6 @@ from bench.experiment.launch.containers import (
     container_name,
     mount_paths,
 )
-from bench.experiment.launch.diff_builds import files_reader
-from bench.experiment.launch.diff_files import is_diff
-from bench.experiment.launch.diffs import AppliedDiff
 from bench.experiment.launch.environment import (
     base_env,
     interpreter_env,

@@ -26,10 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
+from bench.experiment.launch.code_diffs import AppliedDiff, applied_diff, is_diff
 from bench.experiment.launch.containers import DEFAULT_PYTHON, container_vllm_version
-from bench.experiment.launch.diff_builds import applied_diff
-from bench.experiment.launch.diff_files import is_diff
-from bench.experiment.launch.diffs import AppliedDiff
 from bench.experiment.launch.environment import interpreter_vllm_version
 from bench.experiment.launch.overlays import effective_config
 from bench.experiment.launch.patches import arm_patch_files
@@ -53,6 +51,14 @@ _RESERVED_FLAGS = {
 
 
 # Flags a gang boot sets per member; an arm setting them would break the gang.
+# Every spelling of the parallel sizes in `args` (dashes or underscores, vLLM's short
+# aliases) -> the size it sets.
+PARALLEL_FLAGS = {
+    "tensor-parallel-size": "tp", "tp": "tp",
+    "pipeline-parallel-size": "pp", "pp": "pp",
+    "data-parallel-size": "dp", "dp": "dp",
+    "data-parallel-size-local": "dp_local", "dpl": "dp_local",
+}  # fmt: skip
 _GANG_FLAGS = ("nnodes", "node-rank", "master-addr", "master-port", "headless")
 
 
@@ -91,13 +97,22 @@ class ResolvedArm:
         return str(m) if m is not None else None
 
     @property
+    def parallel_sizes(self) -> dict[str, int]:
+        """Tensor, pipeline and data parallel sizes (and data_parallel_size_local) as `args`
+        writes them, in any of vLLM's spellings (`tp`, `tensor-parallel-size`,
+        `tensor_parallel_size`); preflight reads them through vLLM's parser where it can."""
+        sizes: dict[str, int] = {}
+        for key, value in self.args.items():
+            name = PARALLEL_FLAGS.get(key.lstrip("-").replace("_", "-"))
+            if name and isinstance(value, int) and not isinstance(value, bool):
+                sizes[name] = value
+        return sizes
+
+    @property
     def world_size(self) -> int:
-        """Tensor x pipeline parallel ranks of one server (over all its nodes)."""
-        world = 1
-        for flag in ("tensor-parallel-size", "pipeline-parallel-size"):
-            value = self.args.get(flag)
-            world *= int(value) if isinstance(value, int) and not isinstance(value, bool) else 1
-        return world
+        """Tensor x pipeline x data parallel ranks of one server (over all its nodes)."""
+        s = self.parallel_sizes
+        return s.get("tp", 1) * s.get("pp", 1) * s.get("dp", 1)
 
     @property
     def num_speculative_tokens(self) -> int:
@@ -299,7 +314,8 @@ def _check_gang(arm: ResolvedArm) -> None:
             field=f"{where}.distributed-executor-backend",
             fix="remove the flag (specab passes --distributed-executor-backend mp)",
         )
-    world = arm.world_size
+    sizes = arm.parallel_sizes
+    world = sizes.get("tp", 1) * sizes.get("pp", 1)  # one engine's ranks, over the gang
     if world % arm.nodes:
         raise SpecabError(
             f"[resources] nodes = {arm.nodes} must divide the server's world size "

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.experiment.launch.container_gpus import allotted_gpus
 from bench.experiment.spec import ContainerSpec, is_secret_env
 
 # The caller's variables that describe the host, not the server: never passed into the
@@ -37,7 +38,7 @@ CLIENT_ENV = (
 # Environment variables naming cache directories the server writes: mounted when they exist.
 CACHE_ENV = (
     "VLLM_CACHE_ROOT", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",
-    "HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME",
+    "CUDA_CACHE_PATH", "HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME",
 )  # fmt: skip
 LABEL = "specab.boot"
 DEFAULT_PYTHON = "python3"  # the image's interpreter when the experiment names none
@@ -119,9 +120,11 @@ def invoking_user(runtime: str, options: Iterable[str], euid: int | None = None)
 
 
 def ranks_per_node(argv: list[str], nodes: int) -> int:
-    """Tensor x pipeline parallel ranks one node runs, from the server's arguments."""
+    """Tensor x pipeline x data parallel ranks one node runs, from the server's arguments
+    (dashes or underscores, vLLM's short aliases)."""
     world = 1
-    for flags in (("--tensor-parallel-size", "-tp"), ("--pipeline-parallel-size", "-pp")):
+    for size in ("tensor", "pipeline", "data"):
+        flags = {f"--{size}-parallel-size", f"--{size}_parallel_size", f"-{size[0]}p"}
         for i, a in enumerate(argv[:-1]):
             if a in flags and argv[i + 1].isdigit():
                 world *= int(argv[i + 1])
@@ -139,6 +142,7 @@ class MemberContainer:
     labels: Mapping[str, str]  # specab.boot / specab.member: what the reaper finds it by
     read_only: Iterable[str] = ()  # which of `mounts` are mounted read-only
     ranks: int = 1  # tensor x pipeline ranks the member runs (> 1: the host's IPC namespace)
+    host_gpus: str = ""  # host ids of the GPUs Slurm allotted (`container_gpus.slurm_gpus`)
 
 
 def run_command(c: ContainerSpec, argv: list[str], m: MemberContainer) -> list[str]:
@@ -148,20 +152,21 @@ def run_command(c: ContainerSpec, argv: list[str], m: MemberContainer) -> list[s
     set `--ipc` or `--shm-size`), the invoking user for docker (`invoking_user`), the
     server's cwd and environment, same-path mounts, then the user's options."""
     ro = set(m.read_only)
+    options, env = allotted_gpus(c.options, m.env, m.host_gpus)
     cmd = [c.runtime, "run", "--rm", "--name", m.name, "--network", "host", "--init", "-w", m.cwd]
-    if m.ranks > 1 and not any(o.split("=", 1)[0] in _SHM_OPTIONS for o in c.options):
+    if m.ranks > 1 and not any(o.split("=", 1)[0] in _SHM_OPTIONS for o in options):
         # NCCL and vLLM's message queues between ranks live in /dev/shm: a container's 64 MB
         # default fails tensor parallelism (vLLM's docs: --ipc=host or --shm-size)
         cmd += ["--ipc", "host"]
-    cmd += invoking_user(c.runtime, c.options)
+    cmd += invoking_user(c.runtime, options)
     for k, v in sorted(m.labels.items()):
         cmd += ["--label", f"{k}={v}"]
-    for k, v in sorted(server_env(m.env).items()):
+    for k, v in sorted(server_env(env).items()):
         # A secret's value never appears on a command line: `-e NAME` reads the CLI's env.
         cmd += ["-e", k if is_secret_env(k) else f"{k}={v}"]
     for path in m.mounts:
         cmd += ["-v", f"{path}:{path}" + (":ro" if path in ro else "")]
-    return [*cmd, *c.options, c.image, *argv]
+    return [*cmd, *options, c.image, *argv]
 
 
 def _probe_command(c: ContainerSpec, python: str, code: str) -> list[str]:

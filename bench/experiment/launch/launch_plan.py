@@ -14,6 +14,8 @@ from pathlib import Path
 
 from bench.errors import BootFailed, SpecabError
 from bench.experiment.launch.arms import ResolvedArm
+from bench.experiment.launch.code_diffs import AppliedDiff
+from bench.experiment.launch.container_gpus import slurm_gpus
 from bench.experiment.launch.containers import (
     ContainerRef,
     MemberContainer,
@@ -22,7 +24,6 @@ from bench.experiment.launch.containers import (
     ranks_per_node,
     run_command,
 )
-from bench.experiment.launch.diffs import AppliedDiff
 from bench.experiment.launch.environment import base_env
 from bench.experiment.launch.overlays import materialize_overlay
 from bench.experiment.launch.patches import (
@@ -54,6 +55,7 @@ class LaunchPlan:
     mounts: tuple[str, ...] = ()  # host paths a container sees at the same path
     read_only: tuple[str, ...] = ()  # of those, the ones mounted read-only (models)
     client_env: dict[str, str] = field(default_factory=dict)  # the container CLI's own env
+    host_gpus: str = ""  # host ids of the GPUs Slurm allotted this node's step ('' outside)
 
     def redacted_env(self) -> dict[str, str]:
         return redact_env(self.env)
@@ -133,6 +135,7 @@ def member_command(
         labels=labels or {},
         read_only=plan.read_only,
         ranks=ranks_per_node(plan.server_args, plan.nodes),
+        host_gpus=plan.host_gpus,
     )
     wrapped = run_command(plan.container, argv, member)
     ref = ContainerRef(plan.container.runtime, container_name)
@@ -251,6 +254,7 @@ def launch_plan(
         mounts=tuple(mounts),
         read_only=tuple(m for m in mounts if m in read_only),
         client_env=client_env({}, os.environ if environ is None else environ),
+        host_gpus=slurm_gpus(os.environ if environ is None else environ),
     )
 
 

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import BootFailed, SpecabError
-from bench.experiment.launch.diff_files import DIFF_SUFFIXES, is_diff
-from bench.experiment.launch.diffs import AppliedDiff
+from bench.experiment.launch.code_diffs import DIFF_SUFFIXES, AppliedDiff, is_diff
 from bench.experiment.spec import Experiment, resolve_path
 
 RUNTIME_DIR = Path(__file__).parents[1] / "runtime"  # bench/experiment/runtime (a contract)

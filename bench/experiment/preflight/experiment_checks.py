@@ -37,6 +37,7 @@ from bench.experiment.preflight.build_refusals import (
     check_build_refusals,
     check_known_bad_builds,
 )
+from bench.experiment.preflight.gpu_accounting import check_gpus
 from bench.experiment.preflight.model_paths import check_models, origin
 from bench.experiment.preflight.server_args import check_server_args
 from bench.experiment.preflight.unloaded_diffs import unloaded_diff_warnings
@@ -104,7 +105,7 @@ def preflight(
     for arm in resolved:
         _patches_compile(spec, spec_file, arm.name, compiled)
         _speculative_tokens(spec, spec_file, arm)
-        _whole_gpus(spec, spec_file, arm)
+        check_gpus(spec, spec_file, arm)
         missing = check_models(spec, spec_file, arm, env, cluster=cluster)
         warnings += missing
         unchecked += [arm.name] if missing else []
@@ -177,33 +178,6 @@ def _diffs_apply(arm: ResolvedArm) -> list[str]:
         for p, applied in diffs.items()
         if applied is None
     ] + unloaded_diff_warnings(arm, diffs)
-
-
-def _whole_gpus(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:
-    """`[resources] gpu` covers the server's ranks on each node in whole GPUs: a fraction lets
-    two boots share one, and fewer than its tensor x pipeline parallel ranks makes vLLM start
-    or join a Ray cluster of its own, outside specab's accounting."""
-    gpu, nodes = spec.resources.gpu, spec.resources.nodes
-    if gpu != int(gpu):
-        raise SpecabError(
-            f"gpu = {gpu:g}: a vLLM server needs whole GPUs (a fraction lets two boots share "
-            "one, and the recorded gpu column would not say so)",
-            file=spec_file,
-            field="resources.gpu",
-            fix=f"use a whole number, e.g. gpu = {max(int(gpu), 1)}",
-        )
-    world = arm.world_size
-    per_node = -(-world // nodes)
-    if 0 < gpu < per_node:
-        raise SpecabError(
-            f"gpu = {gpu:g} per {'node' if nodes > 1 else 'boot'} is fewer than the server's "
-            f"tensor x pipeline parallel ranks there ({per_node}): vLLM would place the rest "
-            "outside specab's accounting (a Ray cluster of its own, or GPUs another boot holds)",
-            file=spec_file,
-            field="resources.gpu",
-            fix=f"set gpu = {per_node}"
-            + (f" (per node: {world} ranks over {nodes} nodes)" if nodes > 1 else ""),
-        )
 
 
 def _speculative_tokens(spec: Experiment, spec_file: Path, arm: ResolvedArm) -> None:

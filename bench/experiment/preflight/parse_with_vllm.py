@@ -84,7 +84,17 @@ def _message(text: str) -> str:
     return last.split(": error: ", 1)[-1]
 
 
-def _check(module: Any, parser: Any, argv: list[str]) -> str | None:
+PARALLEL = {  # what the ranks of one server are, as vLLM's parser names them
+    "tp": "tensor_parallel_size",
+    "pp": "pipeline_parallel_size",
+    "dp": "data_parallel_size",
+    "dp_local": "data_parallel_size_local",
+}
+
+
+def _check(module: Any, parser: Any, argv: list[str]) -> tuple[str | None, dict[str, Any] | None]:
+    """vLLM's refusal (None: accepted) and, when accepted, the parallel sizes it parsed (every
+    spelling of the flags, as the server reads them)."""
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err), contextlib.redirect_stdout(sys.stderr):
@@ -93,10 +103,11 @@ def _check(module: Any, parser: Any, argv: list[str]) -> str | None:
             if validate is not None:
                 validate(args)
     except SystemExit:
-        return _message(err.getvalue())
+        return _message(err.getvalue()), None
     except Exception as exc:  # the server's own checks raise TypeError/ValueError
-        return _message(f"{type(exc).__name__}: {exc}")
-    return None
+        return _message(f"{type(exc).__name__}: {exc}"), None
+    sizes = {k: getattr(args, name, None) for k, name in PARALLEL.items()}
+    return None, {k: v for k, v in sizes.items() if isinstance(v, int)}
 
 
 def _declared(model: Any) -> Any:
@@ -225,10 +236,12 @@ def main() -> None:
     with contextlib.redirect_stdout(sys.stderr):  # vLLM may log to stdout on import
         module, parser = _parser()
         version = getattr(sys.modules.get("vllm"), "__version__", None)
-    results = [_check(module, parser, a) for a in argvs] if parser is not None else []
+    parsed = [_check(module, parser, a) for a in argvs] if parser is not None else []
     name = getattr(module, "__name__", None)
+    results, parallel = [m for m, _ in parsed], [p for _, p in parsed]
     # the answers first: a warm-up that fails or runs long cannot cost them
-    print(json.dumps({"parser": name, "version": version, "results": results}), flush=True)
+    body = {"parser": name, "version": version, "results": results, "parallel": parallel}
+    print(json.dumps(body), flush=True)
     if parser is None:
         return
     signal.signal(signal.SIGALRM, _out_of_time)

@@ -26,6 +26,7 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from bench.errors import SpecabError
 from bench.experiment.launch import (
@@ -36,11 +37,13 @@ from bench.experiment.launch import (
     vllm_package_dir,
 )
 from bench.experiment.preflight.engine_config import EngineLine, engine_line, engine_refusal
+from bench.experiment.preflight.gpu_accounting import check_gpus
 from bench.experiment.spec import Experiment, load_spec
 
 SCRIPT = Path(__file__).with_name("parse_with_vllm.py")
 CACHE_ENV = "SPECAB_CACHE_DIR"
 TIMEOUT_S = 300
+Answer = dict[str, Any]  # message (None: accepted), version, parallel (the sizes vLLM parsed)
 
 
 def cache_dir() -> Path:
@@ -72,7 +75,7 @@ def _key(python: str, build: str, argv: Sequence[str]) -> str:
     return hashlib.sha256(json.dumps(body).encode()).hexdigest()
 
 
-def _cached(key: str) -> dict[str, str | None] | None:
+def _cached(key: str) -> Answer | None:
     try:
         body = json.loads((cache_dir() / f"{key}.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -80,7 +83,7 @@ def _cached(key: str) -> dict[str, str | None] | None:
     return body if isinstance(body, dict) and "message" in body else None
 
 
-def _store(key: str, answer: dict[str, str | None]) -> None:
+def _store(key: str, answer: Answer) -> None:
     try:
         d = cache_dir()
         d.mkdir(parents=True, exist_ok=True)
@@ -89,9 +92,6 @@ def _store(key: str, answer: dict[str, str | None]) -> None:
         os.replace(tmp, d / f"{key}.json")
     except OSError:
         pass  # a read-only home: the check still ran, only its answer is not kept
-
-
-Answer = dict[str, str | None]
 
 
 def _parse(
@@ -131,7 +131,12 @@ def _parse(
     engine_answers: list[Answer | None] = [
         {"message": m or None, "version": version} for m in checked
     ]
-    return [{"message": m, "version": version} for m in body["results"]], engine_answers
+    parallel = list(body.get("parallel") or []) + [None] * len(body["results"])
+    answers: list[Answer] = [
+        {"message": m, "version": version, **({"parallel": p} if p else {})}
+        for m, p in zip(body["results"], parallel, strict=False)
+    ]
+    return answers, engine_answers
 
 
 def _shape(argv: Sequence[str]) -> list[str]:
@@ -313,6 +318,9 @@ def check_server_args(
                 fix="use a flag and value this vLLM accepts (its `--help` lists them), or "
                 "an interpreter whose vLLM has it (`python =`)",
             )
+    for arm, answer, _ in answered:
+        if answer and isinstance(answer.get("parallel"), dict):
+            check_gpus(spec, spec_file, arm, answer["parallel"])
     for arm, _, checked in answered:
         if checked and checked.get("message"):
             msg, version = str(checked["message"]), str(checked.get("version"))

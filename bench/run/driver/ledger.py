@@ -8,7 +8,7 @@ record once and nobody rewrites it afterwards."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -112,3 +112,4 @@ class RunBooks:
     writer: ResultsWriter
     ledger: Ledger
     summary: RunSummary
+    definitions: Mapping[str, str] = field(default_factory=dict)  # arm -> definition sha256

@@ -88,6 +88,7 @@ class RunLoop:
 
         self.spec, self.opts = spec, opts
         self.writer, self.ledger, self.summary = books.writer, books.ledger, books.summary
+        self.definitions = books.definitions
         self.progress, self.dispatch, self.seq = progress, dispatch, seq
         self.spec_file = _task_spec_file(spec_file)
         self.driver_node = str(ray.get_runtime_context().get_node_id())
@@ -192,6 +193,7 @@ class RunLoop:
             driver_log=str(self.writer.log_path(attempt.boot_id)),
             driver_node_id=self.driver_node,
             compile_cache=self.opts.compile_cache,
+            definition=self.definitions.get(p.arm, ""),
             cpu_slot=place.slot if self.cpu_only else None,
             member_slots=tuple(s if self.cpu_only else None for _, s in place.members[1:]),
         )

@@ -236,7 +236,7 @@ class Driver:
                     self.spec,
                     self.spec_file,
                     self.opts,
-                    RunBooks(writer, ledger, summary),
+                    RunBooks(writer, ledger, summary, _definitions(manifest)),
                     progress=progress,
                     dispatch=dispatch,
                     seq=seq,
@@ -244,6 +244,11 @@ class Driver:
         finally:
             if started_ray:
                 disconnect(session)
+
+
+def _definitions(manifest: Manifest) -> dict[str, str]:
+    """Each arm's definition hash, as this run writes it: the key of its compile cache."""
+    return {a.name: a.definition_sha256 for a in manifest.arms}
 
 
 def run_ab(spec_file: Path, opts: RunOptions, console: Console | None = None) -> RunSummary:

@@ -27,6 +27,7 @@ from bench.run.node import (
     cpu_binding_for,
     fabric_ip,
     fresh_node_log,
+    jit_cache_env,
     member_log_name,
     node_workdir,
     read_log_tail,
@@ -53,6 +54,7 @@ class MemberNode:
     cpu: float  # per-node CPUs (CPU binding width)
     cpu_slot: int | None  # which slot of its node (CPU-only boots), else None
     compile_cache: bool
+    cache_key: str = ""  # the kept compile cache's name (`cache_key`); "" = the arm's name
     pre_boot: tuple[str, ...] = ()
     min_free_memory_gb: float | None = None
     memory_wait_s: float = 300.0
@@ -95,10 +97,12 @@ class MemberActor:
             else fresh_node_log(workdir, node.driver_log_dir, name)
         )
         self._shipped = not in_place
-        cache = compile_cache_path(workdir, ms.arm.name, ms.boot_id, keep=node.compile_cache)
+        key = node.cache_key or ms.arm.name
+        cache = compile_cache_path(workdir, key, ms.boot_id, keep=node.compile_cache)
         self._cache = None if node.compile_cache else cache  # a fresh one goes with the boot
-        env = {**os.environ, CACHE_ROOT: str(cache), **cpu_binding_for(node.cpu_slot, node.cpu)}
-        env[GPU_ENV] = visible_gpus(node.gpu)
+        jit = jit_cache_env(workdir, os.environ) if ms.arm.container is not None else {}
+        env = {**os.environ, CACHE_ROOT: str(cache), **jit, GPU_ENV: visible_gpus(node.gpu)}
+        env |= cpu_binding_for(node.cpu_slot, node.cpu)
         try:
             cache.mkdir(parents=True, exist_ok=True)
             if ms.arm.container is None:  # as the head's node does (task._node_setup)

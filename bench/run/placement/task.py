@@ -30,10 +30,12 @@ from bench.run.boot import BootRequest, NodeSetup, failed_record, run_boot
 from bench.run.node import (
     CACHE_ROOT,
     GPU_ENV,
+    cache_key,
     cache_state,
     compile_cache_path,
     cpu_binding_for,
     fresh_node_log,
+    jit_cache_env,
     node_workdir,
     read_log_tail,
     share_model_infos,
@@ -50,7 +52,8 @@ class AttemptSpec:
     request: BootRequest
     driver_log: str  # the log in the driver's results dir, used as is on the driver's node
     driver_node_id: str = ""  # "" = every node shares the driver's filesystem
-    compile_cache: bool = True  # keep vLLM's compile cache per arm on the node
+    compile_cache: bool = True  # keep vLLM's compile cache per arm definition on the node
+    definition: str = ""  # the arm's definition sha256 (the manifest's): the cache's key
     cpu_slot: int | None = None  # CPU-only boots: which of the node's slots (for pinning)
     member_slots: tuple[int | None, ...] = ()  # a gang boot: cpu_slot of members 1..N-1
     member_options: dict[str, Any] = field(default_factory=dict)  # their Ray resources
@@ -71,7 +74,8 @@ class TaskResult:
 def compile_cache_dir(workdir: Path, a: AttemptSpec) -> Path:
     """vLLM's compile cache of this boot: kept per arm on the node, or fresh per boot."""
     at = a.request.attempt
-    return compile_cache_path(workdir, at.arm, at.boot_id, keep=a.compile_cache)
+    key = cache_key(at.arm, a.definition)
+    return compile_cache_path(workdir, key, at.boot_id, keep=a.compile_cache)
 
 
 def cpu_binding(a: AttemptSpec) -> dict[str, str]:
@@ -86,14 +90,16 @@ def _node_setup(a: AttemptSpec, workdir: Path, local: bool) -> NodeSetup:
     cache = compile_cache_dir(workdir, a)
     state = cache_state(cache)
     spec = a.request.spec
-    if (spec.arm(a.request.attempt.arm).container or spec.server.container) is None:
+    in_image = (spec.arm(a.request.attempt.arm).container or spec.server.container) is not None
+    if not in_image:
         share_model_infos(cache, os.environ)
+    jit = jit_cache_env(workdir, os.environ) if in_image else {}
     return NodeSetup(
         workdir=workdir,
         log_file=Path(a.driver_log)
         if local
         else fresh_node_log(workdir, str(Path(a.driver_log).parent), f"{boot_id}.log"),
-        server_env={CACHE_ROOT: str(cache), **cpu_binding(a), GPU_ENV: gpus},
+        server_env={CACHE_ROOT: str(cache), **jit, **cpu_binding(a), GPU_ENV: gpus},
         compile_cache=state,
         gpu=gpus,
     )
@@ -113,6 +119,7 @@ def _members(a: AttemptSpec) -> RayMembers | None:
             cpu=spec.resources.cpu,
             cpu_slot=slots[r - 1],
             compile_cache=a.compile_cache,
+            cache_key=cache_key(a.request.attempt.arm, a.definition),
             pre_boot=tuple(spec.server.pre_boot),
             min_free_memory_gb=spec.server.min_free_memory_gb,
             memory_wait_s=spec.server.memory_wait_s,

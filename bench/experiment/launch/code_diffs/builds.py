@@ -14,9 +14,9 @@ from pathlib import Path
 import unidiff
 
 from bench.errors import SpecabError
+from bench.experiment.launch.code_diffs.apply import AppliedDiff, Reader, apply_diff
+from bench.experiment.launch.code_diffs.files import strip_prefix
 from bench.experiment.launch.containers import container_vllm_files, container_vllm_version
-from bench.experiment.launch.diff_files import strip_prefix
-from bench.experiment.launch.diffs import AppliedDiff, Reader, apply_diff
 from bench.experiment.launch.environment import interpreter_vllm_version, vllm_package_dir
 from bench.experiment.spec import ContainerSpec
 

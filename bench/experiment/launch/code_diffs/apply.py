@@ -32,14 +32,14 @@ from typing import Any
 import unidiff
 
 from bench.errors import SpecabError
-from bench.experiment.launch.code_identity import same_code
-from bench.experiment.launch.diff_files import (
+from bench.experiment.launch.code_diffs.files import (
     classify,
     header_line,
     parse_diff,
     refuse,
     strip_prefix,
 )
+from bench.experiment.launch.code_diffs.identity import same_code
 
 _FAILED_AT = re.compile(r"patch failed: (?P<path>.+):(?P<line>\d+)\s*$", re.MULTILINE)
 
