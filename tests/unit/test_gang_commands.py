@@ -529,7 +529,7 @@ def test_a_container_under_slurm_gets_the_gpus_slurm_allotted_not_all(tmp_path: 
     assert slurm[image - 4 : image] == ["--gpus", "device=6", "--ipc", "host"]
     assert "CUDA_VISIBLE_DEVICES=0" in slurm and "all" not in slurm[:image]
     plain = command({})
-    assert ["--gpus", "device=1"] == plain[plain.index("--gpus") : plain.index("--gpus") + 2]
+    assert plain[plain.index("--gpus") : plain.index("--gpus") + 2] == ["--gpus", "device=1"]
     named = f.read_text().replace('"--gpus", "all"', '"--gpus", "device=3"')
     f.write_text(named)
     assert "device=3" in command({"SLURM_JOB_GPUS": "4,6"})
