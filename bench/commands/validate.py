@@ -31,7 +31,13 @@ def validate(
 ) -> None:
     """Check an experiment file (everything run-ab checks before it writes anything) and
     print, per arm, what a boot would run. Boots nothing."""
-    from bench.experiment import command_line, inspect_experiment, measurement, member_title
+    from bench.experiment import (
+        command_line,
+        inspect_experiment,
+        measurement,
+        member_title,
+        ready_timeout,
+    )
 
     checked, views = inspect_experiment(file, cluster=cluster)
     spec, exp = checked.spec, checked.spec.experiment
@@ -73,6 +79,8 @@ def validate(
                     f"  {which}_config overlay: {json.dumps(cfg, sort_keys=True)}", markup=False
                 )
         console.print(f"  python: {a.python}", markup=False)
+        wait, how = ready_timeout(a, spec.server.ready_timeout_s, spec.resources.gpu)
+        console.print(f"  ready timeout: {wait:.0f} s ({how})", markup=False)
     hashes: dict[str, list[str]] = {}
     for v in views:
         hashes.setdefault(v.arm.definition_sha256(), []).append(v.arm.name)

@@ -39,7 +39,7 @@ def test_reference_names_every_field_with_its_default() -> None:
         for name, field in model.model_fields.items():
             row = next(line for line in rows if line.startswith(f"| `{name}` |"))
             assert field.description and field.description.split()[0] in row
-    assert "| `ready_timeout_s` | number | `600.0` |" in sections["[server]"]
+    assert "| `ready_timeout_s` | number or none | `null` |" in sections["[server]"]
     assert "The same fields as [`server.container`]" in sections["[arms.container]"]
 
 

@@ -23,7 +23,7 @@ from bench.experiment import (
 )
 from bench.experiment.manifest import describe, diff, flatten
 from bench.records import BootRecord, Manifest
-from bench.run.driver import RepeatGuard, failure_signature
+from bench.run.driver import RepeatGuard, failure_signature, stop_message
 from bench.store import ResultsWriter, load_manifest, load_results
 
 
@@ -56,7 +56,7 @@ def test_more_boots_are_accepted_and_recorded_in_the_manifest(
     changes = resume_changes(old, new, where=res)
     assert changes == {
         "experiment.boots_per_arm": (2, 5),
-        "server.ready_timeout_s": (600.0, 900.0),
+        "server.ready_timeout_s": (None, 900.0),
     }
     ResultsWriter.create(res, new, resume=True, compare=lambda o: resume_changes(o, new, where=res))
     now = load_manifest(res)
@@ -235,3 +235,54 @@ def test_what_is_not_certain_to_repeat() -> None:
     # an ok boot proves the arm
     guard.ok("y")
     assert not guard.repeats(_failure("y", "server not healthy after 600 s"))
+
+
+def test_two_readiness_timeouts_stop_the_run_naming_the_timeout(tmp_path: Path) -> None:
+    """A cold start of a large model can outlast the deadline twice: the run stops (every
+    retry would time out alike) and says which setting to raise, and that unset it grows
+    with the model."""
+    slow = "server not healthy after 600 s (raise server.ready_timeout_s if the model is just slow)"
+    guard = RepeatGuard()
+    assert not guard.repeats(_failure("big", slow))
+    record = _failure("big", slow)
+    assert guard.repeats(record)
+    text = stop_message(record, tmp_path)
+    assert "raise [server] ready_timeout_s" in text and "specab validate prints it" in text
+    crash = stop_message(_failure("x", "server exited with code 1 during startup: E"), tmp_path)
+    assert "ready_timeout_s" not in crash
+
+
+def test_the_readiness_deadline_grows_with_the_weights_and_gpu_ranks(tmp_path: Path) -> None:
+    """Unset, the deadline is 600 s + 20 s per GiB a node loads + 120 s per GPU rank on a
+    node: the tiny CPU demo keeps 600 s, a ~149 GB model over two GPU nodes at TP 2 gets
+    about 2,200 s; a value the experiment sets is used as it is."""
+    import tomllib
+
+    from bench.experiment import parse_spec, ready_timeout, resolve_arm
+
+    big = tmp_path / "big"
+    big.mkdir()
+    (big / "config.json").write_text("{}")
+    for i in range(2):  # sparse files: their size on disk, no bytes written
+        with open(big / f"model-{i}.safetensors", "wb") as f:
+            f.truncate(int(74.5 * 2**30))
+    text = (
+        f'[experiment]\nname = "t"\n[server]\nmodel = "{big}"\n'
+        'args = { tensor-parallel-size = 2 }\n[probes]\nsets = ["p.jsonl"]\n'
+        '[resources]\nnodes = 2\ngpu = 1\n[[arms]]\nname = "a"\n'
+    )
+    spec_file = tmp_path / "e.toml"
+    spec = parse_spec(tomllib.loads(text), spec_file)
+    arm = resolve_arm(spec, spec_file, "a")
+    seconds, how = ready_timeout(arm, None, 1)
+    assert seconds == round(600 + 20 * 74.5 + 120 * 1) and "74.5 GiB" in how
+    assert ready_timeout(arm, None, 0)[0] == round(600 + 20 * 74.5)  # CPU: nothing compiled
+    assert ready_timeout(arm, 900.0, 1) == (900.0, "server.ready_timeout_s")
+    demo = Path(__file__).resolve().parents[2] / "arms" / "demo" / "demo.toml"
+    from bench.experiment import load_spec
+
+    dspec = load_spec(demo)
+    dspec = dspec.model_copy(
+        update={"server": dspec.server.model_copy(update={"ready_timeout_s": None})}
+    )
+    assert ready_timeout(resolve_arm(dspec, demo, "shipped"), None, 0)[0] == 600

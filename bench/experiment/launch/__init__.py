@@ -3,7 +3,8 @@ each member's command (`launch_plan`), checkpoint-config overlays (`overlays`), 
 and the proof they applied (`patches`, with `bench/experiment/runtime/`), unified diffs applied
 to an arm's own build (`code_diffs`), containers
 (`containers`), the server's environment and what an interpreter's vLLM can do
-(`environment`), how a boot measures its probes (`measurement`), and a selftest's synthetic
+(`environment`), how a boot measures its probes (`measurement`), how long it waits for /health
+(`readiness`), and a selftest's synthetic
 truth (`synthetic`). Nothing here starts a process; `bench.run` does."""
 
 from bench.experiment.launch.arms import ResolvedArm, resolve_arm, speculative_and_concurrency
@@ -51,6 +52,7 @@ from bench.experiment.launch.patches import (
     check_patch_report,
     read_report,
 )
+from bench.experiment.launch.readiness import ready_timeout
 from bench.experiment.launch.synthetic import synthetic_truth
 from bench.experiment.spec import REDACTED, redact_args, redact_env, scrub, secret_values
 
@@ -86,6 +88,7 @@ __all__ = [
     "model_modules",
     "mount_paths",
     "read_report",
+    "ready_timeout",
     "redact_args",
     "redact_env",
     "resolve_arm",

@@ -119,7 +119,12 @@ class ServerSection(_Model):
         "container: the image's python3).",
     )
     host: str = Field("127.0.0.1", description="Bind address; keep loopback unless required.")
-    ready_timeout_s: float = Field(600.0, gt=0, description="Deadline for /health after start.")
+    ready_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Deadline for /health after start (s). Unset: 600 s + 20 s per GiB of "
+        "weights a node loads + 120 s per GPU rank on a node (docs/running.md).",
+    )
     stop_grace_s: float = Field(10.0, ge=0, description="SIGTERM grace before SIGKILL.")
     per_boot_seed: bool = Field(
         True, description="Give every boot its own engine --seed (GPU boots are not bit-stable)."

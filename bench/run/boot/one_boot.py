@@ -162,7 +162,9 @@ def run_boot(
         plan.create_mount_dirs()
         how = choose_measurement(req, arm, plan)
         srv = req.spec.server
-        setup = ServerSetup.of(req.spec, req.attempt.boot_id, req.engine_seed, node.log_file, cwd)
+        setup = ServerSetup.of(
+            req.spec, arm, req.attempt.boot_id, req.engine_seed, (node.log_file, cwd)
+        )
         server = make_server(
             arm,
             plan,

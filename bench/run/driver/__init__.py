@@ -12,10 +12,10 @@ from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
 from bench.run.driver.orchestrator import Driver, run_ab
 from bench.run.driver.order import boot_seed, engine_seed, missing_boots, pick_next, plan_order
 from bench.run.driver.progress import ProgressState, Running, make_progress
-from bench.run.driver.repeat_guard import RepeatGuard, failure_signature
+from bench.run.driver.repeat_guard import RepeatGuard, failure_signature, stop_message
 
 __all__ = [
     "Dispatcher", "Driver", "InFlight", "Ledger", "Pairing", "ProgressState", "RepeatGuard",
     "RunOptions", "RunSummary", "Running", "boot_seed", "engine_seed", "failure_signature",
-    "make_progress", "missing_boots", "pick_next", "plan_order", "run_ab",
+    "make_progress", "missing_boots", "pick_next", "plan_order", "run_ab", "stop_message",
 ]  # fmt: skip

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.records import BootRecord
 from bench.run.boot import API_KEY_REFUSED
-from bench.run.process import CAUSE_LINES, cause_context, log_tail
+from bench.run.process import CAUSE_LINES, NOT_HEALTHY, cause_context, log_tail
 
 TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
 
@@ -84,6 +84,13 @@ def stop_message(record: BootRecord, root: Path) -> str:
     tail = cause_context(log, TAIL_LINES)
     if tail:
         lines += [f"from {record.log_path}:", *(f"  {x}" for x in tail)]
+    if error.startswith(NOT_HEALTHY):
+        lines.append(
+            "Both boots ran out of server.ready_timeout_s before /health answered: a cold "
+            "start that loads a large model and compiles on many GPUs can take longer. If the "
+            "log shows it still loading, raise [server] ready_timeout_s (unset, it grows with "
+            "the weights and GPU ranks: specab validate prints it per arm)"
+        )
     lines.append(
         f"Fix the cause (try one boot: specab boot FILE --arm {record.arm}), then rerun "
         "with --resume"

@@ -7,7 +7,7 @@ what /proc says (`procfs`), the API server with its free port and /health deadli
 and the detached stdlib-only watchdog that kills a boot's groups when its owner dies
 (`reaper`, run as a script by its file path)."""
 
-from bench.run.process.api_server import ServerProcess, free_port
+from bench.run.process.api_server import NOT_HEALTHY, ServerProcess, free_port
 from bench.run.process.gang import GangServer, MemberStart, exit_problem, start_member
 from bench.run.process.lifecycle import Watch
 from bench.run.process.member_process import (
@@ -23,7 +23,7 @@ from bench.run.process.root_cause import cause_context, exception_line, root_cau
 from bench.run.process.server_for_boot import LocalMembers, MemberLauncher, ServerSetup, make_server
 
 __all__ = [
-    "CAUSE_LINES", "LINGER_LIMIT_S", "BootGuard", "GangServer", "LocalMembers",
+    "CAUSE_LINES", "LINGER_LIMIT_S", "NOT_HEALTHY", "BootGuard", "GangServer", "LocalMembers",
     "MemberLauncher", "MemberProcess", "MemberStart", "ServerProcess", "ServerSetup",
     "TreeSettings", "Watch", "cause_context", "clean_up",
     "container_exists", "descendants", "exception_line", "exit_problem", "free_port",

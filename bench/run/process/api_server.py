@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 _PORT_IN_USE = ("address already in use", "errno 98")
+NOT_HEALTHY = "server not healthy after"  # the readiness timeout's words (the run loop reads them)
 MAX_PORT_RETRIES = 3
 
 
@@ -113,7 +114,7 @@ class ServerProcess(MemberProcess):
                     pass  # not listening yet, or accepted but still loading
                 if time.monotonic() > deadline:
                     raise self.failed(
-                        f"server not healthy after {self.ready_timeout_s:.0f} s "
+                        f"{NOT_HEALTHY} {self.ready_timeout_s:.0f} s "
                         "(raise server.ready_timeout_s if the model is just slow)"
                     )
                 time.sleep(self._poll)

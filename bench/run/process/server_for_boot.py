@@ -21,6 +21,7 @@ from bench.experiment import (
     ResolvedArm,
     container_name,
     member_command,
+    ready_timeout,
 )
 from bench.run.node import member_log_name
 from bench.run.process.api_server import ServerProcess, free_port
@@ -65,15 +66,22 @@ class ServerSetup:
 
     @classmethod
     def of(
-        cls, spec: Experiment, boot_id: str, seed: int | None, log: Path, cwd: Path
+        cls,
+        spec: Experiment,
+        arm: ResolvedArm,
+        boot_id: str,
+        seed: int | None,
+        paths: tuple[Path, Path],
     ) -> ServerSetup:
+        """`paths`: the server's log and working directory."""
         srv = spec.server
+        log, cwd = paths
         return cls(
             experiment=spec.experiment.name,
             boot_id=boot_id,
             engine_seed=seed,
             host=srv.host,
-            ready_timeout_s=srv.ready_timeout_s,
+            ready_timeout_s=ready_timeout(arm, srv.ready_timeout_s, spec.resources.gpu)[0],
             stop_grace_s=srv.stop_grace_s,
             log_file=log,
             cwd=cwd,
