@@ -12,6 +12,9 @@ is installed; this one makes the same properties testable everywhere:
 - `stop -t N NAME`: SIGTERM the container's group, wait N s, SIGKILL; `rm -f NAME`: SIGKILL;
   `ps -a --filter name=^NAME$ --format ...`: prints NAME while the container exists.
 - The image is ignored: ARGV runs on the host.
+- FAKE_CONTAINER_LINGER_S=N: `stop` and `rm -f` return once the processes are gone, but the
+  container goes on existing (`ps` lists it) for N s more, as a runtime does while it hands
+  back a GB10's ~100 GB of unified memory.
 """
 
 from __future__ import annotations
@@ -38,12 +41,14 @@ def _alive(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] != "Z"
 
 
-def _record(name: str) -> dict[str, int] | None:
+def _record(name: str) -> dict[str, float] | None:
     try:
-        rec: dict[str, int] = json.loads((STATE / f"{name}.json").read_text())
+        rec: dict[str, float] = json.loads((STATE / f"{name}.json").read_text())
     except (OSError, ValueError):
         return None
-    return rec if any(_alive(p) for p in _group(rec["pgid"])) else None
+    if time.time() < rec.get("gone_at", 0.0):
+        return rec  # removed, but the runtime has not let it go yet
+    return rec if any(_alive(p) for p in _group(int(rec["pgid"]))) else None
 
 
 def _group(pgid: int) -> list[int]:
@@ -62,14 +67,30 @@ def _group(pgid: int) -> list[int]:
 def _kill(name: str, grace: float) -> None:
     rec = _record(name)
     if rec is not None:
+        pgid = int(rec["pgid"])
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(rec["pgid"], signal.SIGTERM)
+            os.killpg(pgid, signal.SIGTERM)
         deadline = time.monotonic() + grace
-        while any(_alive(p) for p in _group(rec["pgid"])) and time.monotonic() < deadline:
+        while any(_alive(p) for p in _group(pgid)) and time.monotonic() < deadline:
             time.sleep(0.1)
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(rec["pgid"], signal.SIGKILL)
-    (STATE / f"{name}.json").unlink(missing_ok=True)
+            os.killpg(pgid, signal.SIGKILL)
+    _gone(name)
+
+
+def _gone(name: str) -> None:
+    """The container's processes have ended: its record goes, at once or, with
+    FAKE_CONTAINER_LINGER_S, that long after (the first time only)."""
+    path = STATE / f"{name}.json"
+    linger = float(os.environ.get("FAKE_CONTAINER_LINGER_S", "0"))
+    try:
+        rec = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    if linger > 0 and name and "gone_at" not in rec:  # named: not an image probe
+        path.write_text(json.dumps({**rec, "gone_at": time.time() + linger}))
+    elif time.time() >= rec.get("gone_at", 0.0):
+        path.unlink(missing_ok=True)
 
 
 def _run(args: list[str]) -> int:
@@ -99,7 +120,7 @@ def _run(args: list[str]) -> int:
     (STATE / f"{name}.json").write_text(json.dumps({"pid": proc.pid, "pgid": proc.pid}))
     signal.signal(signal.SIGTERM, lambda *_: os.killpg(proc.pid, signal.SIGTERM))
     rc = proc.wait()
-    (STATE / f"{name}.json").unlink(missing_ok=True)  # --rm
+    _gone(name)  # --rm
     return rc
 
 
@@ -117,6 +138,8 @@ def main(argv: list[str]) -> int:
         want = args[args.index("--filter") + 1].removeprefix("name=^").removesuffix("$")
         if _record(want) is not None:
             print(want)
+        else:
+            _gone(want)  # a lingering one's time is up
         return 0
     print(f"fake container CLI: unsupported command {cmd!r}", file=sys.stderr)
     return 2

@@ -277,18 +277,34 @@ class MemberProcess(Lifecycle):
         proc.wait()
         self._wait_gone()
         if self.container is not None:
-            deadline = time.monotonic() + CONTAINER_GONE_S
-            while container_exists(self.container) and time.monotonic() < deadline:
-                time.sleep(0.5)
-            if container_exists(self.container):
-                raise BootFailed(
-                    f"container {self.container.name} still exists after stop and rm -f",
-                    log_path=str(self.log_path),
-                )
+            self._wait_container_gone(self.container)
 
     def lingering(self) -> tuple[str, ...]:
         """After the stop: what outlived SIGKILL for a while (a warning, not a failure)."""
         return (self.lingered,) if self.lingered else ()
+
+    def _wait_container_gone(self, container: ContainerRef) -> None:
+        """After stop and rm -f, wait for the runtime to let the container go, holding the
+        boot's slot (a GB10's runtime hands ~100 GB of unified memory back first). Beyond
+        CONTAINER_GONE_S it is a warning on a boot that may be fully measured, not a failure;
+        after LINGER_LIMIT_S the slot is freed and the warning says the container remains."""
+        t0 = time.monotonic()
+        while container_exists(container) and time.monotonic() - t0 < LINGER_LIMIT_S:
+            time.sleep(0.5)
+        waited = time.monotonic() - t0
+        said = None
+        if container_exists(container):
+            said = (
+                f"container {container.name} still existed {waited:.0f} s after stop and "
+                "rm -f: its slot was freed; the next boot there may find its memory still held"
+            )
+        elif waited > CONTAINER_GONE_S:
+            said = (
+                f"container {container.name} outlived its stop and rm -f by {waited:.0f} s "
+                "(its slot was held until it was gone)"
+            )
+        if said:
+            self.lingered = f"{self.lingered}; {said}" if self.lingered else said
 
     def _wait_gone(self) -> None:
         """Wait until nothing of the group is left. Beyond KILL_SETTLE_S the stop goes on
