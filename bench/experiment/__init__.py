@@ -8,6 +8,7 @@ diff), `preview` (the `validate` / `materialize` views). `runtime/` holds the st
 files copied into every server's environment; its path is a contract."""
 
 from bench.experiment.launch import (
+    IMAGE_DIFFERS,
     PROBE_TIMEOUT_S,
     REDACTED,
     SERVER_MODULE,
@@ -18,6 +19,8 @@ from bench.experiment.launch import (
     base_env,
     check_patches_applied,
     container_name,
+    differs,
+    image_id,
     interpreter_vllm_version,
     launch_plan,
     measurement,
@@ -49,6 +52,7 @@ from bench.experiment.probes import (
 )
 from bench.experiment.spec import (
     ArmSpec,
+    ContainerSpec,
     Experiment,
     ProbesSection,
     ResourcesSection,
@@ -62,11 +66,13 @@ from bench.experiment.spec import (
 )
 
 __all__ = [
+    "IMAGE_DIFFERS",
     "PROBE_TIMEOUT_S",
     "REDACTED",
     "SERVER_MODULE",
     "ArmSpec",
     "ContainerRef",
+    "ContainerSpec",
     "Experiment",
     "Finding",
     "LaunchPlan",
@@ -83,8 +89,10 @@ __all__ = [
     "check_patches_applied",
     "command_line",
     "container_name",
+    "differs",
     "experiment_reference_markdown",
     "humaneval_probe_lines",
+    "image_id",
     "import_prompts",
     "inspect_experiment",
     "interpreter_vllm_version",

@@ -142,6 +142,11 @@ class BootRecord(_Record):
     member_hosts: tuple[str, ...] = Field(
         (), description="Every member's node label, head first (gang boots)."
     )
+    image_id: str | None = Field(
+        None,
+        description="Container arms: the image's content id on the head's node; every gang "
+        "member's node held the same (a member with another is refused).",
+    )
     failed_phase: FailedPhase | None = Field(
         None,
         description="Where a failed attempt stopped: start (before /health), patch_check, "
@@ -260,6 +265,7 @@ BOOT_SCHEMA = pa.schema(
         ("slot", pa.int64()),
         ("cpus", pa.string()),
         ("corun_group", pa.string()),
+        ("image_id", pa.string()),
     ]
 )
 

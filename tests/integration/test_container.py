@@ -106,10 +106,10 @@ def test_a_measured_boot_whose_container_lingers_after_rm_is_ok_with_a_warning(
     ~100 GB of unified memory): the boot, measured in full, is recorded ok with a warning,
     and its slot is held until the container is gone (it was recorded failed: "container …
     still exists after stop and rm -f")."""
-    from bench.run.process import member_process
+    from bench.run.process import container_gone
 
     runtime = fake_runtime(tmp_path, monkeypatch, linger_s=4)
-    monkeypatch.setattr(member_process, "CONTAINER_GONE_S", 1.0)  # the wait, shortened
+    monkeypatch.setattr(container_gone, "CONTAINER_GONE_S", 1.0)  # the wait, shortened
     container = {"runtime": runtime, "image": "img:1"}
     spec = fake_experiment(
         tmp_path,

@@ -128,9 +128,17 @@ def test_container_command_mounts_paths_and_passes_env_explicitly(tmp_path: Path
         cwd=str(tmp_path / "work" / "cwd" / "x"),
     )
     argv = m.argv
-    head = ["podman", "run", "--rm", "--name", "specab-g-base__b000__a1-m1-abc123"]
-    assert argv[:5] == head
-    assert argv[5:10] == ["--network", "host", "--init", "-w", str(tmp_path / "work/cwd/x")]
+    head = [
+        "podman",
+        "run",
+        "--pull",
+        "never",
+        "--rm",
+        "--name",
+        "specab-g-base__b000__a1-m1-abc123",
+    ]
+    assert argv[:7] == head  # never an implicit pull: a node without the image fails at once
+    assert argv[7:12] == ["--network", "host", "--init", "-w", str(tmp_path / "work/cwd/x")]
     image = argv.index("nvcr.io/nvidia/vllm:26.01-py3")
     assert argv[image - 4 : image] == ["--gpus", "all", "--ipc", "host"]  # options last
     inner = argv[image + 1 :]
@@ -219,7 +227,15 @@ def test_validate_prints_the_full_container_command(
     out = capsys.readouterr().out
     head = next(x for x in out.splitlines() if "head (node-rank 0, API server) command:" in x)
     words = shlex.split(head.split("command: ", 1)[1])
-    assert words[:5] == ["podman", "run", "--rm", "--name", "specab-g-$BOOT_ID-m0"]
+    assert words[:7] == [
+        "podman",
+        "run",
+        "--pull",
+        "never",
+        "--rm",
+        "--name",
+        "specab-g-$BOOT_ID-m0",
+    ]
     assert "nvcr.io/nvidia/vllm:26.01-py3" in words and "-e" in words
     assert words[words.index("nvcr.io/nvidia/vllm:26.01-py3") + 1] == "python3"
 

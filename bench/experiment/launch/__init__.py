@@ -2,7 +2,8 @@
 each member's command (`launch_plan`), checkpoint-config overlays (`overlays`), code patches
 and the proof they applied (`patches`, with `bench/experiment/runtime/`), unified diffs applied
 to an arm's own build (`code_diffs`), containers
-(`containers`), the server's environment and what an interpreter's vLLM can do
+(`containers`, the GPUs they get: `container_gpus`, the image each node holds:
+`container_images`), the server's environment and what an interpreter's vLLM can do
 (`environment`), how a boot measures its probes (`measurement`), how long it waits for /health
 (`readiness`), and a selftest's synthetic
 truth (`synthetic`). Nothing here starts a process; `bench.run` does."""
@@ -17,6 +18,7 @@ from bench.experiment.launch.code_diffs import (
     model_modules,
     same_code,
 )
+from bench.experiment.launch.container_images import IMAGE_DIFFERS, differs, image_id
 from bench.experiment.launch.containers import (
     PROBE_TIMEOUT_S,
     ContainerRef,
@@ -57,6 +59,7 @@ from bench.experiment.launch.synthetic import synthetic_truth
 from bench.experiment.spec import REDACTED, redact_args, redact_env, scrub, secret_values
 
 __all__ = [
+    "IMAGE_DIFFERS",
     "MODELS_PACKAGE",
     "PROBE_TIMEOUT_S",
     "REDACTED",
@@ -73,8 +76,10 @@ __all__ = [
     "check_patch_report",
     "check_patches_applied",
     "container_name",
+    "differs",
     "effective_config",
     "files_reader",
+    "image_id",
     "interpreter_env",
     "interpreter_vllm_version",
     "is_diff",

@@ -153,7 +153,10 @@ def run_command(c: ContainerSpec, argv: list[str], m: MemberContainer) -> list[s
     server's cwd and environment, same-path mounts, then the user's options."""
     ro = set(m.read_only)
     options, env = allotted_gpus(c.options, m.env, m.host_gpus)
-    cmd = [c.runtime, "run", "--rm", "--name", m.name, "--network", "host", "--init", "-w", m.cwd]
+    # never an implicit pull: a node without the image fails at once, naming it, instead of
+    # downloading tens of GB against the readiness deadline
+    cmd = [c.runtime, "run", "--pull", "never", "--rm", "--name", m.name, "--network", "host"]
+    cmd += ["--init", "-w", m.cwd]
     if m.ranks > 1 and not any(o.split("=", 1)[0] in _SHM_OPTIONS for o in options):
         # NCCL and vLLM's message queues between ranks live in /dev/shm: a container's 64 MB
         # default fails tensor parallelism (vLLM's docs: --ipc=host or --shm-size)

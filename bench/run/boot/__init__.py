@@ -15,7 +15,7 @@ from bench.run.boot.counters import (
 )
 from bench.run.boot.failure_reason import one_line
 from bench.run.boot.lanes import lane_of
-from bench.run.boot.node_prep import IMAGE_UNREAD, prepare_node
+from bench.run.boot.node_prep import IMAGE_UNREAD, image_problem, prepare_node
 from bench.run.boot.one_boot import (
     BootOutcome,
     BootRequest,
@@ -46,6 +46,7 @@ __all__ = [
     "drafted_per_position",
     "failed_record",
     "guarded_boot",
+    "image_problem",
     "lane_of",
     "measure",
     "one_line",

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bench.errors import BootFailed
-from bench.experiment import PROBE_TIMEOUT_S, ResolvedArm
+from bench.experiment import PROBE_TIMEOUT_S, ContainerSpec, ResolvedArm, differs, image_id
 
 MEMINFO = Path("/proc/meminfo")
 
@@ -117,7 +117,22 @@ def image_unread(arm: ResolvedArm, host: str) -> str | None:
     guess them fails instead, naming the image and the node."""
     if arm.container is None or arm.vllm_version() is not None:
         return None
-    c = arm.container
+    return unread_line(arm.container, host)
+
+
+def image_problem(c: ContainerSpec | None, node: str, head_id: str) -> str | None:
+    """A gang member's node must hold the arm's image, the head's content under its tag: it
+    runs with no implicit pull, and a stale tag would serve another vLLM than the head's."""
+    if c is None:
+        return None
+    mine = image_id(c)
+    if mine is None:
+        return unread_line(c, node)
+    return differs(c, node, mine, head_id) if head_id and mine != head_id else None
+
+
+def unread_line(c: ContainerSpec, host: str) -> str:
+    """One line: this node does not hold the arm's image (runs never pull it)."""
     return (
         f"{IMAGE_UNREAD} {c.image} with {c.runtime} on node {host} (not pulled "
         f"there, or the runtime did not answer within {PROBE_TIMEOUT_S:g} s): "

@@ -2,8 +2,7 @@
 
 `run_boot` never raises for runtime failures (crash, timeout, invalid counters, OSError,
 HTTP errors): it returns a `failed` record whose `error` is one line. It raises SpecabError
-for user mistakes, and lets anything else (a bug) propagate with its traceback.
-"""
+for user mistakes, and lets anything else (a bug) propagate with its traceback."""
 
 from __future__ import annotations
 
@@ -26,6 +25,7 @@ from bench.experiment import (
     ProbeSet,
     ResolvedArm,
     check_patches_applied,
+    image_id,
     launch_plan,
     load_probe_sets,
     measurement,
@@ -102,6 +102,7 @@ class _Timeline:
     phase: FailedPhase | None = "start"  # where the boot is; a failure's `failed_phase`
     warnings: tuple[str, ...] = ()  # went wrong without spoiling the measurement
     corun_group: str | None = None  # the duet it was measured in (every member arrived)
+    image_id: str | None = None  # container arms: the image's id on this (the head's) node
 
 
 def _now() -> datetime:
@@ -139,6 +140,7 @@ def run_boot(
     if unread is not None:  # its definition and measurement would be guessed: fail instead
         return BootOutcome(failed_record(req, unread, started_at=_now(), node=node), [])
     t = _Timeline(
+        image_id=image_id(arm.container) if arm.container is not None else None,
         started_at=_now(),
         k=arm.num_speculative_tokens,
         definition_sha256=arm.definition_sha256(),  # as read on this node, at launch
@@ -168,7 +170,7 @@ def run_boot(
         server = make_server(
             arm,
             plan,
-            replace(setup, extra_args=tuple(how.flags)),
+            replace(setup, extra_args=tuple(how.flags), image_id=t.image_id or ""),
             on_started=on_started,
             watch=watch,
             members=members or LocalMembers(node.workdir, node.log_file, environ),
@@ -322,6 +324,7 @@ def _record(
         failed_phase=t.phase if error is not None else None,
         warnings=t.warnings,
         corun_group=t.corun_group if error is None else None,
+        image_id=t.image_id,
         slot=a.slot,
         cpus=node.server_env.get(CPU_BIND, "") if node else "",
     )

@@ -145,11 +145,12 @@ class Dispatcher:
             del todo[i]
         return [Place(p, self._nodes[node_id], self._take_slot(node_id, p.arm)) for p in plans]
 
-    def bar(self, f: InFlight) -> str:
-        """The attempt's node cannot run its arm (the arm's image is not there): its retries
-        and later boots go to other nodes. Returns the node's label."""
-        self._barred.add((f.place.node.node_id, f.place.plan.arm))
-        return f.place.node.label
+    def bar(self, f: InFlight, label: str = "") -> str:
+        """The attempt's node (or its gang member's named `label`) cannot run its arm (its
+        image is not there, or not the head's): its boots go elsewhere. Returns the label."""
+        node = next((n for n, _ in f.place.members if n.label == label), f.place.node)
+        self._barred.add((node.node_id, f.place.plan.arm))
+        return node.label
 
     def _barring(self) -> set[tuple[str, str]]:
         """The bars in force: none for an arm every live node is barred from (its boots then

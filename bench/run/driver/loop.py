@@ -16,13 +16,14 @@ Results are written only here (the driver is the only writer); Ray tasks return 
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter, deque
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.experiment import Experiment
+from bench.experiment import IMAGE_DIFFERS, Experiment
 from bench.records import BootRecord, InFlightBoot, ProbeRecord
 from bench.run.boot import IMAGE_UNREAD, BootRequest, GateTicket, failed_record
 from bench.run.driver.dispatch import Dispatcher, InFlight, Place
@@ -38,6 +39,10 @@ from bench.store import atomic_write_bytes
 
 CANCEL_GRACE_S = 30.0
 # Attempt errors that mean the node is gone (a dead node's raylet, a node Ray has removed).
+_MEMBER_IMAGE = re.compile(  # a gang member's node lacks the arm's image, or holds another
+    rf"^gang member \d+ .*(?:{re.escape(IMAGE_UNREAD)}|{re.escape(IMAGE_DIFFERS)}) \S+"
+    r"(?: with \S+)? on node (?P<node>[^\s:]+)"
+)
 _NODE_DEAD = ("ray: NodeDiedError", "ray: TaskUnschedulableError", "ray: NodeLost")
 
 
@@ -160,9 +165,10 @@ class RunLoop:
         image takes none of that arm."""
         self.dispatch.uncount(f)
         error = record.error or ""
-        if error.startswith(IMAGE_UNREAD):
-            where = self.dispatch.bar(f)
-            self.progress.note(f"node {where} cannot read arm {record.arm}'s image: no more there")
+        member = _MEMBER_IMAGE.search(error)
+        if error.startswith(IMAGE_UNREAD) or member is not None:
+            where = self.dispatch.bar(f, member["node"] if member else "")
+            self.progress.note(f"node {where} cannot serve arm {record.arm}'s image: no more there")
         if not error.startswith("ray:"):
             return
         dead = error.startswith(_NODE_DEAD)  # Ray's own words, before its node table agrees

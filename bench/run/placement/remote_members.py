@@ -6,8 +6,7 @@ The actor does on its node what the boot task does on the head's: node preparati
 `BootGuard` watchdog (the head task owns the actors, so when that task's worker dies Ray
 kills the actors, and each watchdog kills its member's groups and containers), the patch
 check of its model workers, the stop, and its log (shipped back when the node does not
-share the driver's results directory).
-"""
+share the driver's results directory). A container member's node must hold the head's image."""
 
 from __future__ import annotations
 
@@ -19,7 +18,7 @@ from typing import Any
 
 from bench.errors import BootFailed, SpecabError
 from bench.experiment import LaunchPlan, check_patches_applied
-from bench.run.boot import prepare_node
+from bench.run.boot import image_problem, prepare_node
 from bench.run.node import (
     CACHE_ROOT,
     GPU_ENV,
@@ -103,6 +102,8 @@ class MemberActor:
         jit = jit_cache_env(workdir, os.environ) if ms.arm.container is not None else {}
         env = {**os.environ, CACHE_ROOT: str(cache), **jit, GPU_ENV: visible_gpus(node.gpu)}
         env |= cpu_binding_for(node.cpu_slot, node.cpu)
+        if (wrong := image_problem(ms.arm.container, node.label, ms.image_id)) is not None:
+            return wrong
         try:
             cache.mkdir(parents=True, exist_ok=True)
             if ms.arm.container is None:  # as the head's node does (task._node_setup)

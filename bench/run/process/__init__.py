@@ -1,13 +1,15 @@
 """One node's processes of a boot, and nothing outlives them: the process tree of one member
 (`member_process`: own session, a log file, SIGTERM -> grace -> SIGKILL, a /proc check),
 the start/stop contract, plan and watch every such process shares (`lifecycle`),
-what /proc says (`procfs`), the API server with its free port and /health deadline
+what /proc says (`procfs`), whether a member's container is gone after its stop
+(`container_gone`), the API server with its free port and /health deadline
 (`api_server`), a gang of members across nodes (`gang`), which server object a boot runs
 (`server_for_boot`), the root cause of a failed server read from its log (`root_cause`),
 and the detached stdlib-only watchdog that kills a boot's groups when its owner dies
 (`reaper`, run as a script by its file path)."""
 
 from bench.run.process.api_server import NOT_HEALTHY, ServerProcess, free_port
+from bench.run.process.container_gone import container_exists
 from bench.run.process.gang import GangServer, MemberStart, exit_problem, start_member
 from bench.run.process.lifecycle import Watch
 from bench.run.process.member_process import (
@@ -15,7 +17,6 @@ from bench.run.process.member_process import (
     LINGER_LIMIT_S,
     MemberProcess,
     TreeSettings,
-    container_exists,
 )
 from bench.run.process.procfs import descendants, group_members, log_tail
 from bench.run.process.reaper import BootGuard, clean_up, read_recorded

@@ -57,6 +57,7 @@ class MemberStart:
     master_port: int
     stop_grace_s: float
     extra_args: tuple[str, ...] = ()  # the head's per-boot flags: every member parses the same
+    image_id: str = ""  # container arms: the image's content id on the head's node
 
 
 def start_member(

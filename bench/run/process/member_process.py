@@ -25,6 +25,7 @@ from typing import IO
 
 from bench.errors import BootFailed
 from bench.experiment import REDACTED, ContainerRef, scrub, secret_values
+from bench.run.process.container_gone import wait_container_gone
 from bench.run.process.lifecycle import Lifecycle, Plan, Watch
 from bench.run.process.procfs import (
     LOG_TAIL_LINES,
@@ -38,7 +39,6 @@ from bench.run.process.procfs import (
 from bench.run.process.root_cause import summarize_tail
 
 CAUSE_LINES = 2000  # log lines searched for the root-cause exception
-CONTAINER_GONE_S = 30.0  # after stop + rm: how long a container may take to disappear
 KILL_SETTLE_S = 5.0  # SIGKILL is async: what the kernel normally needs to end a group
 # A GPU process outlives SIGKILL while its contexts are torn down: the stop waits that long
 # (the boot's slot stays held, so no next boot shares the GPU with it) before failing.
@@ -46,15 +46,6 @@ LINGER_LIMIT_S = 300.0
 # vLLM's ZeroMQ sockets (ipc://<dir>/<uuid4>, default the temp dir) outlive every stop
 RPC_ENV = "VLLM_RPC_BASE_PATH"  # each boot left 2 in /tmp for good: 1,700 in a day here
 _SUN_PATH_ROOM = 70  # a socket path is at most 107 bytes; the name after the dir takes 37
-
-
-def container_exists(ref: ContainerRef) -> bool:
-    """Whether the runtime still lists the container (an unusable runtime: assume gone)."""
-    try:
-        out = subprocess.run(ref.exists_command(), capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return out.returncode == 0 and ref.name in out.stdout.split()
 
 
 # (leader, end of the grace period, the container's `stop` command running in background)
@@ -276,35 +267,12 @@ class MemberProcess(Lifecycle):
         kill_known(self._known)
         proc.wait()
         self._wait_gone()
-        if self.container is not None:
-            self._wait_container_gone(self.container)
+        if self.container is not None and (said := wait_container_gone(self.container)):
+            self.lingered = f"{self.lingered}; {said}" if self.lingered else said
 
     def lingering(self) -> tuple[str, ...]:
         """After the stop: what outlived SIGKILL for a while (a warning, not a failure)."""
         return (self.lingered,) if self.lingered else ()
-
-    def _wait_container_gone(self, container: ContainerRef) -> None:
-        """After stop and rm -f, wait for the runtime to let the container go, holding the
-        boot's slot (a GB10's runtime hands ~100 GB of unified memory back first). Beyond
-        CONTAINER_GONE_S it is a warning on a boot that may be fully measured, not a failure;
-        after LINGER_LIMIT_S the slot is freed and the warning says the container remains."""
-        t0 = time.monotonic()
-        while container_exists(container) and time.monotonic() - t0 < LINGER_LIMIT_S:
-            time.sleep(0.5)
-        waited = time.monotonic() - t0
-        said = None
-        if container_exists(container):
-            said = (
-                f"container {container.name} still existed {waited:.0f} s after stop and "
-                "rm -f: its slot was freed; the next boot there may find its memory still held"
-            )
-        elif waited > CONTAINER_GONE_S:
-            said = (
-                f"container {container.name} outlived its stop and rm -f by {waited:.0f} s "
-                "(its slot was held until it was gone)"
-            )
-        if said:
-            self.lingered = f"{self.lingered}; {said}" if self.lingered else said
 
     def _wait_gone(self) -> None:
         """Wait until nothing of the group is left. Beyond KILL_SETTLE_S the stop goes on

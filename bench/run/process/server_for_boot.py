@@ -63,6 +63,7 @@ class ServerSetup:
     log_file: Path
     cwd: Path
     extra_args: tuple[str, ...] = ()
+    image_id: str = ""  # container arms: the image's id on the head's node (members match it)
 
     @classmethod
     def of(
@@ -146,6 +147,7 @@ def make_server(
                 master_port=port,
                 stop_grace_s=s.stop_grace_s,
                 extra_args=s.extra_args,
+                image_id=s.image_id,
             )
         )
         for r in range(1, plan.nodes)
