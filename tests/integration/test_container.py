@@ -88,7 +88,7 @@ def test_fake_server_boots_in_a_container_and_the_container_is_gone_after(
     assert out.record.status == "ok", out.record.error
     log = (tmp_path / "work" / "c.log").read_text()
     first = log.splitlines()[0]
-    assert f"{runtime} run --rm --name specab-fake-c__b000__a1-m0-" in first
+    assert f"{runtime} run --pull never --rm --name specab-fake-c__b000__a1-m0-" in first
     assert "-e SPECAB_FAKE_PROBE_S=0" in first and "SPECAB_HOST_ONLY" not in first
     assert " -e PATH=" not in first and " -e HOME=" not in first
     assert "--label specab.boot=c__b000__a1" in first and "--ipc host img:1" in first
@@ -240,6 +240,8 @@ def test_real_vllm_boot_in_a_podman_container(
     assert r.vllm_version.startswith("0.32") and (r.num_drafts or 0) > 0
     assert len(out.probes) > 0
     log = (tmp_path / "work" / "baseline.log").read_text()
-    assert log.startswith("[specab] launching: podman run --rm --name specab-in-podman-")
+    assert log.startswith(
+        "[specab] launching: podman run --pull never --rm --name specab-in-podman-"
+    )
     assert _containers(f"specab.boot={r.boot_id}") == [], "the container outlived its boot"
     print(f"real vLLM boot in podman: {took:.0f} s (boot {r.boot_seconds:.0f} s)")
