@@ -580,8 +580,15 @@ def _started(
             "boot": ["boot", str(spec), "--arm", "fix", "--results-dir", str(res)],
             "analyze": ["analyze", str(res)],
             "report": ["report", str(res)],
-            "gate": ["gate", str(res), "--reference", "r", "--margin-pos0", "-0.1"],
-            "gate-speed": ["gate", str(res), "--reference", "r", "--margin-speed", "1.5"],
+            "gate": ["gate", str(res), "--reference", "r", "--margin", "acceptance_pos0=-0.1"],
+            "gate-speed": [
+                "gate",
+                str(res),
+                "--reference",
+                "r",
+                "--margin",
+                "output_tokens_per_s=1.5",
+            ],
             "mlflow": ["export", "mlflow", str(res), "--tracking-uri", "ftp://nowhere/x"],
         }[cmd]
 
@@ -752,8 +759,14 @@ DIR_CASES = [
         ("arm 'base'", "definition_sha256"),
     ),
     DirCase("analyze a directory that is not one", _target_analyze, ("manifest.json",)),
-    DirCase("gate with a negative margin", _started(cmd="gate"), ("--margin-pos0", "> 0")),
-    DirCase("gate with a speed margin of 150 %", _started(cmd="gate-speed"), ("--margin-speed",)),
+    DirCase(
+        "gate with a negative margin", _started(cmd="gate"), ("--margin acceptance_pos0", "> 0")
+    ),
+    DirCase(
+        "gate with a speed margin of 150 %",
+        _started(cmd="gate-speed"),
+        ("--margin output_tokens_per_s",),
+    ),
     DirCase(
         "export to a tracking URI MLflow refuses",
         _started(cmd="mlflow"),

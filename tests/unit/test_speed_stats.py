@@ -223,9 +223,9 @@ def test_margin_speed_option_and_bad_settings(
     fix = next(c for c in out["comparisons"] if c["arm"] == "fix" and c["metric"] == SPEED_METRIC)
     assert fix["margin"] == 0.5 and fix["verdict"] == "equivalent"
     for bad in ("0", "1.5"):
-        assert run(["analyze", str(nospec), "--margin-speed", bad]) == 2
+        assert run(["analyze", str(nospec), "--margin", f"output_tokens_per_s={bad}"]) == 2
         err = capsys.readouterr().err
-        assert "--margin-speed" in err and "\n" not in err.strip()
+        assert "--margin output_tokens_per_s" in err and "\n" not in err.strip()
     assert run(["analyze", str(nospec), "--by", "prompt"]) == 2
     assert "--by" in capsys.readouterr().err
     body = json.loads((nospec / "manifest.json").read_text())
