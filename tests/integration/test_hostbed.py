@@ -28,6 +28,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -327,6 +328,79 @@ def test_an_image_missing_on_one_host_fails_its_boots_there_and_never_mixes_an_a
         left = bed.run(h, ["podman", "ps", "-aq"], env=PODMAN_ENV).stdout.split()
         assert left == [], (h, left)
         bed.run(h, ["podman", "rmi", "-f", image], env=PODMAN_ENV)
+
+
+def _other_content(tar: Path, out: Path) -> Path:
+    """The same root file system with one more file: another image id under one tag."""
+    shutil.copy(tar, out)
+    with tarfile.open(out, "a") as tf:
+        info = tarfile.TarInfo("etc/specab-stale-build")
+        tf.addfile(info)
+    return out
+
+
+def test_a_gangs_member_without_the_image_or_with_a_stale_one_is_refused_and_avoided(
+    cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]
+) -> None:
+    """Two-host gangs of container arms (podman, each host its own store): arm `stale`'s image
+    is on h1 and h2, and on h3 under the same tag with other content; arm `gone`'s is not on
+    h3 at all. Every node of a gang is checked like the head, against the content the driver
+    read the definition from (h1's): an attempt that puts h3 in a gang fails naming h3, h3
+    takes no more boots of that arm, and every ok boot ran h1's image on h1 and h2 (its
+    image_id recorded). Before, only the head's node was probed: a member on h3 pulled or
+    served another build while the row recorded the head's."""
+    why = podman_problem()
+    if why is not None:
+        pytest.skip(why)
+    bed, address, shared = cluster
+    stale, gone = (f"localhost/specab-gang-{n}:{os.getpid()}" for n in ("stale", "gone"))
+    tar = write_rootfs_tar(shared / "gang-rootfs.tar")
+    other = _other_content(tar, shared / "gang-other.tar")
+    for h in bed.hosts:
+        host_podman_store(bed.run, h, other if h == "h3" else tar, stale)
+        if h != "h3":
+            host_podman_store(bed.run, h, tar, gone)
+    options = [*run_options(), "-v", f"{ROOT}:{ROOT}:ro", "-v", f"{shared}:{shared}"]
+    env = {"SPECAB_FAKE_PROBE_S": "0.2"}
+    spec = fake_experiment(
+        shared / "gang-image",
+        {"stale": env, "gone": env},
+        name="gang-image",
+        boots_per_arm=2,
+        resources={"nodes": 2, "cpu": 0.5},
+        server={"args": {"tensor-parallel-size": 2}, "ready_timeout_s": 60.0,
+                "python": sys.executable},
+        arm_extra={
+            arm: {"container": {"runtime": "podman", "image": image, "options": options}}
+            for arm, image in (("stale", stale), ("gone", gone))
+        },
+    )  # fmt: skip
+    root = shared / "gang-image" / "results"
+    argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
+    argv += ["--address", address]
+    done = bed.run("h1", [sys.executable, "-m", "bench.cli", *argv], 400, env=PODMAN_ENV)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    res = load_results(root)
+    boots = res.boots
+    with_h3 = boots[[("h3" in list(m)) for m in boots["member_hosts"]]]
+    assert len(with_h3) >= 1, boots[["arm", "member_hosts", "status"]]  # h3 was tried
+    for row in with_h3.itertuples():
+        assert row.status != "ok", row
+        said = "another image under" if row.arm == "stale" else "cannot read vLLM in image"
+        assert said in row.error and "on node h3" in row.error, row.error
+    ok = res.ok_boots()
+    assert len(ok) == 4 and all(set(m) <= {"h1", "h2"} for m in ok["member_hosts"])
+    driver_ids = {
+        image: bed.run("h1", ["podman", "image", "inspect", "--format", "{{.Id}}", image],
+                       env=PODMAN_ENV).stdout.strip()
+        for image in (stale, gone)
+    }  # fmt: skip
+    for row in ok.itertuples():
+        assert row.image_id == driver_ids[stale if row.arm == "stale" else gone], row
+    for h in bed.hosts:
+        left = bed.run(h, ["podman", "ps", "-aq"], env=PODMAN_ENV).stdout.split()
+        assert left == [], (h, left)
+        bed.run(h, ["podman", "rmi", "-f", stale, gone], env=PODMAN_ENV)
 
 
 # ------------------------------------------------------------------ 4. hosts that fail

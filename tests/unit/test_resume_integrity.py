@@ -232,6 +232,12 @@ def test_what_is_not_certain_to_repeat() -> None:
     assert not guard.repeats(_failure("y", "ray: WorkerCrashedError: the worker died"))
     assert not guard.repeats(_failure("y", crash))
     assert not guard.repeats(_failure("y", "server not healthy after 600 s"))
+    # a node without the arm's image (or with another under its tag) is that node's: barred
+    for said in (
+        "gang member 1 (node h3) could not prepare its node: cannot read vLLM in image i:1",
+        "another image under i:1 on node h3: sha256:aa, the head's is sha256:bb",
+    ):
+        assert not guard.repeats(_failure("z", said)) and not guard.repeats(_failure("z", said))
     # an ok boot proves the arm
     guard.ok("y")
     assert not guard.repeats(_failure("y", "server not healthy after 600 s"))

@@ -120,6 +120,18 @@ def image_unread(arm: ResolvedArm, host: str) -> str | None:
     return unread_line(arm.container, host)
 
 
+def image_at_head(arm: ResolvedArm, host: str, expected: str) -> tuple[str | None, str | None]:
+    """(why this node cannot serve a container arm's image, its content id here): unread,
+    or other content than `expected` (the driver's, where the definition was read)."""
+    unread = image_unread(arm, host)
+    if arm.container is None or unread is not None:
+        return unread, None
+    here = image_id(arm.container)
+    if here and expected and here != expected:
+        return differs(arm.container, host, here, expected), here
+    return None, here
+
+
 def image_problem(c: ContainerSpec | None, node: str, head_id: str) -> str | None:
     """A gang member's node must hold the arm's image, the head's content under its tag: it
     runs with no implicit pull, and a stale tag would serve another vLLM than the head's."""

@@ -25,7 +25,6 @@ from bench.experiment import (
     ProbeSet,
     ResolvedArm,
     check_patches_applied,
-    image_id,
     launch_plan,
     load_probe_sets,
     measurement,
@@ -39,7 +38,7 @@ from bench.records import BootRecord, FailedPhase, ProbeRecord
 from bench.run.attempt import Attempt
 from bench.run.boot.counters import SpecCounts, scrape_k, vllm_version
 from bench.run.boot.failure_reason import one_line, with_root_cause
-from bench.run.boot.node_prep import image_unread, prepare_node
+from bench.run.boot.node_prep import image_at_head, prepare_node
 from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
 from bench.run.boot.requests import Sampling
 from bench.run.boot.start_gate import GateTicket, wait_at_gate
@@ -64,6 +63,7 @@ class BootRequest:
     attempt: Attempt  # identity and the driver's columns, fixed before the launch
     engine_seed: int | None  # the server's --seed (None: the server's default)
     gate: GateTicket | None = None  # a duet's barrier before the probes (run-ab only)
+    image: str = ""  # container arms: the image's id where the driver read the definition
 
 
 @dataclass(frozen=True)
@@ -136,11 +136,11 @@ def run_boot(
     `members` (default: all on this machine, each its own process tree).
     """
     arm, sets = _arm_and_probes(req)
-    unread = image_unread(arm, req.attempt.host)
+    unread, here = image_at_head(arm, req.attempt.host, req.image)
     if unread is not None:  # its definition and measurement would be guessed: fail instead
         return BootOutcome(failed_record(req, unread, started_at=_now(), node=node), [])
     t = _Timeline(
-        image_id=image_id(arm.container) if arm.container is not None else None,
+        image_id=here,
         started_at=_now(),
         k=arm.num_speculative_tokens,
         definition_sha256=arm.definition_sha256(),  # as read on this node, at launch
@@ -170,7 +170,7 @@ def run_boot(
         server = make_server(
             arm,
             plan,
-            replace(setup, extra_args=tuple(how.flags), image_id=t.image_id or ""),
+            replace(setup, extra_args=tuple(how.flags), image_id=req.image or here or ""),
             on_started=on_started,
             watch=watch,
             members=members or LocalMembers(node.workdir, node.log_file, environ),

@@ -6,11 +6,18 @@ slots or more (`duet_schedule`); stopping a failure certain to
 repeat (`repeat_guard`); sequential looks (`looks`) and a sweep's elimination
 (`elimination`); progress (`progress`)."""
 
-from bench.run.driver.dispatch import Dispatcher, InFlight
+from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.duet_schedule import Pairing
 from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
 from bench.run.driver.orchestrator import Driver, run_ab
-from bench.run.driver.order import boot_seed, engine_seed, missing_boots, pick_next, plan_order
+from bench.run.driver.order import (
+    InFlight,
+    boot_seed,
+    engine_seed,
+    missing_boots,
+    pick_next,
+    plan_order,
+)
 from bench.run.driver.progress import ProgressState, Running, make_progress
 from bench.run.driver.repeat_guard import RepeatGuard, failure_signature, stop_message
 

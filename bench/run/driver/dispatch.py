@@ -21,38 +21,16 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, MutableSequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 from bench.run.driver.duet_schedule import Pairing
-from bench.run.driver.order import PlannedBoot, pick_next
+from bench.run.driver.order import InFlight, Place, PlannedBoot, pick_next
 from bench.run.placement import AttemptSpec, NodeSlots, TaskResult, placement_failed
 
 PLACE_TIMEOUT_S = 120.0  # a gang's placement group on nodes with free slots is ready at once
 NODE_CHECK_S = 2.0  # how often in-flight attempts are checked against Ray's live nodes
-
-
-@dataclass(frozen=True)
-class Place:
-    """Where the next boot goes: the planned boot, its node and the slot on that node (for
-    a gang boot: the head's; `members` holds every member's node and slot, head first)."""
-
-    plan: PlannedBoot
-    node: NodeSlots
-    slot: int  # index among the node's slots (CPU pinning uses it)
-    members: tuple[tuple[NodeSlots, int], ...] = ()
-
-
-@dataclass(frozen=True)
-class InFlight:
-    """A launched attempt, as the driver remembers it."""
-
-    place: Place
-    spec: AttemptSpec
-    started_at: datetime
-    t0: float  # monotonic launch time
-    group: Any = None  # a gang boot's placement group
 
 
 class Dispatcher:
@@ -104,12 +82,22 @@ class Dispatcher:
             return None
         index, node_id = pick
         plan = todo[index]
-        del todo[index]
         fabric = self._nodes[node_id].fabric
+        barred = self._barring()  # a member's node is barred like a head's (its image)
         others = sorted(
-            (n for n, k in free.items() if k > 0 and n != node_id and self._fabric(n) == fabric),
+            (
+                n
+                for n, k in free.items()
+                if k > 0
+                and n != node_id
+                and self._fabric(n) == fabric
+                and (n, plan.arm) not in barred
+            ),
             key=lambda n: (self._member_arm[(n, plan.arm)], self._per_node_total[n], n),
         )[: self.gang - 1]
+        if len(others) < self.gang - 1:  # its members' nodes are busy: wait for them
+            return None
+        del todo[index]
         taken = []
         for n in (node_id, *others):
             taken.append((self._nodes[n], self._take_slot(n, plan.arm)))
@@ -156,7 +144,9 @@ class Dispatcher:
         """The bars in force: none for an arm every live node is barred from (its boots then
         fail where they land, and its attempts run out, rather than wait forever)."""
         live = set(self._free)
-        open_arms = {a for n, a in self._barred if any((m, a) not in self._barred for m in live)}
+        open_arms = {  # at least one boot's worth of nodes (a gang's: `gang`) left unbarred
+            a for _, a in self._barred if sum((m, a) not in self._barred for m in live) >= self.gang
+        }
         return {(n, a) for n, a in self._barred if a in open_arms}
 
     def _fabric(self, node_id: str) -> str:

@@ -113,3 +113,4 @@ class RunBooks:
     ledger: Ledger
     summary: RunSummary
     definitions: Mapping[str, str] = field(default_factory=dict)  # arm -> definition sha256
+    images: Mapping[str, str] = field(default_factory=dict)  # arm -> image id at the driver

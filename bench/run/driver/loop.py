@@ -9,9 +9,7 @@ differ): a model that is not there, an unknown flag, a patch that raises, an eng
 refuses the arm's settings at its first sampling step. Nothing new is launched; boots
 already running finish and are written, and `--resume` continues once the cause is fixed
 (the other arms' boots keep their interleaving: the run does not go on without the broken
-arm).
-
-Results are written only here (the driver is the only writer); Ray tasks return records.
+arm). Results are written only here (the driver is the only writer); Ray tasks return records.
 """
 
 from __future__ import annotations
@@ -26,12 +24,12 @@ from typing import Any
 from bench.experiment import IMAGE_DIFFERS, Experiment
 from bench.records import BootRecord, InFlightBoot, ProbeRecord
 from bench.run.boot import IMAGE_UNREAD, BootRequest, GateTicket, failed_record
-from bench.run.driver.dispatch import Dispatcher, InFlight, Place
+from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.duet_schedule import Pairing
 from bench.run.driver.elimination import SelectionRun
 from bench.run.driver.ledger import RunBooks, RunOptions
 from bench.run.driver.looks import SequentialRun
-from bench.run.driver.order import PlannedBoot, boot_seed
+from bench.run.driver.order import InFlight, Place, PlannedBoot, boot_seed
 from bench.run.driver.progress import Progress, Running
 from bench.run.driver.repeat_guard import RepeatGuard, stop_message
 from bench.run.placement import AttemptSpec, TaskResult
@@ -93,7 +91,7 @@ class RunLoop:
 
         self.spec, self.opts = spec, opts
         self.writer, self.ledger, self.summary = books.writer, books.ledger, books.summary
-        self.definitions = books.definitions
+        self.definitions, self.images = books.definitions, books.images
         self.progress, self.dispatch, self.seq = progress, dispatch, seq
         self.spec_file = _task_spec_file(spec_file)
         self.driver_node = str(ray.get_runtime_context().get_node_id())
@@ -166,7 +164,7 @@ class RunLoop:
         self.dispatch.uncount(f)
         error = record.error or ""
         member = _MEMBER_IMAGE.search(error)
-        if error.startswith(IMAGE_UNREAD) or member is not None:
+        if error.startswith((IMAGE_UNREAD, IMAGE_DIFFERS)) or member is not None:
             where = self.dispatch.bar(f, member["node"] if member else "")
             self.progress.note(f"node {where} cannot serve arm {record.arm}'s image: no more there")
         if not error.startswith("ray:"):
@@ -194,8 +192,9 @@ class RunLoop:
         self.tries[(p.arm, p.boot)] += 1
         crn = self.opts.common_random_numbers
         seed = boot_seed(self.spec, p.arm, p.boot, common_random_numbers=crn)
+        image = self.images.get(p.arm, "")
         spec = AttemptSpec(
-            request=BootRequest(self.spec, self.spec_file, attempt, seed, gate),
+            request=BootRequest(self.spec, self.spec_file, attempt, seed, gate, image),
             driver_log=str(self.writer.log_path(attempt.boot_id)),
             driver_node_id=self.driver_node,
             compile_cache=self.opts.compile_cache,

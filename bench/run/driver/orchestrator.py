@@ -26,7 +26,14 @@ from types import FrameType
 from rich.console import Console
 
 from bench.errors import SpecabError
-from bench.experiment import Preflight, build_manifest, load_spec, preflight, resume_changes
+from bench.experiment import (
+    Preflight,
+    build_manifest,
+    image_id,
+    load_spec,
+    preflight,
+    resume_changes,
+)
 from bench.records import Manifest
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.elimination import SelectionRun
@@ -124,6 +131,9 @@ class Driver:
         t_start = time.monotonic()
         root = Path(self.opts.results_dir)
         checked = self._preflight()
+        # each container arm's image as the driver's node holds it (its definition was read
+        # there): the content every boot's nodes must hold, where the driver has it
+        self._images = {a.name: image_id(a.container) or "" for a in checked.arms if a.container}
         manifest = self._manifest()
         # An existing directory is checked (refused without --resume, or when this run would
         # mix versions of an arm) before Ray starts; a new one is created only once the
@@ -236,7 +246,7 @@ class Driver:
                     self.spec,
                     self.spec_file,
                     self.opts,
-                    RunBooks(writer, ledger, summary, _definitions(manifest)),
+                    RunBooks(writer, ledger, summary, _definitions(manifest), self._images),
                     progress=progress,
                     dispatch=dispatch,
                     seq=seq,

@@ -1,4 +1,5 @@
-"""Launch order and per-boot engine seeds: pure functions of the experiment seed.
+"""Launch order and per-boot engine seeds: pure functions of the experiment seed; and where a
+planned boot goes (`Place`) and how a launched one is remembered (`InFlight`).
 
 Blocks of one boot per arm, shuffled within each block, so slow drift over the run (thermal
 state, a noisy neighbour, a node that joins late) is spread evenly over the arms instead of
@@ -12,8 +13,11 @@ import hashlib
 import random
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from bench.experiment import Experiment
+from bench.run.placement import AttemptSpec, NodeSlots
 
 _SEED_SPACE = 2**31 - 1  # vLLM's --seed is a C int on some backends
 
@@ -118,3 +122,25 @@ def pick_next(
         ),
     )
     return i, node
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where the next boot goes: the planned boot, its node and the slot on that node (for
+    a gang boot: the head's; `members` holds every member's node and slot, head first)."""
+
+    plan: PlannedBoot
+    node: NodeSlots
+    slot: int  # index among the node's slots (CPU pinning uses it)
+    members: tuple[tuple[NodeSlots, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """A launched attempt, as the driver remembers it."""
+
+    place: Place
+    spec: AttemptSpec
+    started_at: datetime
+    t0: float  # monotonic launch time
+    group: Any = None  # a gang boot's placement group

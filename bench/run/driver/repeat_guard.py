@@ -10,8 +10,9 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from bench.experiment import IMAGE_DIFFERS
 from bench.records import BootRecord
-from bench.run.boot import API_KEY_REFUSED
+from bench.run.boot import API_KEY_REFUSED, IMAGE_UNREAD
 from bench.run.process import CAUSE_LINES, NOT_HEALTHY, cause_context, log_tail
 
 TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
@@ -25,8 +26,8 @@ _BEFORE_MEASURING = ("start", "patch_check", "first_request")
 def failure_signature(record: BootRecord) -> str | None:
     """The first error line, every number blanked, of a failure before anything was measured.
     None for an ok boot, a failure after the boot's first request answered (a crash mid-run
-    may be transient), or one of the infrastructure (a Ray worker or node died: nothing
-    about the arm)."""
+    may be transient), or one of the infrastructure (a Ray worker or node died, a node
+    without the arm's image: nothing about the arm)."""
     text = (record.error or "").strip()
     line = text.splitlines()[0] if text else ""
     if record.failed_phase is not None:
@@ -35,6 +36,8 @@ def failure_signature(record: BootRecord) -> str | None:
         early = record.ready_at is None or line.startswith("patch ")
     if record.status == "ok" or not early or not line or line.startswith("ray:"):
         return None
+    if IMAGE_UNREAD in line or IMAGE_DIFFERS in line:
+        return None  # the node's, not the arm's: that node is barred for the arm
     return _NUMBERS.sub("#", line)
 
 

@@ -147,6 +147,7 @@ def one(prim: Primary, r: Row, s: Settings, power: float, ex: Extras) -> Compari
         deterministic=det,
         no_boots=bool(f.no_boots[i]),
         too_few_boots=not det
+        and not bool(f.no_boots[i])
         and (
             too_few_boots(ei.boots, prior=ei.prior_used)
             or too_few_boots(ej.boots, prior=ej.prior_used)
