@@ -163,18 +163,24 @@ def test_fields_name_where_the_value_was_written(offline: Path) -> None:
         preflight(spec)
 
 
-def test_run_ab_prints_lint_findings_before_anything_else(
-    offline: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import ray
+class Reached(Exception):
+    """run-ab got as far as starting Ray (stopped there: nothing of Ray is wanted)."""
 
-    class Reached(Exception):
-        pass
+
+@pytest.fixture
+def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ray
 
     def stop(*args: object, **kwargs: object) -> None:
         raise Reached
 
     monkeypatch.setattr(ray, "init", stop)
+
+
+@pytest.mark.usefixtures("no_ray")
+def test_run_ab_prints_lint_findings_before_anything_else(
+    offline: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     spec = base_dir(offline)
     cfg = offline / "models" / "draft" / "config.json"
     # the seed-002 mismatch, which vLLM's engine accepts (it refuses a vocab mismatch itself)
@@ -289,22 +295,14 @@ def test_a_refused_method_lists_every_value_vllm_takes(
     assert {"ngram", "eagle3", "draft_model", "dflash", "mtp"} <= set(values.strip().split(", "))
 
 
+@pytest.mark.usefixtures("no_ray")
 def test_an_existing_results_directory_suggests_flags_that_exist(
-    offline: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    offline: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """'--results-dir NEW_DIR' and '--resume' are both run-ab's flags: followed, each gets
     past the refusal (to Ray, stopped here)."""
-    import ray
-
     from bench.simulate import simulate_results
 
-    class Reached(Exception):
-        pass
-
-    def stop(*args: object, **kwargs: object) -> None:
-        raise Reached
-
-    monkeypatch.setattr(ray, "init", stop)
     spec = base_dir(offline)
     taken = simulate_results(offline / "taken", {"a": 0.0}, boots=1, prompts=2)
     assert run(["run-ab", str(spec), "--results-dir", str(taken), "--quiet"]) == 2
