@@ -23,6 +23,11 @@ SCHEMA_VERSION = 1
 METRICS = ("acceptance_pos0", "mean_accepted_length")
 # Speed (secondary unless an experiment lists it in `primary_metrics`): output tokens/s per
 # boot, compared as a ratio; its margin is relative (0.02: the ratio within 0.98..1.02).
+METRIC_SHORT = {  # how the tables and figures name each metric, short
+    "acceptance_pos0": "pos0",
+    "mean_accepted_length": "mean length",
+    "output_tokens_per_s": "tokens/s",
+}
 SPEED_METRIC = "output_tokens_per_s"
 ALL_METRICS = (*METRICS, SPEED_METRIC)
 DEFAULT_MARGINS: Mapping[str, float] = MappingProxyType(

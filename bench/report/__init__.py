@@ -30,7 +30,6 @@ if TYPE_CHECKING:
         build_figures,
         figure_png,
         render_report,
-        verdict_markdown,
         write_report,
     )
     from bench.report.tables import (
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
         provenance,
         speed_table,
         speedup_table,
+        verdict_markdown,
         verdict_table,
     )
 
@@ -69,7 +69,7 @@ _WHERE = {
     "render_split": "bench.report.console",
     "speed_table": "bench.report.tables",
     "table_console": "bench.report.console",
-    "verdict_markdown": "bench.report.render",
+    "verdict_markdown": "bench.report.tables",
     "write_report": "bench.report.render",
 }
 

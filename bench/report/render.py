@@ -14,9 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -37,7 +35,7 @@ from bench.report.figures import (
     plot_variance,
 )
 from bench.report.sections import Section, sections
-from bench.report.tables import output_identity, probe_temperature, variance_table, verdict_table
+from bench.report.tables import md_table, output_identity, probe_temperature, variance_table
 from bench.stats import Analysis, AnalysisOptions, analyze
 from bench.store import atomic_write_bytes, load_results
 
@@ -150,29 +148,6 @@ def write_report(results: Results, analysis: Analysis, out_dir: str | Path | Non
     return out / "report.html"
 
 
-def _md_table(df: pd.DataFrame) -> str:
-    def cell(v: Any) -> str:
-        return " ".join(str(v).split()).replace("|", "\\|")
-
-    head = "| " + " | ".join(cell(c) for c in df.columns) + " |"
-    rule = "|" + "|".join("---" for _ in df.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in df.itertuples(index=False)]
-    return "\n".join([head, rule, *body])
-
-
-def verdict_markdown(analysis: Analysis) -> str:
-    """The verdict table as GitHub-flavoured markdown, for CI job summaries."""
-    table = verdict_table(analysis).drop(columns=["method"])
-    parts = [
-        f"### specab {analysis.experiment}: each arm vs {analysis.baseline} (α = {analysis.alpha})",
-        "",
-        _md_table(table) if len(table) else "No comparison: only one arm has results.",
-        "",
-    ]
-    parts += [f"- note: {n}" for n in analysis.notes]
-    return "\n".join(parts).rstrip() + "\n"
-
-
 def _markdown(
     results: Results,
     analysis: Analysis,
@@ -183,7 +158,7 @@ def _markdown(
     for heading, text, table in sections:
         parts += [f"## {heading}", "", text, ""]
         if table is not None and len(table):
-            parts += [_md_table(table), ""]
+            parts += [md_table(table), ""]
     parts += ["## Figures", ""]
     for f in figures:
         parts += [f"### {f.title}", "", f.caption, "", f"![{f.title}]({f.stem}.png)", ""]

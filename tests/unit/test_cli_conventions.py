@@ -75,3 +75,52 @@ def test_old_spellings_still_work_and_say_what_replaced_them(
     assert json.loads(new.out)["margins"]["acceptance_pos0"] == 0.03
     assert "note: --margin-pos0 is deprecated; use --margin acceptance_pos0=0.03" in old.err
     assert "note: --format json is deprecated; use --json" in old.err
+
+
+TABLE_COMMANDS = """
+import sys, json
+from bench.cli import run
+from bench.records import SPEED_METRIC  # noqa: F401 - the records are everyone's
+argvs = json.loads(sys.argv[1])
+seen = {}
+for argv in argvs:
+    before = set(sys.modules)
+    rc = run(argv)
+    seen[argv[0] + " " + " ".join(a for a in argv[2:] if a.startswith("--"))] = (
+        rc, sorted(m for m in sys.modules if m.split(".")[0] == "matplotlib")[:3]
+    )
+print("SEEN", json.dumps(seen), flush=True)
+"""
+
+
+def test_table_commands_import_no_matplotlib(tmp_path: Path) -> None:
+    """What prints a table never loads the plotting stack (a second of start-up each time,
+    and a dependency a headless CI job need not load): analyze as a table and as markdown,
+    plan, status, validate and gate, in one interpreter, each checked after it ran."""
+    import subprocess
+    import sys
+
+    results = simulate_results(tmp_path / "r", {"a": 0.0, "b": 0.02}, boots=3, prompts=10)
+    root = Path(__file__).resolve().parents[2]
+    store = tmp_path / "refs"
+    argvs = [
+        ["analyze", str(results), "--resamples", "0"],
+        ["analyze", str(results), "--resamples", "0", "--format", "markdown"],
+        ["plan", str(results), "--effect", "0.02"],
+        ["status", str(results)],
+        ["validate", str(root / "arms" / "tiny-cpu.toml")],
+        ["reference", "save", str(results), "ref", "--store", str(store)],
+        ["gate", str(results), "--reference", "ref", "--store", str(store)],
+    ]
+    out = subprocess.run(
+        [sys.executable, "-c", TABLE_COMMANDS, json.dumps(argvs)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    line = next((x for x in out.stdout.splitlines() if x.startswith("SEEN ")), None)
+    assert line is not None, out.stderr[-2000:]
+    seen = json.loads(line.removeprefix("SEEN "))
+    for command, (rc, plotting) in seen.items():
+        assert rc in (0, 1), (command, out.stderr[-1500:])
+        assert plotting == [], f"{command} imported {plotting}"

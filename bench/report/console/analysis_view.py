@@ -7,8 +7,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bench.records import SPEED_METRIC
-from bench.report.figures import METRIC_SHORT as METRIC_LABEL
+from bench.records import METRIC_SHORT, SPEED_METRIC
 from bench.report.tables import (
     data_row,
     difference,
@@ -48,7 +47,7 @@ def render_analysis(result: Analysis, out: Console) -> None:
         f"[bold]{result.experiment}[/bold]  baseline: {result.baseline}  alpha: "
         f"{result.alpha}  margins: pos0 ±{m['acceptance_pos0']}, mean length "
         f"±{m['mean_accepted_length']}, tokens/s ±{100 * m[SPEED_METRIC]:g} %  primary: "
-        f"{', '.join(METRIC_LABEL.get(x, x) for x in result.primary_metrics)}"
+        f"{', '.join(METRIC_SHORT.get(x, x) for x in result.primary_metrics)}"
     )
     arms = Table(title="Arms (ratio of sums over ok boots; t interval over boots)")
     cols = ("arm", "boots", "failed", "B_eff", "pos0", "sd", "mean length", "sd", "tokens/s", "sd")
@@ -87,7 +86,7 @@ def render_analysis(result: Analysis, out: Console) -> None:
         data_row(
             comps,
             f"{c.arm} vs {c.baseline}",
-            METRIC_LABEL.get(c.metric, c.metric),
+            METRIC_SHORT.get(c.metric, c.metric),
             c.family,
             _diff(c),
             verdict_interval(c),
@@ -97,7 +96,7 @@ def render_analysis(result: Analysis, out: Console) -> None:
         )
     out.print(comps)
     for c in result.comparisons:
-        label = METRIC_LABEL.get(c.metric, c.metric)
+        label = METRIC_SHORT.get(c.metric, c.metric)
         out.print(f"- {c.arm} {label}: {c.verdict}: {c.why}", markup=False)
         extra = []
         if c.permutation_p is not None:
@@ -128,7 +127,7 @@ def render_analysis(result: Analysis, out: Console) -> None:
         fmt = (lambda v: f"{100 * v:+.1f} %") if d.scale == "relative" else (lambda v: f"{v:+.4f}")
         ci = f"[{fmt(d.ci_low)}, {fmt(d.ci_high)}]" if d.ci_low is not None else "(1 boot)"
         out.print(
-            f"drift {d.arm} {METRIC_LABEL.get(d.metric, d.metric)} pass {d.first_pass} -> "
+            f"drift {d.arm} {METRIC_SHORT.get(d.metric, d.metric)} pass {d.first_pass} -> "
             f"{d.last_pass}: {fmt(d.change)} {ci} over {d.boots} boot(s): {d.verdict}",
             markup=False,
         )
@@ -166,7 +165,7 @@ def _render_hosts(result: Analysis, out: Console) -> None:
         data_row(table, arm, *(str(counts.get(x, 0)) for x in h.hosts), how)
     out.print(table)
     effect = ", ".join(
-        f"{METRIC_LABEL.get(m, m)} p={p:.3g}" for m, p in h.host_effect_p.items() if p is not None
+        f"{METRIC_SHORT.get(m, m)} p={p:.3g}" for m, p in h.host_effect_p.items() if p is not None
     )
     if effect:
         out.print(f"host effect (boot value = arm + host, F-test): {effect}", markup=False)
@@ -209,7 +208,7 @@ def _render_breakdown(result: Analysis, out: Console) -> None:
                     g.group,
                     str(g.probes),
                     a.arm,
-                    METRIC_LABEL.get(metric, metric),
+                    METRIC_SHORT.get(metric, metric),
                     _m(m, 1 if metric == SPEED_METRIC else 4),
                     _diff(c) if c is not None else "baseline" if a.arm == result.baseline else "",
                     c.verdict if c is not None else "",
@@ -219,7 +218,7 @@ def _render_breakdown(result: Analysis, out: Console) -> None:
 
 
 def render_split(split: SplitCheck, out: Console) -> None:
-    rates = ", ".join(f"{METRIC_LABEL.get(m, m)} {r:.1%}" for m, r in split.claimed_rate.items())
+    rates = ", ".join(f"{METRIC_SHORT.get(m, m)} {r:.1%}" for m, r in split.claimed_rate.items())
     out.print(
         f"split-arm {split.arm} ({split.boots} boots, {split.splits} splits"
         f"{'' if split.exhaustive else ', sampled'}): a primary difference was claimed in "
@@ -238,7 +237,7 @@ def _family_note(p: Plan) -> str:
 
 def render_plan(p: Plan, out: Console) -> None:
     out.print(
-        f"[bold]{METRIC_LABEL[p.metric]}[/bold]: effect {p.effect}"
+        f"[bold]{METRIC_SHORT[p.metric]}[/bold]: effect {p.effect}"
         f"{' (relative; SD of log tokens/s)' if p.metric == SPEED_METRIC else ''} at {p.power:.0%} "
         f"power, alpha {p.alpha:.3g}{_family_note(p)}; pooled between-boot SD "
         f"{_num(p.between_boot_sd, '.4g')} (measured boots per arm: {p.boots_measured})"

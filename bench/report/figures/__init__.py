@@ -13,13 +13,12 @@ from bench.report.figures.acceptance_plots import (
 )
 from bench.report.figures.captions import CAPTIONS
 from bench.report.figures.drift_plot import plot_drift
-from bench.report.figures.plot_style import METRIC_SHORT
 from bench.report.figures.run_plots import plot_output_identity, plot_timing, plot_variance
 from bench.report.figures.selection_plot import plot_selection
 from bench.report.figures.speed_plots import plot_accepted_length, plot_categories, plot_speed
 
 __all__ = [
-    "CAPTIONS", "METRIC_SHORT", "per_boot_frame", "plot_accepted_length", "plot_boot_strip",
+    "CAPTIONS", "per_boot_frame", "plot_accepted_length", "plot_boot_strip",
     "plot_categories", "plot_drift", "plot_forest", "plot_output_identity", "plot_positions",
     "plot_selection", "plot_speed", "plot_timing", "plot_variance",
 ]  # fmt: skip

@@ -28,11 +28,6 @@ METRIC_LABELS = {
     "acceptance_pos0": "acceptance at position 0\n(accepted / drafts)",
     "mean_accepted_length": "mean accepted length\n(tokens per draft step)",
 }
-METRIC_SHORT = {
-    "acceptance_pos0": "pos0",
-    "mean_accepted_length": "mean length",
-    "output_tokens_per_s": "tokens/s",
-}
 # Possible values of each metric: the arm plot cuts intervals that leave them.
 FEASIBLE = {"acceptance_pos0": (0.0, 1.0), "mean_accepted_length": (1.0, float("inf"))}
 METRIC_TITLES = {

@@ -6,6 +6,7 @@ the loaded results: verdicts, variance, failed attempts and output identity
 
 from bench.report.tables.drafting_table import draft_length_table
 from bench.report.tables.literal_rows import data_row
+from bench.report.tables.markdown_tables import md_table, verdict_markdown
 from bench.report.tables.provenance import provenance
 from bench.report.tables.selection_tables import render_selection, selection_section
 from bench.report.tables.speed_tables import (
@@ -29,7 +30,8 @@ from bench.report.tables.verdict_tables import (
 
 __all__ = [
     "accepted_length_table", "arm_summary", "category_table", "data_row", "difference",
-    "draft_length_table", "estimate_text", "failed_attempts", "identity_summary", "output_identity",
+    "draft_length_table", "estimate_text", "failed_attempts", "identity_summary", "md_table",
+    "output_identity",
     "probe_temperature", "provenance", "render_selection", "selection_section", "speed_table",
-    "speedup_table", "variance_table", "verdict_interval", "verdict_table",
+    "speedup_table", "variance_table", "verdict_interval", "verdict_markdown", "verdict_table",
 ]  # fmt: skip
