@@ -7,7 +7,8 @@ the human and markdown verdict views, `plan --json`, the report's markdown, `gat
 its view, and `validate`. They were recorded before the layout step moved every module, and
 prove that the move changed no behaviour. Numbers are compared to a tolerance far below any
 printed digit (floats differ across CPUs by ~1e-16 relative here, ~1e-4 in vLLM's own output,
-which these inputs already hold as data); every other character must match.
+which these inputs already hold as data): a whole number exactly, a decimal to one unit of its
+last printed digit; every other character must match.
 
 Rewrite them (only with a change that means to alter output, and say so in its note):
     SPECAB_WRITE_GOLDENS=1 .venv/bin/pytest tests/unit/test_goldens.py
@@ -74,15 +75,25 @@ def _normalize(text: str, *roots: Path) -> str:
     return text.replace(str(Path.home()), "<home>")
 
 
+WHOLE = re.compile(r"[-+]?\d+")
+
+
 def _numbers_close(a: str, b: str) -> bool:
-    """Equal but for the last digit of printed numbers (one unit either way)."""
+    """Equal, whole numbers exactly (an exit code, a boot count, a df), a printed decimal
+    to one unit of its last digit either way (a cross-CPU difference can flip it), a
+    number in exponent form to 1e-9 relative."""
     if NUMBER.sub("#", a) != NUMBER.sub("#", b):
         return False
     for x, y in zip(NUMBER.findall(a), NUMBER.findall(b), strict=True):
         if x == y:
             continue
-        decimals = len(x.split(".")[1].split("e")[0].split("E")[0]) if "." in x else 0
-        if not math.isclose(float(x), float(y), rel_tol=1e-9, abs_tol=1.01 * 10**-decimals):
+        if WHOLE.fullmatch(x) or WHOLE.fullmatch(y):
+            return False
+        mantissa = x.split("e")[0].split("E")[0]
+        decimals = len(mantissa.split(".")[1]) if "." in mantissa else 0
+        exponent = "e" in x.lower()
+        tol = 0.0 if exponent else 1.01 * 10**-decimals
+        if not math.isclose(float(x), float(y), rel_tol=1e-9, abs_tol=tol):
             return False
     return True
 
@@ -239,3 +250,20 @@ def test_tables_show_every_interval_at_few_boots(
             if kind == "report":  # the markdown view holds the comparisons only
                 assert re.search(r"0\.\d{4} \[0\.\d{4}, 0\.\d{4}\]", text), kind
             assert re.search(r"[-+]0\.\d{4} \[[-+]0\.\d{4},\s*[-+]0\.\d{4}\]", text), kind
+
+
+def test_a_changed_exit_code_or_boot_count_in_a_golden_fails() -> None:
+    """Whole numbers are exact: the comparison that checks every golden refuses `exit 1`
+    for `exit 0`, a boot count off by one and a changed df, and still lets a last printed
+    decimal move by one unit (a cross-CPU difference)."""
+    validate = (GOLDENS / "validate.demo.demo.toml.txt.golden").read_text()
+    assert validate.startswith("exit 0")
+    assert not _numbers_close(validate, validate.replace("exit 0", "exit 1", 1))
+    analyzed = (GOLDENS / "sim-ab.analyze.txt.golden").read_text()
+    row = next(x for x in analyzed.splitlines() if x.startswith("│ base "))
+    boots = row.split("│")[2]
+    assert boots.strip() == "6"
+    assert not _numbers_close(row, row.replace(boots, boots.replace("6", "7"), 1))
+    assert _numbers_close("p 0.0374 df 3", "p 0.0375 df 3")
+    assert not _numbers_close("p 0.0374 df 3", "p 0.0374 df 4")
+    assert not _numbers_close("p 0.0374", "p 0.0380")
