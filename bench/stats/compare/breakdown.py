@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from bench.stats.compare.comparisons import explain, one
+from bench.stats.compare.comparisons import build_comparison, explain
 from bench.stats.compare.families import estimates, family_rows
 from bench.stats.compare.primary import Primary
 from bench.stats.compare.resampling import Extras
@@ -55,7 +55,7 @@ def breakdown(
         est = estimates(part, Prior())
         rows = family_rows(est, others, s, s.alpha, s.alpha)
         prim = Primary(part, est, others, rows, s.alpha, False)
-        comps = [one(prim, r, s, power, Extras()) for r in rows]
+        comps = [build_comparison(prim, r, s, power, Extras()) for r in rows]
         groups.append(
             Group(
                 group=str(g),

@@ -42,7 +42,7 @@ def comparisons(
     extras = resampling_extras(wanted, prim.data, prim.level, n_resamples, rng)
     out = []
     for r, ex in zip(prim.rows, extras, strict=True):
-        c = one(prim, r, s, power, ex)
+        c = build_comparison(prim, r, s, power, ex)
         if c.deterministic:
             notes.append(f"{r.arm} vs {s.baseline}: deterministic on this probe set")
         out.append(c.model_copy(update={"why": explain(c, prim)}))
@@ -89,7 +89,8 @@ def explain(c: Comparison, prim: Primary) -> str:
     return why(c, prim.level)
 
 
-def one(prim: Primary, r: Row, s: Settings, power: float, ex: Extras) -> Comparison:
+def build_comparison(prim: Primary, r: Row, s: Settings, power: float, ex: Extras) -> Comparison:
+    """One arm against the baseline on one metric, from its row of the family."""
     f, i, metric = r.fam, r.i, r.metric
     ei, ej = prim.est[s.baseline][metric], prim.est[r.arm][metric]
     det, unrep = bool(f.deterministic[i]), bool(f.unreplicated[i])
