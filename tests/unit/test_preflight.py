@@ -315,8 +315,8 @@ def test_an_existing_results_directory_suggests_flags_that_exist(
 def test_gpus_are_counted_from_the_sizes_vllms_parser_read(offline: Path) -> None:
     """What vLLM's parser read of the command line (any spelling) decides: tensor x pipeline x
     data ranks per boot, or data_parallel_size_local engines per node of a gang."""
-    from bench.experiment.launch import resolve_arm
-    from bench.experiment.preflight import check_gpus, ranks_per_node
+    from bench.experiment.launch import ranks_per_node, resolve_arm
+    from bench.experiment.preflight import check_gpus
     from bench.experiment.spec import load_spec
 
     assert ranks_per_node({"tp": 2, "pp": 1, "dp": 4}, 1) == (8, "tensor 2 x pipeline 1 x data 4")

@@ -54,7 +54,7 @@ from bench.experiment.launch.patches import (
     check_patch_report,
     read_report,
 )
-from bench.experiment.launch.readiness import ready_timeout
+from bench.experiment.launch.readiness import ranks_per_node, ready_timeout
 from bench.experiment.launch.synthetic import synthetic_truth
 from bench.experiment.spec import REDACTED, redact_args, redact_env, scrub, secret_values
 
@@ -92,6 +92,7 @@ __all__ = [
     "mirror_rope_fields",
     "model_modules",
     "mount_paths",
+    "ranks_per_node",
     "read_report",
     "ready_timeout",
     "redact_args",

@@ -119,7 +119,7 @@ def invoking_user(runtime: str, options: Iterable[str], euid: int | None = None)
     return ["--user", f"{uid}:{os.getegid()}", "-e", "HOME=/tmp"]
 
 
-def ranks_per_node(argv: list[str], nodes: int) -> int:
+def ranks_in_argv(argv: list[str], nodes: int) -> int:
     """Tensor x pipeline x data parallel ranks one node runs, from the server's arguments
     (dashes or underscores, vLLM's short aliases)."""
     world = 1

@@ -21,7 +21,7 @@ from bench.experiment.launch.containers import (
     MemberContainer,
     client_env,
     mount_paths,
-    ranks_per_node,
+    ranks_in_argv,
     run_command,
 )
 from bench.experiment.launch.environment import base_env
@@ -134,7 +134,7 @@ def member_command(
         cwd=cwd,
         labels=labels or {},
         read_only=plan.read_only,
-        ranks=ranks_per_node(plan.server_args, plan.nodes),
+        ranks=ranks_in_argv(plan.server_args, plan.nodes),
         host_gpus=plan.host_gpus,
     )
     wrapped = run_command(plan.container, argv, member)

@@ -16,6 +16,7 @@ one never waits it out."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from bench.experiment.launch.arms import ResolvedArm
@@ -37,11 +38,18 @@ def weights_bytes(model: str | None) -> int:
     )
 
 
-def ranks_on_a_node(arm: ResolvedArm) -> int:
-    s = arm.parallel_sizes
-    if s.get("dp_local"):
-        return s.get("tp", 1) * s.get("pp", 1) * s["dp_local"]
-    return -(-arm.world_size // max(arm.nodes, 1))
+def ranks_per_node(sizes: Mapping[str, int], nodes: int) -> tuple[int, str]:
+    """(GPU ranks of one server on each node, how they were counted): tensor x pipeline x
+    data parallel over the boot's nodes, or x data_parallel_size_local per node."""
+    tp, pp, dp = (max(int(sizes.get(k) or 1), 1) for k in ("tp", "pp", "dp"))
+    local = sizes.get("dp_local")
+    words = f"tensor {tp} x pipeline {pp} x data {dp}"
+    if local:
+        return tp * pp * int(local), f"tensor {tp} x pipeline {pp} x local data {local}"
+    world = tp * pp * dp
+    return -(-world // max(nodes, 1)), words + (
+        f" = {world} over {nodes} nodes" if nodes > 1 else ""
+    )
 
 
 def ready_timeout(arm: ResolvedArm, given: float | None, gpus: float) -> tuple[float, str]:
@@ -51,7 +59,7 @@ def ready_timeout(arm: ResolvedArm, given: float | None, gpus: float) -> tuple[f
         return given, "server.ready_timeout_s"
     gib = (weights_bytes(arm.model) + weights_bytes(arm.draft_model)) / 2**30
     per_node = gib / max(arm.nodes, 1)
-    ranks = ranks_on_a_node(arm) if gpus > 0 else 0
+    ranks = ranks_per_node(arm.parallel_sizes, arm.nodes)[0] if gpus > 0 else 0
     seconds = BASE_S + PER_GIB_S * per_node + PER_RANK_S * ranks
     how = f"{BASE_S:.0f} s + {PER_GIB_S:.0f} s x {per_node:.1f} GiB a node loads"
     how += f" + {PER_RANK_S:.0f} s x {ranks} GPU rank(s) a node" if ranks else ""

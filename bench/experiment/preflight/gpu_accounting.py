@@ -14,21 +14,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from bench.errors import SpecabError
-from bench.experiment.launch import ResolvedArm
+from bench.experiment.launch import ResolvedArm, ranks_per_node
 from bench.experiment.spec import Experiment
-
-
-def ranks_per_node(sizes: Mapping[str, int], nodes: int) -> tuple[int, str]:
-    """(GPU ranks of one server on each node, how they were counted)."""
-    tp, pp, dp = (max(int(sizes.get(k) or 1), 1) for k in ("tp", "pp", "dp"))
-    local = sizes.get("dp_local")
-    words = f"tensor {tp} x pipeline {pp} x data {dp}"
-    if local:
-        return tp * pp * int(local), f"tensor {tp} x pipeline {pp} x local data {local}"
-    world = tp * pp * dp
-    return -(-world // max(nodes, 1)), words + (
-        f" = {world} over {nodes} nodes" if nodes > 1 else ""
-    )
 
 
 def check_gpus(
