@@ -18,6 +18,7 @@ from bench.commands import (
     export,
     gate,
     lint,
+    options,
     probes,
     report,
     run_ab,
@@ -114,8 +115,9 @@ def run(argv: list[str] | None = None) -> int:
 
     Tests call this directly; the console script wraps it in `main`.
     """
+    args = options.old_margin_flags(sys.argv[1:] if argv is None else list(argv))
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = app(args=args, standalone_mode=False)
     except SpecabError as exc:
         err_console.print(f"error: {exc.one_line()}", markup=False)
         return 2

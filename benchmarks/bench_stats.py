@@ -22,7 +22,7 @@ from scipy import stats as st
 
 from bench import stats
 from bench.simulate import simulate_results
-from bench.stats.inputs import arm_data, arm_names
+from bench.stats.inputs import arm_data
 from bench.stats.methods import cluster_bootstrap, permutation_test
 from bench.store import load_results
 
@@ -31,7 +31,7 @@ TARGET_S = 2.0
 
 def scipy_loop(results, n_resamples: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """The straightforward way: scipy.stats.bootstrap per comparison, statistic in Python."""
-    arms = arm_names(results.manifest, results.boots)
+    arms = results.arms()
     data = arm_data(results.probes, results.boots, arms, None).arms
     t0, c0 = time.perf_counter(), time.process_time()
     base = data[arms[0]]
@@ -71,7 +71,7 @@ def scipy_loop(results, n_resamples: int) -> tuple[float, float]:  # type: ignor
 def same_work(results, n_resamples: int) -> tuple[float, float]:  # type: ignore[no-untyped-def]
     """Only the parts of analyze that the scipy loop also does: per comparison, the
     studentized cluster bootstrap and the boot-label permutation test."""
-    arms = arm_names(results.manifest, results.boots)
+    arms = results.arms()
     data = arm_data(results.probes, results.boots, arms, None).arms
     rng = np.random.default_rng(0)
     t0, c0 = time.perf_counter(), time.process_time()

@@ -15,9 +15,6 @@ from bench.commands.options import (
     By,
     Json,
     Margin,
-    MarginLength,
-    MarginPos0,
-    MarginSpeed,
     ResultsDir,
     as_flags,
     deprecated,
@@ -42,16 +39,20 @@ def _console() -> Console:
 
 
 def _prior_sd(text: str | None) -> dict[str, float] | None:
+    """X[,Y...]: the SDs of the acceptance metrics, in their registry order."""
+    from bench.records import ACCEPTANCE_METRICS
+
     vals = parse_floats(text, "--prior-between-boot-sd")
     if vals is None:
         return None
-    if len(vals) not in (1, 2):
+    if not 1 <= len(vals) <= len(ACCEPTANCE_METRICS):
         raise SpecabError(
             f"{text!r} has {len(vals)} values",
             field="--prior-between-boot-sd",
-            fix="pass X (pos0) or X,Y (pos0, mean accepted length) measured in an A/A run",
+            fix=f"pass one SD per metric, in this order: {', '.join(ACCEPTANCE_METRICS)} "
+            "(as many as you have, from an A/A run)",
         )
-    return dict(zip(("acceptance_pos0", "mean_accepted_length"), vals, strict=False))
+    return dict(zip(ACCEPTANCE_METRICS, vals, strict=False))
 
 
 def _looks(text: str | None) -> list[int] | None:
@@ -101,9 +102,6 @@ def analyze(
     baseline: Baseline = None,
     alpha: Alpha = None,
     margin: Margin = None,
-    margin_pos0: MarginPos0 = None,
-    margin_length: MarginLength = None,
-    margin_speed: MarginSpeed = None,
     by: By = None,
     prior_between_boot_sd: Annotated[
         str | None,
@@ -155,14 +153,12 @@ def analyze(
     results_dir_not_spec(results_dir)
     results = load_results(results_dir, stats.PROBE_COLUMNS)
     src = str(results_dir)
-    margins = margins_given(margin, margin_pos0, margin_length, margin_speed)
+    margins = margins_given(margin)
     with as_flags():
         options = stats.AnalysisOptions(
             baseline=baseline,
             alpha=alpha,
-            margin_pos0=margins.get("acceptance_pos0"),
-            margin_length=margins.get("mean_accepted_length"),
-            margin_speed=margins.get("output_tokens_per_s"),
+            margins=margins,
             looks=_looks(looks),
             prior=_prior(prior_between_boot_sd, prior_df, prior_from, results),
             by=parse_by(by),
@@ -202,17 +198,18 @@ def plan(
     results_dir: ResultsDir,
     effect: Annotated[float, typer.Option(help="Smallest effect worth detecting (metric units).")],
     metric: Annotated[
-        str,
+        str | None,
         typer.Option(
-            help="acceptance_pos0, mean_accepted_length or output_tokens_per_s (its effect "
-            "relative: 0.05 = +5 %)."
+            help="A metric of analyze --json (default: the first primary one, pos0); a ratio "
+            "metric's effect is relative (output_tokens_per_s: 0.05 = +5 %)."
         ),
-    ] = "acceptance_pos0",
+    ] = None,
     power: Annotated[float, typer.Option(help="Target power.")] = 0.8,
     alpha: Alpha = None,
     as_json: Json = False,
 ) -> None:
     """Boots per arm and prompts per boot for a target effect, from measured variance."""
+    from bench.records import PRIMARY_DEFAULT
     from bench.stats import plan_from_results
     from bench.store import load_results
 
@@ -222,7 +219,7 @@ def plan(
         p = plan_from_results(
             results,
             effect=effect,
-            metric=metric,
+            metric=metric or PRIMARY_DEFAULT[0],
             power=power,
             alpha=alpha,
             source=str(results_dir),

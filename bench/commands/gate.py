@@ -14,11 +14,7 @@ import typer
 from bench.commands.options import (
     Json,
     Margin,
-    MarginLength,
-    MarginPos0,
-    MarginSpeed,
     ResultsDir,
-    check_margins,
     margins_given,
 )
 from bench.errors import SpecabError
@@ -71,9 +67,6 @@ def gate(
         list[str] | None, typer.Option("--arm", help="NEW=REFERENCE arm pair (repeat).")
     ] = None,
     margin: Margin = None,
-    margin_pos0: MarginPos0 = None,
-    margin_length: MarginLength = None,
-    margin_speed: MarginSpeed = None,
     alpha: Annotated[float, typer.Option("--alpha", help="One-sided level.")] = 0.05,
     as_json: Json = False,
 ) -> int:
@@ -85,8 +78,7 @@ def gate(
 
     if not 0 < alpha < 0.5:
         raise SpecabError(f"{alpha!r} is out of range", field="--alpha", fix="use e.g. 0.05")
-    given = margins_given(margin, margin_pos0, margin_length, margin_speed)
-    check_margins(given)
+    given = margins_given(margin)
     ref = load_reference(store, reference)
     result, ok, _ = _analysis(results_dir)
     new_arms = reference_arms(result, ok)

@@ -45,14 +45,10 @@ Margin = Annotated[
     typer.Option(
         "--margin",
         metavar="METRIC=VALUE",
-        help="A metric's margin, named as in analyze --json: acceptance_pos0=0.01, "
-        "mean_accepted_length=0.05, output_tokens_per_s=0.02 (relative: 2 %). Repeat per metric.",
+        help="A metric's margin, named as in analyze --json, e.g. acceptance_pos0=0.01; a "
+        "ratio metric's is relative (output_tokens_per_s=0.02: 2 %). Repeat per metric.",
     ),
 ]
-# The older spellings, still read (with a note); help shows --margin only.
-MarginPos0 = Annotated[float | None, typer.Option("--margin-pos0", hidden=True)]
-MarginLength = Annotated[float | None, typer.Option("--margin-length", hidden=True)]
-MarginSpeed = Annotated[float | None, typer.Option("--margin-speed", hidden=True)]
 By = Annotated[
     str | None,
     typer.Option("--by", help="Also break results down by category or probe_set."),
@@ -61,9 +57,6 @@ By = Annotated[
 FLAGS = {
     "baseline": "--baseline",
     "alpha": "--alpha",
-    "margins.acceptance_pos0": "--margin acceptance_pos0",
-    "margins.mean_accepted_length": "--margin mean_accepted_length",
-    "margins.output_tokens_per_s": "--margin output_tokens_per_s",
     "by": "--by",
     "looks": "--looks",
     "prior.between_boot_sd": "--prior-between-boot-sd",
@@ -75,16 +68,22 @@ FLAGS = {
 }
 
 
+def flag_of(field: str | None) -> str | None:
+    """The flag a neutrally named setting is given with (`margins.M`: `--margin M`)."""
+    if field is not None and field.startswith("margins."):
+        return f"--margin {field.removeprefix('margins.')}"
+    return FLAGS.get(field or "")
+
+
 @contextmanager
 def as_flags() -> Iterator[None]:
     """Re-raise a SpecabError about a neutrally named setting with its command-line flag."""
     try:
         yield
     except SpecabError as exc:
-        if exc.field in FLAGS:
-            raise SpecabError(
-                exc.problem, file=exc.file, field=FLAGS[exc.field], fix=exc.fix
-            ) from None
+        flag = flag_of(exc.field)
+        if flag is not None:
+            raise SpecabError(exc.problem, file=exc.file, field=flag, fix=exc.fix) from None
         raise
 
 
@@ -142,16 +141,32 @@ def deprecated(old: str, new: str) -> None:
     print(f"note: {old} is deprecated; use {new} (the old spelling still works)", file=sys.stderr)
 
 
-_OLD_MARGINS = (
-    ("--margin-pos0", "acceptance_pos0"),
-    ("--margin-length", "mean_accepted_length"),
-    ("--margin-speed", "output_tokens_per_s"),
-)
+# The spellings before `--margin METRIC=VALUE`, still read: `run` rewrites them, with a note.
+_OLD_MARGINS = {
+    "--margin-pos0": "acceptance_pos0",
+    "--margin-length": "mean_accepted_length",
+    "--margin-speed": "output_tokens_per_s",
+}
 
 
-def margins_given(given: list[str] | None, *old: float | None) -> dict[str, float]:
-    """Metric -> margin from `--margin METRIC=VALUE` (and the older --margin-pos0,
-    --margin-length, --margin-speed, in that order, with a note)."""
+def old_margin_flags(argv: list[str]) -> list[str]:
+    """`--margin-pos0 X` (or `--margin-pos0=X`) as `--margin acceptance_pos0=X`, with a note:
+    every command then has the one `--margin` option."""
+    out: list[str] = []
+    args = iter(argv)
+    for arg in args:
+        flag, eq, value = arg.partition("=")
+        if flag not in _OLD_MARGINS or arg == "--":
+            out.append(arg)
+            continue
+        value = value if eq else next(args, "")
+        deprecated(flag, f"--margin {_OLD_MARGINS[flag]}={value}")
+        out += ["--margin", f"{_OLD_MARGINS[flag]}={value}"]
+    return out
+
+
+def margins_given(given: list[str] | None) -> dict[str, float]:
+    """Metric -> margin from `--margin METRIC=VALUE`, each checked by the analysis's rule."""
     from bench.records import ALL_METRICS
 
     out: dict[str, float] = {}
@@ -167,16 +182,10 @@ def margins_given(given: list[str] | None, *old: float | None) -> dict[str, floa
                 field="--margin",
                 fix=f"write e.g. --margin acceptance_pos0=0.01 (METRIC: {', '.join(ALL_METRICS)})",
             )
-        out[metric] = number
-    for (flag, name), value in zip(_OLD_MARGINS, old, strict=False):
-        if value is None:
-            continue
-        if name in out:
+        if metric in out:
             raise SpecabError(
-                f"{flag} and --margin {name}=... both set it",
-                field="--margin",
-                fix=f"pass --margin {name}=VALUE only",
+                f"--margin {metric} is given twice", field="--margin", fix="give it once"
             )
-        deprecated(flag, f"--margin {name}={value:g}")
-        out[name] = value
+        out[metric] = number
+    check_margins(out)
     return out

@@ -12,9 +12,6 @@ from bench.commands.options import (
     Baseline,
     By,
     Margin,
-    MarginLength,
-    MarginPos0,
-    MarginSpeed,
     ResultsDir,
     parse_by,
 )
@@ -29,9 +26,6 @@ def report(
     baseline: Baseline = None,
     alpha: Alpha = None,
     margin: Margin = None,
-    margin_pos0: MarginPos0 = None,
-    margin_length: MarginLength = None,
-    margin_speed: MarginSpeed = None,
     by: By = None,
 ) -> None:
     """Render the verdicts, provenance and figures of a results directory (broken down by
@@ -41,14 +35,12 @@ def report(
     from bench.stats import AnalysisOptions
 
     results_dir_not_spec(results_dir)
-    margins = margins_given(margin, margin_pos0, margin_length, margin_speed)
+    margins = margins_given(margin)
     with as_flags():
         options = AnalysisOptions(
             baseline=baseline,
             alpha=alpha,
-            margin_pos0=margins.get("acceptance_pos0"),
-            margin_length=margins.get("mean_accepted_length"),
-            margin_speed=margins.get("output_tokens_per_s"),
+            margins=margins,
             by=parse_by(by),
         )
         page = render_report(results_dir, out, options)

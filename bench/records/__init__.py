@@ -5,15 +5,10 @@ manifest (`manifest`), a gate's stored reference (`reference`) and a run as load
 every package reads and builds these, none of them computes anything."""
 
 from bench.records.boots_and_probes import (
-    ALL_METRICS,
     BOOT_SCHEMA,
-    DEFAULT_MARGINS,
-    METRIC_SHORT,
-    METRICS,
     PROBE_OPTIONAL,
     PROBE_SCHEMA,
     SCHEMA_VERSION,
-    SPEED_METRIC,
     AcceptanceSource,
     BootRecord,
     FailedPhase,
@@ -24,6 +19,17 @@ from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
 from bench.records.count_lists import list_lengths, list_matrix
 from bench.records.loaded_results import Results
 from bench.records.manifest import Manifest, ManifestSweep, SweepCell
+from bench.records.metrics import (
+    ACCEPTANCE_METRICS,
+    ALL_METRICS,
+    DEFAULT_MARGINS,
+    METRIC,
+    PRIMARY_DEFAULT,
+    REGISTRY,
+    SPEED_METRIC,
+    Metric,
+    short_name,
+)
 from bench.records.reference import (
     REFERENCE_VERSION,
     Machine,
@@ -39,17 +45,19 @@ from bench.records.replication import (
 )
 
 __all__ = [
+    "ACCEPTANCE_METRICS",
     "ALL_METRICS",
     "BOOT_SCHEMA",
     "CLAIM_FILE",
     "DEFAULT_MARGINS",
     "FEW_BOOTS_LABEL",
-    "METRICS",
-    "METRIC_SHORT",
+    "METRIC",
     "MIN_USEFUL_BOOTS",
+    "PRIMARY_DEFAULT",
     "PROBE_OPTIONAL",
     "PROBE_SCHEMA",
     "REFERENCE_VERSION",
+    "REGISTRY",
     "SCHEMA_VERSION",
     "SPEED_METRIC",
     "AcceptanceSource",
@@ -59,6 +67,7 @@ __all__ = [
     "Machine",
     "Manifest",
     "ManifestSweep",
+    "Metric",
     "ProbeRecord",
     "Reference",
     "ReferenceArm",
@@ -70,5 +79,6 @@ __all__ = [
     "list_lengths",
     "list_matrix",
     "replication_advice",
+    "short_name",
     "too_few_boots",
 ]  # fmt: skip

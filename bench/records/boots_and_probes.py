@@ -9,30 +9,13 @@ writes exactly these columns; readers of other tools see the same layout as befo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
-from types import MappingProxyType
 from typing import Literal
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
-# The primary metrics (`analyze --json`, docs/results.md) and their pre-registered default margins,
-# defined once: the experiment file, the statistics and the report all read these.
-METRICS = ("acceptance_pos0", "mean_accepted_length")
-# Speed (secondary unless an experiment lists it in `primary_metrics`): output tokens/s per
-# boot, compared as a ratio; its margin is relative (0.02: the ratio within 0.98..1.02).
-METRIC_SHORT = {  # how the tables and figures name each metric, short
-    "acceptance_pos0": "pos0",
-    "mean_accepted_length": "mean length",
-    "output_tokens_per_s": "tokens/s",
-}
-SPEED_METRIC = "output_tokens_per_s"
-ALL_METRICS = (*METRICS, SPEED_METRIC)
-DEFAULT_MARGINS: Mapping[str, float] = MappingProxyType(
-    {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02, SPEED_METRIC: 0.02}
-)
 BootStatus = Literal["ok", "failed"]
 # Where a failed attempt stopped: before /health, at the patch check, at the boot's first
 # request (warmup or measured), at a later probe, or at the boot's final counter check.

@@ -31,6 +31,9 @@ class ReferenceBoot(_Stored):
     output_tokens_per_s: float | None = Field(None, description="Σ completion tokens / Σ latency.")
     completion_tokens: float | None = Field(None, description="Completion tokens.")
     latency_s: float | None = Field(None, description="Sum of request latencies (s).")
+    request_mean_accepted_length: float | None = Field(
+        None, description="Mean over its requests of 1 + accepted / drafts (None: older file)."
+    )
 
 
 class ReferenceArm(_Stored):

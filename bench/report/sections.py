@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.records import METRICS, SPEED_METRIC, Results
+from bench.records import ACCEPTANCE_METRICS, DEFAULT_MARGINS, METRIC, SPEED_METRIC, Results
 from bench.report.tables import (
     accepted_length_table,
     category_table,
@@ -51,9 +51,9 @@ def _arms(analysis: Analysis) -> Section:
                 "effective boots": "—" if a.effective_boots is None else f"{a.effective_boots:.1f}",
                 **{
                     m: estimate_text(a.metrics.get(m)) if a.speculative else "no speculation"
-                    for m in METRICS
+                    for m in ACCEPTANCE_METRICS
                 },
-                "tokens/s": estimate_text(a.metrics.get(SPEED_METRIC), 1),
+                "tokens/s": estimate_text(a.metrics.get(SPEED_METRIC), METRIC[SPEED_METRIC].digits),
             }
             for a in analysis.arms
         ]
@@ -74,7 +74,7 @@ def _shared(analysis: Analysis) -> str:
 
 
 def _speed(analysis: Analysis) -> list[Section]:
-    margin = analysis.margins.get(SPEED_METRIC, 0.02)
+    margin = analysis.margins.get(SPEED_METRIC, DEFAULT_MARGINS[SPEED_METRIC])
     primary = SPEED_METRIC in analysis.primary_metrics
     out: list[Section] = [
         (

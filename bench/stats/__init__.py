@@ -13,7 +13,7 @@ split-arm), `gate` (non-inferiority against a stored reference), then `plan` and
 `plan_from_results` the power plan; `prior_from_results` a between-boot SD with its df from
 an A/A run. Simulated results with a known truth for tests: `bench.simulate`."""
 
-from bench.stats.analysis import COMPARISON_KEYS, analyze, per_boot
+from bench.stats.analysis import analyze, per_boot
 from bench.stats.checks import check_selftest, count_checks, split_arm
 from bench.stats.compare import decide, level_name
 from bench.stats.describe import groups_clause, pooled_ratios
@@ -37,7 +37,7 @@ from bench.stats.schema import (
 from bench.stats.select import selection_dropped
 
 __all__ = [
-    "COMPARISON_KEYS", "PROBE_COLUMNS", "VERDICTS", "Analysis", "AnalysisOptions", "BootMetrics",
+    "PROBE_COLUMNS", "VERDICTS", "Analysis", "AnalysisOptions", "BootMetrics",
     "Comparison",
     "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "Prior", "Selection",
     "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_selftest",

@@ -43,6 +43,7 @@ from bench.stats.describe import (
     sharing_note,
 )
 from bench.stats.inputs import AnalysisOptions, Dataset, Prior, Settings, failed_counts
+from bench.stats.methods import CLAIMED
 from bench.stats.schema import (
     Analysis,
     AnalysisSettings,
@@ -53,7 +54,6 @@ from bench.stats.schema import (
 )
 from bench.stats.select import selection, sweep_looks
 
-COMPARISON_KEYS = tuple(list(Comparison.model_fields)[:13])
 BEFF_WARN = 0.75  # warn when Kish effective boots fall below this share of the boots
 
 
@@ -114,30 +114,11 @@ def analyze_data(
     arm_entries = [arm_result(data[a], s.alpha, prior, failed.get(a, 0)) for a in arms]
     notes += speed_notes(data, s)
     notes += draft_length_notes(data, arms, s.baseline)
-    for e in arm_entries:
-        if e.boots == 1:
-            notes.append(f"arm {e.arm}: 1 boot (unreplicated): no between-boot variance")
-        elif e.boots == 0:
-            notes.append(f"arm {e.arm}: no ok boots")
-        elif e.effective_boots is not None and e.effective_boots < BEFF_WARN * e.boots:
-            notes.append(
-                f"arm {e.arm}: unequal work per boot: {e.effective_boots:.1f} effective boots "
-                f"of {e.boots} (Kish, by drafts); its intervals use a jackknife SE and "
-                f"{max(e.effective_boots - 1, 0):.1f} df, so they are wider: rerun boots with "
-                "the same probes and max_tokens to recover the power"
-            )
-    fewest = min((e.boots for e in arm_entries if e.boots), default=0)
-    if fewest and not prior.sd and (advice := replication_advice(fewest)):
-        notes.append(advice)
-    if {e.positions for e in arm_entries if e.boots and e.speculative} == {1}:
-        notes.append(
-            "one speculative token: mean accepted length is 1 + pos0, so the two primary "
-            "comparisons are one test counted twice (Holm is conservative here)"
-        )
-    comps = comparisons(prim, s, power, n_resamples, np.random.default_rng(seed), notes)
+    notes += arm_notes(arm_entries, prior)
+    comps, said = comparisons(prim, s, power, n_resamples, np.random.default_rng(seed))
+    notes += said
     comps = [_say_prior(c, prior) for c in comps]
-    claims = {"improved", "regressed", "small_improvement", "small_regression"}
-    faster_or_slower = [c.arm for c in comps if c.metric == SPEED_METRIC and c.verdict in claims]
+    faster_or_slower = [c.arm for c in comps if c.metric == SPEED_METRIC and c.verdict in CLAIMED]
     notes += order_notes(prim.data, s.baseline, faster_or_slower)
     if decision is not None:
         n = decision.looks[(decision.look or 1) - 1]
@@ -145,8 +126,10 @@ def analyze_data(
             f"sequential design: comparisons use the first {n} boots per arm at the look's "
             f"nominal alpha {prim.level:.3g} ({decision.action})"
         )
-    ups = speedups(prim.data, s.alpha, notes, s.margins[SPEED_METRIC])
-    hosts = host_summary(prim.data, s.baseline, ALL_METRICS, notes)
+    ups, said = speedups(prim.data, s.alpha, s.margins[SPEED_METRIC])
+    notes += said
+    hosts, said = host_summary(prim.data, s.baseline, ALL_METRICS)
+    notes += said
     return Analysis(
         experiment=experiment,
         alpha=s.alpha,
@@ -170,6 +153,33 @@ def analyze_data(
         breakdown=breakdown(ds, prim.data, arms, s, by, power) if by else None,
         hosts=hosts,
     )
+
+
+def arm_notes(arm_entries: list[ArmResult], prior: Prior) -> list[str]:
+    """What the arms' boots say about every interval: unreplicated or empty arms, unequal work
+    per boot, too few boots, one speculative token."""
+    notes = []
+    for e in arm_entries:
+        if e.boots == 1:
+            notes.append(f"arm {e.arm}: 1 boot (unreplicated): no between-boot variance")
+        elif e.boots == 0:
+            notes.append(f"arm {e.arm}: no ok boots")
+        elif e.effective_boots is not None and e.effective_boots < BEFF_WARN * e.boots:
+            notes.append(
+                f"arm {e.arm}: unequal work per boot: {e.effective_boots:.1f} effective boots "
+                f"of {e.boots} (Kish, by drafts); its intervals use a jackknife SE and "
+                f"{max(e.effective_boots - 1, 0):.1f} df, so they are wider: rerun boots with "
+                "the same probes and max_tokens to recover the power"
+            )
+    fewest = min((e.boots for e in arm_entries if e.boots), default=0)
+    if fewest and not prior.sd and (advice := replication_advice(fewest)):
+        notes.append(advice)
+    if {e.positions for e in arm_entries if e.boots and e.speculative} == {1}:
+        notes.append(
+            "one speculative token: mean accepted length is 1 + pos0, so the two primary "
+            "comparisons are one test counted twice (Holm is conservative here)"
+        )
+    return notes
 
 
 def _prior_info(prior: Prior, arms: list[ArmResult]) -> PriorInfo | None:

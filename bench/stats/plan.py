@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from bench.errors import SpecabError
-from bench.records import METRICS, SPEED_METRIC, Results
+from bench.records import ACCEPTANCE_METRICS, METRIC, PRIMARY_DEFAULT, REGISTRY, Results
 from bench.stats.compare import arm_metrics, comparison_keys
 from bench.stats.describe import (
     arm_components,
@@ -23,7 +23,6 @@ from bench.stats.inputs import (
     ArmData,
     Prior,
     arm_data,
-    arm_names,
     check_prior_design,
     resolve_settings,
 )
@@ -35,7 +34,7 @@ def plan_from_results(
     results: Results,
     *,
     effect: float,
-    metric: str = "acceptance_pos0",
+    metric: str = PRIMARY_DEFAULT[0],
     power: float = 0.8,
     alpha: float | None = None,
     source: str | None = None,
@@ -58,7 +57,7 @@ def plan_from_results(
     if not 0 < power < 1:
         raise SpecabError(f"power {power!r} is out of range", field="power", fix="use e.g. 0.8")
     probes, boots, manifest = results.probes, results.boots, results.manifest
-    arms = arm_names(manifest, boots)
+    arms = results.arms()
     s = resolve_settings(manifest, arms, AnalysisOptions(alpha=alpha), source)
     data = arm_data(probes, boots, arms, source).arms
     _possible(effect, metric, data)
@@ -76,7 +75,7 @@ def plan_from_results(
         raise SpecabError("no ok boots to plan from", file=source, fix="run some boots first")
     pooled = pooled_components(comps, counts)
     planned_effect = effect
-    if metric == SPEED_METRIC:  # relative: the comparison is Welch on log boot values
+    if METRIC[metric].relative:  # the comparison is Welch on log boot values
         pooled = pooled.model_copy(update={"between_boot_sd": _log_speed_sd(data, arms)})
         planned_effect = math.log1p(effect)
     ok = boots[boots["status"] == "ok"]
@@ -105,12 +104,12 @@ def plan_from_results(
     )
 
 
-PLANNABLE = (*METRICS, SPEED_METRIC)
+PLANNABLE = tuple(m.name for m in REGISTRY if m.plannable)
 
 
 def _cells(ad: ArmData, metric: str) -> tuple[F, F] | None:
     """The (numerator, denominator) cells planned on: tokens and latency for speed."""
-    if metric == SPEED_METRIC:
+    if METRIC[metric].counts is None:
         if ad.completion is None or ad.latency is None:
             return None
         return ad.completion, ad.latency
@@ -131,14 +130,17 @@ def _log_speed_sd(data: Mapping[str, ArmData], arms: Sequence[str]) -> float | N
 
 
 def _possible(effect: float, metric: str, data: Mapping[str, ArmData]) -> None:
-    """An effect no arm could show (pos0 moves within [0, 1], the mean accepted length within
-    [1, 1 + K]) is refused: any plan for it would be a number without a meaning."""
+    """An effect no arm could show (beyond the metric's range: pos0 within [0, 1], a mean
+    accepted length within [1, 1 + K]) is refused: any plan for it would be a number without
+    a meaning."""
     k = max((ad.positions for ad in data.values()), default=0)
-    bound = {"acceptance_pos0": 1.0, "mean_accepted_length": float(k)}.get(metric)
-    if bound is not None and effect >= bound:
+    low, top = METRIC[metric].value_range(k)
+    bound = top - low
+    if math.isfinite(bound) and effect >= bound:
+        with_k = f" with K = {k}" if METRIC[metric].upper == "positions" else ""
         raise SpecabError(
             f"effect {effect:g} is impossible for {metric} (it can move by less than "
-            f"{bound:g}{f' with K = {k}' if metric == 'mean_accepted_length' else ''})",
+            f"{bound:g}{with_k})",
             field="effect",
             fix="pass the smallest effect worth detecting, in metric units (e.g. 0.01 for pos0)",
         )
@@ -167,11 +169,11 @@ def prior_from_results(
     later run on the same setup and probe set. With `target` (the run it is lent to), a
     source of another design is refused (`check_prior_design`)."""
     design = check_prior_design(results, target, source) if target is not None else None
-    arms = arm_names(results.manifest, results.boots)
+    arms = results.arms()
     data = arm_data(results.probes, results.boots, arms, source).arms
     sd: dict[str, float] = {}
     df: dict[str, float] = {}
-    for m in METRICS:
+    for m in ACCEPTANCE_METRICS:
         ests = [
             estimate(*data[a].totals(m))
             for a in arms

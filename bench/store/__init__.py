@@ -8,7 +8,8 @@ Layout (see results/README.md and docs/results.md):
 A boot's probe file is written before its boot row; the boot row is the commit marker, so a
 crash between the two leaves an orphan probe file that loading ignores.
 
-`atomic_files` (files never seen half-written), `write` (the writer), `parquet_rows` (the
+`atomic_files` (files never seen half-written), `write` (the writer, which keeps what it
+wrote in memory: `appended_results`), `parquet_rows` (the
 manifest and the files as they lie, without pandas), `load` (the typed frames, refusing damage
 in one line), `validity` (count invariants checked
 at load), `versions` (every stored version this specab reads, and its upgrade to today's),
@@ -28,10 +29,13 @@ if TYPE_CHECKING:
     from bench.store.load import load_results
     from bench.store.parquet_rows import load_manifest
     from bench.store.references import load_reference, save_reference
+    from bench.store.versions import RESULTS_READERS, upgraded
     from bench.store.write import ResultsWriter
     from bench.store.writer_claim import acquire_claim, read_claim
 
 _WHERE = {
+    "RESULTS_READERS": "bench.store.versions",
+    "upgraded": "bench.store.versions",
     "CampaignStatus": "bench.store.campaign",
     "ResultsWriter": "bench.store.write",
     "acquire_claim": "bench.store.writer_claim",
@@ -51,7 +55,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "CampaignStatus", "ResultsWriter", "acquire_claim", "atomic_write_bytes",
+    "RESULTS_READERS", "CampaignStatus", "ResultsWriter", "acquire_claim", "atomic_write_bytes",
     "atomic_write_json", "campaign_status", "load_manifest", "load_reference", "load_results",
-    "read_claim", "save_reference",
+    "read_claim", "save_reference", "upgraded",
 ]  # fmt: skip

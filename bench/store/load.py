@@ -18,6 +18,7 @@ from bench.records import (
     BOOT_SCHEMA,
     PROBE_SCHEMA,
     BootRecord,
+    Manifest,
     ProbeRecord,
     Results,
 )
@@ -43,12 +44,8 @@ def _one_frame(
     columns = {path: t.column_names for path, t in parts}
     if not parts:
         return None, columns
-    # Without each file's pandas metadata (it differs per file); an index another tool
-    # stored as a column is not data.
-    tables = [t.replace_schema_metadata(None) for _, t in parts]
+    tables = [prepared(t, arrow_lists) for _, t in parts]
     parts.clear()
-    if arrow_lists:
-        tables = [_narrow_lists(t) for t in tables]
     table = pa.concat_tables(tables, promote_options="permissive")
     del tables
     if boot_ids is not None and "boot_id" in table.column_names:
@@ -63,6 +60,15 @@ def _one_frame(
     del table
     pa.default_memory_pool().release_unused()  # the decoded files' pages, before the checks
     return frame, columns
+
+
+def prepared(t: pa.Table, arrow_lists: bool) -> pa.Table:
+    """One file's table as the frame takes it: without its pandas metadata (it differs per
+    file), and with `arrow_lists` its count lists narrowed. Idempotent and cheap on a table
+    already prepared (a writer keeps its tables so: `AppendedResults`)."""
+    if t.schema.metadata:
+        t = t.replace_schema_metadata(None)
+    return _narrow_lists(t) if arrow_lists else t
 
 
 def _narrow_lists(t: pa.Table) -> pa.Table:
@@ -143,10 +149,18 @@ def _ok_counts(df: pd.DataFrame, path: Path) -> None:
     check_counts(ok, path, COUNTS, "boots")
 
 
+Parts = list[tuple[Path, pa.Table]]  # each file's path and its table, as read or written
+
+
 def load_boots(root: str | Path) -> pd.DataFrame:
     """Every boot attempt of a results directory, checked as `load_results` checks them."""
     root = Path(root)
-    whole, files = _one_frame(read_dir(root / "boots"))
+    return boots_from_parts(root, read_dir(root / "boots"))
+
+
+def boots_from_parts(root: Path, parts: Parts) -> pd.DataFrame:
+    """The boot rows of `parts` (emptied) as one checked frame."""
+    whole, files = _one_frame(parts)
     _checked(files, whole, COUNTS, _ok_counts, root / "boots")
     boots = _frame(whole, BOOT_SCHEMA, BootRecord)
     cols = [c for c in ("arm", "status", "boot_id", *VERSION_COLUMNS) if c in boots.columns]
@@ -168,18 +182,31 @@ def load_results(root: str | Path, probe_columns: Sequence[str] | None = None) -
             fix="pass results/<experiment> as written by `specab run-ab` or `specab boot`",
         )
     manifest = load_manifest(root)
-    boots = load_boots(root)
-    ok_rows = boots[boots["status"] == "ok"]
-    ok_ids = set(ok_rows["boot_id"])
-    k_of = dict(zip(ok_rows["boot_id"], ok_rows["num_speculative_tokens"].fillna(0), strict=True))
-    # orphans (probes of a boot without a row: a crash) are ignored
-    ids = {str(b) for b in ok_ids}
     wanted = (
         None
         if probe_columns is None
         else list(dict.fromkeys([*PROBE_REQUIRED, *COUNTS, *probe_columns]))
     )
-    whole, files = _one_frame(read_dir(root / "probes", wanted), ids, arrow_lists=True)
+    boots = read_dir(root / "boots")
+    return results_from_parts(root, manifest, boots, read_dir(root / "probes", wanted), wanted)
+
+
+def results_from_parts(
+    root: Path,
+    manifest: Manifest,
+    boot_parts: Parts,
+    probe_parts: Parts,
+    wanted: Sequence[str] | None = None,
+) -> Results:
+    """`load_results` on tables already in memory (read from `root`, or just written there:
+    `AppendedResults`), checked alike; the lists are emptied."""
+    boots = boots_from_parts(root, boot_parts)
+    ok_rows = boots[boots["status"] == "ok"]
+    ok_ids = set(ok_rows["boot_id"])
+    k_of = dict(zip(ok_rows["boot_id"], ok_rows["num_speculative_tokens"].fillna(0), strict=True))
+    # orphans (probes of a boot without a row: a crash) are ignored
+    ids = {str(b) for b in ok_ids}
+    whole, files = _one_frame(probe_parts, ids, arrow_lists=True)
 
     def of_ok_boots(df: pd.DataFrame, path: Path) -> None:
         if "boot_id" in df.columns and not (mine := df["boot_id"].isin(ok_ids)).all():

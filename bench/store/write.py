@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,8 +22,10 @@ from bench.records import (
     InFlightBoot,
     Manifest,
     ProbeRecord,
+    Results,
     boot_file_stem,
 )
+from bench.store.appended_results import AppendedResults
 from bench.store.atomic_files import atomic_write_bytes, atomic_write_json
 from bench.store.parquet_rows import META_KEY as _META_KEY
 from bench.store.parquet_rows import load_manifest
@@ -83,6 +86,18 @@ class ResultsWriter:
     def __init__(self, root: Path, claim: HeldClaim | None = None) -> None:
         self.root = Path(root)
         self.claim = claim  # this writer's hold on the directory (`writer_claim`)
+        self._held: AppendedResults | None = None
+        # the first `results()` (any thread) reads the files while no attempt is written
+        self._opening = threading.Lock()
+
+    def results(self) -> Results:
+        """Everything in the directory, as `load_results` loads it, from memory: the files
+        are read once, on the first call, and every attempt written since is appended."""
+        with self._opening:
+            if self._held is None:
+                self._held = AppendedResults(self.root)
+            held = self._held
+        return held.results()
 
     def note_in_flight(self, boots: list[InFlightBoot]) -> None:
         """The attempts launched and not yet written, into the claim (`specab status`)."""
@@ -207,11 +222,14 @@ class ResultsWriter:
             ids = {p.boot_id for p in probes}
         if ids - {record.boot_id}:
             raise ValueError(f"probe rows of {sorted(ids - {record.boot_id})} under {stem}")
-        if record.status == "ok":
-            if table.num_rows == 0:
-                raise ValueError("an ok boot needs its probe rows")
-            write_parquet_atomic(table, self.root / "probes" / f"{stem}.parquet")
-        elif table.num_rows:
+        if record.status != "ok" and table.num_rows:
             raise ValueError("a failed attempt has no probe rows")
-        boot_table = _records_table([record], BOOT_SCHEMA)
-        write_parquet_atomic(boot_table, self.root / "boots" / f"{stem}.parquet")
+        if record.status == "ok" and table.num_rows == 0:
+            raise ValueError("an ok boot needs its probe rows")
+        with self._opening:
+            if record.status == "ok":
+                write_parquet_atomic(table, self.root / "probes" / f"{stem}.parquet")
+            boot_table = _records_table([record], BOOT_SCHEMA)
+            write_parquet_atomic(boot_table, self.root / "boots" / f"{stem}.parquet")
+            if self._held is not None:
+                self._held.append(stem, boot_table, table if record.status == "ok" else None)

@@ -3,12 +3,12 @@ own UI instead of a log file on a compute node.
 
 The driver only hands each landed boot to `LiveTracker.boot_landed`, which queues it; one
 background thread does every MLflow call (`mlflow_runs`, the very calls `export mlflow`
-makes). On each landing it reads the results directory and logs the ok boots not logged yet
-with the values `analyze` reports for them; at the end it logs the analysis, the report and
-the verdicts. A tracker that is down or refuses a call never stops or slows the campaign:
-the first failure is said once, and the rest of the run goes untracked (`specab export
-mlflow DIR` writes the same runs afterwards). A URI MLflow cannot parse, or MLflow missing,
-is refused before anything is written.
+makes). On each landing it reads the results so far (the driver's, in memory) and logs the
+ok boots not logged yet with the values `analyze` reports for them; at the end it logs the
+analysis, the report and the verdicts. A tracker that is down or refuses a call never stops
+or slows the campaign: the first failure is said once, and the rest of the run goes
+untracked (`specab export mlflow DIR` writes the same runs afterwards). A URI MLflow cannot
+parse, or MLflow missing, is refused before anything is written.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
+from bench.records import ALL_METRICS, Results
 from bench.tracking.mlflow_runs import (
     TrackedRuns,
     finish_runs,
@@ -42,12 +43,17 @@ class LiveTracker:
         self.runs: TrackedRuns | None = None
         self.logged: dict[str, tuple[Any, ...]] = {}  # boot_id -> the values logged
         self.failed: str | None = None
+        self.current: Callable[[], Results] | None = None  # the driver's results, in memory
         self._queue: queue.Queue[str] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="specab-track", daemon=True)
         self._thread.start()
 
-    def boot_landed(self, _record: object = None) -> None:
-        """Called by the driver after a boot's files are written: never blocks, never raises."""
+    def boot_landed(
+        self, _record: object = None, current: Callable[[], Results] | None = None
+    ) -> None:
+        """Called by the driver after a boot's files are written, with its results so far:
+        never blocks, never raises."""
+        self.current = current or self.current
         self._queue.put("sync")
 
     def finish(self) -> str:
@@ -99,7 +105,7 @@ class LiveTracker:
         if not (self.root / "manifest.json").is_file():
             return
         try:
-            res = load_results(self.root)
+            res = self.current() if self.current else load_results(self.root)
             boots = per_boot(res)
         except SpecabError:
             return  # results the analysis cannot read yet; the next landing tries again
@@ -107,7 +113,7 @@ class LiveTracker:
             self.runs = open_runs(self.client, res.experiment, res.manifest, self.root)
         for arm, metrics in boots.items():
             for b in metrics:
-                values = (b.order, b.acceptance_pos0, b.mean_accepted_length, b.output_tokens_per_s)
+                values = (b.order, *(getattr(b, m) for m in ALL_METRICS))
                 if self.logged.get(b.boot_id) != values:
                     log_boot(self.runs, arm, b)
                     self.logged[b.boot_id] = values
@@ -121,6 +127,6 @@ class LiveTracker:
         report_dir = self.root / "report"
         if not (report_dir / "report.html").is_file():
             render_report(self.root, None)
-        res = load_results(self.root)
+        res = self.current() if self.current else load_results(self.root)
         result = stats.analyze(res, source=str(self.root))
         finish_runs(self.runs, result, report_dir)

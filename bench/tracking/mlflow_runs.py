@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.errors import SpecabError
-from bench.records import Manifest
+from bench.records import ALL_METRICS, Manifest
 
 if TYPE_CHECKING:
     from bench.stats import Analysis, BootMetrics
 
 PARAM_CHARS = 500  # MLflow's smallest param limit across versions and backends
-PER_BOOT = ("acceptance_pos0", "mean_accepted_length", "output_tokens_per_s")
+PER_BOOT = ALL_METRICS  # each is a field of the analysis's per-boot row
 # One try with a short timeout: MLflow's default retries a dead server for minutes.
 QUICK = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
 

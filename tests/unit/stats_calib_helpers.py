@@ -1,27 +1,38 @@
-"""Calibration helpers: simulated boot totals pushed through the product's own functions
-(`bench.stats.methods`: `estimate`, `family`, `look_decision`), many
-replicates at once on a leading axis. Nothing here re-implements a statistic."""
+"""Calibration helpers: simulated boot totals pushed through the product's own functions:
+`estimate` and `family` (many replicates at once on a leading axis), the metrics' own
+count definitions (`bench.records.METRIC`), and `primary`, the decision the driver takes at
+a look (`decide`), host and duet adjustments included. Nothing here re-implements a
+statistic."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.records import METRICS
+from bench.records import DEFAULT_MARGINS, METRIC, PRIMARY_DEFAULT
 from bench.simulate import HeldFixed, PromptSet, SimParams, simulate_boot_totals
-from bench.stats.methods import Est, Family, estimate, family, look_decision, obf_boundaries
+from bench.stats.compare import primary
+from bench.stats.inputs import ArmData, Prior, Settings
+from bench.stats.methods import Est, Family, estimate, family
 
 F = NDArray[np.float64]
 Totals = dict[str, tuple[F, F]]  # metric -> (numerator, denominator), each (R, arms, B)
 
 
+METRICS = PRIMARY_DEFAULT
+
+
 def metric_totals(drafts: NDArray[np.int64], acc: NDArray[np.int64]) -> Totals:
-    """(numerator, denominator) boot totals (R, arms, B) of both primary metrics."""
+    """(numerator, denominator) boot totals (R, arms, B) of both primary metrics, by the
+    metrics' own count definitions on the boot's total counts."""
     d = drafts.astype(np.float64)
-    return {
-        "acceptance_pos0": (acc[..., 0].astype(np.float64), d),
-        "mean_accepted_length": (acc.sum(axis=-1).astype(np.float64), d),
-    }
+    total, pos0 = acc.sum(axis=-1).astype(np.float64), acc[..., 0].astype(np.float64)
+    out = {}
+    for k in METRICS:
+        counts = METRIC[k].counts
+        assert counts is not None
+        out[k] = counts(d, total, pos0)
+    return out
 
 
 def simulate(
@@ -58,24 +69,41 @@ def primary_family(m: Totals, arms: int, alpha: float, margins: dict[str, float]
     return family(pairs, alpha)
 
 
+def boot_arms(m: Totals, r: int) -> dict[str, ArmData]:
+    """Replicate r's arms as the driver holds them: each boot one cell of its total counts
+    (estimates use boot totals only), boots in launch order."""
+    (pos0, d), (acc, _) = m["acceptance_pos0"], m["mean_accepted_length"]
+    out = {}
+    for a in range(d.shape[1]):
+        b = d.shape[2]
+        name = f"arm{a}"
+        out[name] = ArmData(
+            name, [f"{name}-b{i}" for i in range(b)], d[r, a][:, None], acc[r, a][:, None],
+            pos0[r, a][:, None, None], list(range(b)), list(range(b)),
+        )  # fmt: skip
+    return out
+
+
 def sequential_run(
     m: Totals, looks: tuple[int, ...], alpha: float, margins: dict[str, float]
 ) -> tuple[NDArray[np.bool_], F]:
-    """The run-ab driver's loop over looks (take each look once, stop at the first "stop"),
-    each look decided by the product's `look_decision`. Per replicate: did the design stop
-    with a difference claim, and the boots per arm it used."""
-    _, nominal = obf_boundaries(looks, alpha)
+    """Per replicate, the looks in order as the driver takes them (each once, stopping at
+    the first "stop"), each decided by the product's `primary` on the look's boots. Per
+    replicate: did the design stop with a difference claim, and the boots per arm it used."""
     n_rep = next(iter(m.values()))[0].shape[0]
-    stopped = np.zeros(n_rep, dtype=bool)
     claimed = np.zeros(n_rep, dtype=bool)
     used = np.full(n_rep, float(looks[-1]))
-    for i, n in enumerate(looks):
-        est = [arm_estimates(m, 0, n), arm_estimates(m, 1, n)]
-        _, status, stop = look_decision(est, METRICS, margins, nominal[i], i == len(looks) - 1)
-        now = stop & ~stopped
-        claimed |= now & (status == 0).any(axis=-1)
-        used[now] = n
-        stopped |= now
+    for r in range(n_rep):
+        data = boot_arms(m, r)
+        arms = list(data)
+        s = Settings(arms[0], alpha, {**DEFAULT_MARGINS, **margins}, looks, METRICS)
+        for n in looks:
+            _, decision = primary({a: ad.head(n) for a, ad in data.items()}, arms, s, Prior())
+            assert decision is not None and decision.look is not None
+            if decision.action == "stop":
+                claimed[r] = any(c.status == "difference" for c in decision.comparisons)
+                used[r] = n
+                break
     return claimed, used
 
 

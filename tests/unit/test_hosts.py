@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from stats_calib_helpers import mcse, metric_totals
 
-from bench.records import DEFAULT_MARGINS, METRICS, Results
+from bench.records import DEFAULT_MARGINS, Results
+from bench.records import PRIMARY_DEFAULT as METRICS
 from bench.simulate import (
     HeldFixed,
     SimParams,

@@ -40,6 +40,7 @@ EVERYONE = {"errors", "records", "__version__", "lazy_attribute"}
 # a unit imports only units listed before it.
 LAYERS = {
     "records": [
+        "metrics",
         "replication",
         "boots_and_probes",
         "manifest",
@@ -54,6 +55,7 @@ LAYERS = {
         "versions",
         "parquet_rows",
         "load",
+        "appended_results",
         "writer_claim",
         "write",
         "references",
@@ -277,7 +279,10 @@ def test_a_face_exports_only_what_someone_imports_from_it() -> None:
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 read |= {(node.module, a.name) for a in node.names}
                 alias |= {a.asname: f"{node.module}.{a.name}" for a in node.names if a.asname}
+        # `x.name` in code, not in an import line, where `from bench.x.name import name`
+        # would count a module named like its function as a read of the face
+        code = re.sub(r"^\s*(from|import)\s.*$", "", text, flags=re.M)
         for short, face in alias.items():  # `from bench import report as tables`
-            read |= {(face, n) for n in re.findall(rf"\b{short}\.([A-Za-z_]\w*)", text)}
+            read |= {(face, n) for n in re.findall(rf"\b{short}\.([A-Za-z_]\w*)", code)}
     unread = [f"{f}.{n}" for f, names in faces.items() for n in names if (f, n) not in read]
     assert not unread, f"exported but never imported from the face: {sorted(unread)}"

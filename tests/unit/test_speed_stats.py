@@ -218,7 +218,7 @@ def test_sequential_looks_decide_on_the_declared_primary_family(tmp_path: Path) 
 def test_margin_speed_option_and_bad_settings(
     nospec: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = _analyze(nospec, margin_speed=0.5)
+    out = _analyze(nospec, margins={SPEED_METRIC: 0.5})
     assert out["margins"][SPEED_METRIC] == 0.5
     fix = next(c for c in out["comparisons"] if c["arm"] == "fix" and c["metric"] == SPEED_METRIC)
     assert fix["margin"] == 0.5 and fix["verdict"] == "equivalent"

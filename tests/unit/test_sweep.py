@@ -170,7 +170,7 @@ def test_looks_eliminate_and_the_replay_is_what_run_ab_drops() -> None:
     probes, boots = simulate_frames(dict.fromkeys(SPEED, 0.0), boots=3, prompts=20, speed=SPEED,
                                     no_spec=nospec, seed=4)  # fmt: skip
     m = _sweep_manifest(SPEED, looks=[3, 6])
-    dropped = selection_dropped(probes, boots, m)
+    dropped = selection_dropped(Results(probes=probes, boots=boots, manifest=m))
     assert "nospec-c1" in dropped and "eliminated at look 1" in dropped["nospec-c1"]
     sel = analyze(
         Results(probes=probes, boots=boots, manifest=m), options=AnalysisOptions(n_resamples=100)

@@ -1,6 +1,6 @@
 """Arms: merge each `[[arms]]` entry over `[server]` (what one boot runs: `launch_plan`).
 
-Merging rules (documented in the README "Arms" section):
+Merging rules (documented in docs/arms.md):
 - `args` by flag name ('_' and '-' are the same flag): `true` -> bare `--flag`,
   `false` / absent value -> the flag is omitted (an arm can remove a server flag),
   anything else -> `--flag value`. The arm wins.

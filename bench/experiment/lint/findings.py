@@ -67,7 +67,7 @@ def overlay(which: str, cfg: dict[str, Any], fields: dict[str, Any]) -> str:
 
 def rope_overlay(which: str, cfg: dict[str, Any], key: str, value: Any) -> str:
     """An overlay setting a rope field where vLLM reads it. At the top level specab writes an
-    overlaid rope field to rope_parameters too (README "Config overlays"); inside
+    overlaid rope field to rope_parameters too (docs/arms.md "Config overlays"); inside
     text_config it does not, so the fix names rope_parameters itself."""
     tc = text_config(cfg)
     rp = tc.get("rope_parameters")

@@ -1,20 +1,23 @@
 """The experiment file's verdict settings that the statistics read: the pre-registered margins
-and which metrics form the primary Holm family (metric names and defaults: bench.records)."""
+(one field per metric of the registry, `bench.records.metrics`) and which metrics form the
+primary Holm family."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
-from bench.records import ALL_METRICS, DEFAULT_MARGINS, METRICS, SPEED_METRIC
-
-PrimaryMetric = Literal["acceptance_pos0", "mean_accepted_length", "output_tokens_per_s"]
-PRIMARY_DEFAULT: tuple[PrimaryMetric, ...] = ("acceptance_pos0", "mean_accepted_length")
-assert set(PRIMARY_DEFAULT) == set(METRICS) and set(get_args(PrimaryMetric)) == set(ALL_METRICS)
+from bench.records import ALL_METRICS, PRIMARY_DEFAULT, REGISTRY, Metric
 
 
-def _unique(metrics: list[PrimaryMetric]) -> list[PrimaryMetric]:
+def _known(metric: str) -> str:
+    if metric not in ALL_METRICS:
+        raise ValueError(f"{metric!r} is not a metric; use one of {list(ALL_METRICS)}")
+    return metric
+
+
+def _unique(metrics: list[str]) -> list[str]:
     if len(set(metrics)) != len(metrics):
         raise ValueError(
             f"primary_metrics {metrics} lists a metric twice; list each once, from "
@@ -23,26 +26,31 @@ def _unique(metrics: list[PrimaryMetric]) -> list[PrimaryMetric]:
     return metrics
 
 
+PrimaryMetric = Annotated[str, AfterValidator(_known)]
 PrimaryMetrics = Annotated[list[PrimaryMetric], Field(min_length=1), AfterValidator(_unique)]
+__all__ = ["PRIMARY_DEFAULT", "Margins", "PrimaryMetrics"]
 
 
-class Margins(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-    acceptance_pos0: float = Field(
-        DEFAULT_MARGINS["acceptance_pos0"],
-        gt=0,
-        description="Equivalence margin for acceptance at draft position 0.",
+def _margin_field(m: Metric) -> Any:
+    name = m.title[0].lower() + m.title[1:]
+    what = (
+        f"Relative margin for {name}: {m.default_margin:g} = the arm/baseline ratio within "
+        f"{1 - m.default_margin:g}..{1 + m.default_margin:g} counts as no change that matters."
+        if m.relative
+        else f"Equivalence margin for {name}" + (f" ({m.unit})." if m.unit else ".")
     )
-    mean_accepted_length: float = Field(
-        DEFAULT_MARGINS["mean_accepted_length"],
-        gt=0,
-        description="Equivalence margin for mean accepted length (tokens).",
-    )
-    output_tokens_per_s: float = Field(
-        DEFAULT_MARGINS[SPEED_METRIC],
-        gt=0,
-        lt=1,
-        description="Relative margin for output tokens/s: 0.02 = the arm/baseline ratio "
-        "within 0.98..1.02 counts as no change that matters.",
+    return (float, Field(m.default_margin, gt=0, lt=1 if m.relative else None, description=what))
+
+
+if TYPE_CHECKING:
+
+    class Margins(BaseModel):
+        def __init__(self, **margins: float) -> None: ...
+
+else:
+    Margins = create_model(
+        "Margins",
+        __config__=ConfigDict(extra="forbid", frozen=True, strict=True),
+        __doc__="Pre-registered margins, one per metric.",
+        **{m.name: _margin_field(m) for m in REGISTRY},
     )

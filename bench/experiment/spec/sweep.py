@@ -14,11 +14,12 @@ from __future__ import annotations
 import itertools
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from bench.errors import SpecabError
+from bench.records import REGISTRY, SPEED_METRIC
 
 Level = str | int | float | bool
 # Where a grid axis may point, and the arm table it writes into (None: the field itself).
@@ -26,7 +27,16 @@ _ROOTS = ("speculative_config", "args", "env", "draft_config", "target_config")
 _SPECULATIVE_ROOTS = ("speculative_config", "draft_config")
 _LABELS = {"speculative_config.num_speculative_tokens": "k", "concurrency": "c"}
 _VALUE_ONLY = {"speculative_config.method"}  # the value is label enough: ngram-k3
-OBJECTIVES = ("output_tokens_per_s", "mean_accepted_length", "acceptance_pos0")
+OBJECTIVES = tuple(m.name for m in REGISTRY if m.selectable)
+
+
+def _objective(name: str) -> str:
+    if name not in OBJECTIVES:
+        raise ValueError(f"{name!r} is not a metric to select on; use one of {list(OBJECTIVES)}")
+    return name
+
+
+Objective = Annotated[str, AfterValidator(_objective)]
 
 
 class _Model(BaseModel):
@@ -52,17 +62,19 @@ class SweepSection(_Model):
         "num_speculative_tokens, c for concurrency, the value alone for method, else the "
         "field's last part).",
     )
-    objective: Literal["output_tokens_per_s", "mean_accepted_length", "acceptance_pos0"] = Field(
-        "output_tokens_per_s",
+    objective: Objective = Field(
+        SPEED_METRIC,
         description="What the selection maximizes, per boot: output tokens/s (log scale, "
-        "relative margin) or an acceptance metric (absolute margin).",
+        "relative margin) or an acceptance metric (absolute margin); any metric of "
+        "`analyze --json`.",
     )
     margin: float = Field(
         0.05,
         gt=0,
         lt=1,
         description="Indifference zone delta: a configuration within this of the best counts "
-        "as best (relative for output_tokens_per_s: 0.05 = within 5 %, absolute otherwise).",
+        "as best (relative for a ratio metric such as output_tokens_per_s: 0.05 = within 5 %, "
+        "absolute otherwise).",
     )
     group_by: list[str] | None = Field(
         None,

@@ -7,16 +7,16 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bench.records import METRIC_SHORT, SPEED_METRIC
+from bench.records import METRIC, REGISTRY, short_name
+from bench.report.console.verdict_view import print_verdicts
 from bench.report.tables import (
     data_row,
     difference,
     draft_length_table,
     estimate_text,
     render_selection,
-    verdict_interval,
 )
-from bench.stats import Analysis, Comparison, MetricEstimate, Plan, SplitCheck
+from bench.stats import Analysis, MetricEstimate, Plan, SplitCheck
 
 
 def _ci(est: float | None, lo: float | None, hi: float | None, digits: int = 4) -> str:
@@ -31,83 +31,52 @@ def _m(m: MetricEstimate, digits: int = 4) -> str:
     return "-" if m.estimate is None else estimate_text(m, digits)
 
 
-def _diff(c: Comparison) -> str:
-    """difference [raw CI]: metric units, or percent for a relative (speed) comparison."""
-    return difference(c)
-
-
 def _num(x: float | None, spec: str = ".3g") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def render_analysis(result: Analysis, out: Console) -> None:
-    """The human view of an analysis: arms, comparisons with why, notes."""
-    m = result.margins
-    out.print(
-        f"[bold]{result.experiment}[/bold]  baseline: {result.baseline}  alpha: "
-        f"{result.alpha}  margins: pos0 ±{m['acceptance_pos0']}, mean length "
-        f"±{m['mean_accepted_length']}, tokens/s ±{100 * m[SPEED_METRIC]:g} %  primary: "
-        f"{', '.join(METRIC_SHORT.get(x, x) for x in result.primary_metrics)}"
+def _margins(result: Analysis) -> str:
+    return ", ".join(
+        f"{METRIC[k].short} ±{100 * v:g} %" if METRIC[k].relative else f"{METRIC[k].short} ±{v}"
+        for k, v in result.margins.items()
+        if k in METRIC
     )
+
+
+def _arms_table(result: Analysis) -> Table:
+    """Per arm: boots, then every metric's estimate [CI] and between-boot SD."""
     arms = Table(title="Arms (ratio of sums over ok boots; t interval over boots)")
-    cols = ("arm", "boots", "failed", "B_eff", "pos0", "sd", "mean length", "sd", "tokens/s", "sd")
+    cols = ["arm", "boots", "failed", "B_eff"]
+    for m in REGISTRY:
+        cols += [m.short, "sd"]
     for col in cols:
         right = col in ("boots", "failed", "B_eff")  # fold, never cut, on a narrow terminal
         arms.add_column(col, justify="right" if right else "left", overflow="fold")
     for a in result.arms:
-        p0, ml = a.metrics["acceptance_pos0"], a.metrics["mean_accepted_length"]
-        sp = a.metrics[SPEED_METRIC]
-        accept = (
-            [_m(p0), _num(p0.between_boot_sd, ".4f"), _m(ml), _num(ml.between_boot_sd, ".4f")]
-            if a.speculative
-            else ["no speculation", "", "", ""]
-        )
-        data_row(
-            arms,
-            a.arm,
-            str(a.boots),
-            str(a.failed_boots),
-            _num(a.effective_boots, ".1f"),
-            *accept,
-            _m(sp, 1),
-            _num(sp.between_boot_sd, ".1f"),
-        )
-    out.print(arms)
-    paired = any(c.pairing == "duet" for c in result.comparisons)
-    how = "Welch on boot values" + (
-        "; speed marked 'paired (duets)' compared within co-run groups" if paired else ""
+        cells: list[str] = []
+        for m in REGISTRY:
+            est = a.metrics.get(m.name)
+            if m.acceptance and not a.speculative:
+                cells += ["no speculation" if not cells else "", ""]
+            elif est is None:
+                cells += ["-", "-"]
+            else:
+                sd_format = f".{1 if m.relative else 4}f"
+                cells += [_m(est, m.digits), _num(est.between_boot_sd, sd_format)]
+        boots = (a.arm, str(a.boots), str(a.failed_boots), _num(a.effective_boots, ".1f"))
+        data_row(arms, *boots, *cells)
+    return arms
+
+
+def render_analysis(result: Analysis, out: Console) -> None:
+    """The human view of an analysis: arms, comparisons with why, notes."""
+    out.print(
+        f"[bold]{escape(result.experiment)}[/bold]  baseline: {escape(result.baseline)}  "
+        f"alpha: {result.alpha}  margins: {escape(_margins(result))}  primary: "
+        f"{escape(', '.join(short_name(x) for x in result.primary_metrics))}"
     )
-    comps = Table(title=f"Each arm vs baseline ({how}; Holm within each family)")
-    for col in ("arm", "metric", "family", "difference [raw CI]", "verdict interval", "p"):
-        comps.add_column(escape(col), overflow="fold")  # "[raw CI]" is not rich markup
-    comps.add_column("p Holm", overflow="fold")
-    comps.add_column("verdict", overflow="fold")
-    for c in result.comparisons:
-        data_row(
-            comps,
-            f"{c.arm} vs {c.baseline}",
-            METRIC_SHORT.get(c.metric, c.metric),
-            c.family,
-            _diff(c),
-            verdict_interval(c),
-            _num(c.p_value),
-            _num(c.p_adjusted),
-            c.verdict,
-        )
-    out.print(comps)
-    for c in result.comparisons:
-        label = METRIC_SHORT.get(c.metric, c.metric)
-        out.print(f"- {c.arm} {label}: {c.verdict}: {c.why}", markup=False)
-        extra = []
-        if c.permutation_p is not None:
-            extra.append(
-                f"permutation p {c.permutation_p:.3g} (min attainable {c.permutation_min_p:.3g})"
-            )
-        lo, hi = c.new_prompts_ci or (None, None)
-        if lo is not None and hi is not None:
-            extra.append(f"on new prompts [{lo:+.4f}, {hi:+.4f}]")
-        if extra:
-            out.print("    " + "; ".join(extra), markup=False)
+    out.print(_arms_table(result))
+    print_verdicts(out, result)
     drafting = draft_length_table(result)
     if len(drafting):
         table = Table(title="Draft lengths vary: acceptance per position, two definitions")
@@ -127,7 +96,7 @@ def render_analysis(result: Analysis, out: Console) -> None:
         fmt = (lambda v: f"{100 * v:+.1f} %") if d.scale == "relative" else (lambda v: f"{v:+.4f}")
         ci = f"[{fmt(d.ci_low)}, {fmt(d.ci_high)}]" if d.ci_low is not None else "(1 boot)"
         out.print(
-            f"drift {d.arm} {METRIC_SHORT.get(d.metric, d.metric)} pass {d.first_pass} -> "
+            f"drift {d.arm} {short_name(d.metric)} pass {d.first_pass} -> "
             f"{d.last_pass}: {fmt(d.change)} {ci} over {d.boots} boot(s): {d.verdict}",
             markup=False,
         )
@@ -165,7 +134,7 @@ def _render_hosts(result: Analysis, out: Console) -> None:
         data_row(table, arm, *(str(counts.get(x, 0)) for x in h.hosts), how)
     out.print(table)
     effect = ", ".join(
-        f"{METRIC_SHORT.get(m, m)} p={p:.3g}" for m, p in h.host_effect_p.items() if p is not None
+        f"{short_name(m)} p={p:.3g}" for m, p in h.host_effect_p.items() if p is not None
     )
     if effect:
         out.print(f"host effect (boot value = arm + host, F-test): {effect}", markup=False)
@@ -208,9 +177,13 @@ def _render_breakdown(result: Analysis, out: Console) -> None:
                     g.group,
                     str(g.probes),
                     a.arm,
-                    METRIC_SHORT.get(metric, metric),
-                    _m(m, 1 if metric == SPEED_METRIC else 4),
-                    _diff(c) if c is not None else "baseline" if a.arm == result.baseline else "",
+                    short_name(metric),
+                    _m(m, METRIC[metric].digits),
+                    difference(c)
+                    if c is not None
+                    else "baseline"
+                    if a.arm == result.baseline
+                    else "",
                     c.verdict if c is not None else "",
                 )
     out.print(table)
@@ -218,7 +191,7 @@ def _render_breakdown(result: Analysis, out: Console) -> None:
 
 
 def render_split(split: SplitCheck, out: Console) -> None:
-    rates = ", ".join(f"{METRIC_SHORT.get(m, m)} {r:.1%}" for m, r in split.claimed_rate.items())
+    rates = ", ".join(f"{short_name(m)} {r:.1%}" for m, r in split.claimed_rate.items())
     out.print(
         f"split-arm {split.arm} ({split.boots} boots, {split.splits} splits"
         f"{'' if split.exhaustive else ', sampled'}): a primary difference was claimed in "
@@ -237,8 +210,8 @@ def _family_note(p: Plan) -> str:
 
 def render_plan(p: Plan, out: Console) -> None:
     out.print(
-        f"[bold]{METRIC_SHORT[p.metric]}[/bold]: effect {p.effect}"
-        f"{' (relative; SD of log tokens/s)' if p.metric == SPEED_METRIC else ''} at {p.power:.0%} "
+        f"[bold]{short_name(p.metric)}[/bold]: effect {p.effect}"
+        f"{' (relative; SD of its log)' if METRIC[p.metric].relative else ''} at {p.power:.0%} "
         f"power, alpha {p.alpha:.3g}{_family_note(p)}; pooled between-boot SD "
         f"{_num(p.between_boot_sd, '.4g')} (measured boots per arm: {p.boots_measured})"
     )

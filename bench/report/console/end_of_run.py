@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import pandas as pd
 from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 from bench.errors import SpecabError
 from bench.records import Results
-from bench.report.tables import arm_summary, data_row, render_selection, verdict_table
+from bench.report.console.verdict_view import print_frame, print_verdicts
+from bench.report.tables import arm_summary, render_selection
 from bench.stats import Analysis, groups_clause, pooled_ratios
 
 
@@ -27,28 +26,9 @@ def table_console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, soft_wrap=True, width=width)
 
 
-def _print_df(console: Console, df: pd.DataFrame, title: str) -> None:
-    table = Table(title=title, title_justify="left")
-    for col in df.columns:
-        # "[raw 95% CI]" is not rich markup; fold, never cut, on a narrow terminal
-        table.add_column(escape(str(col)), overflow="fold")
-    for _, r in df.iterrows():
-        data_row(table, *[f"{v:.4f}" if isinstance(v, float) else v for v in r.tolist()])
-    console.print(table)
-
-
-def _print_verdicts(console: Console, analysis: Analysis) -> None:
-    table = verdict_table(analysis)
-    if table.empty:
-        console.print("no comparison: only one arm has results", markup=False)
-        return
-    drop = ("why", "method", "margin", "p (raw / Holm)")
-    cols = [c for c in table.columns if c not in drop]
-    _print_df(console, table[cols], "verdict (boot-level statistics)")
-    for arm, metric, why in zip(table["arm"], table["metric"], table["why"], strict=True):
-        if why:
-            console.print(f"  {arm} {metric}: {why}", markup=False, highlight=False)
-    _print_df(console, arm_summary(analysis), "per arm: acceptance verdicts and speed")
+def _print_summary(console: Console, analysis: Analysis) -> None:
+    if analysis.comparisons:
+        print_frame(console, arm_summary(analysis), "per arm: acceptance verdicts and speed")
 
 
 def _balance_line(analysis: Analysis) -> str | None:
@@ -92,7 +72,7 @@ def print_end(
                 for n, c in sorted(per_node.items())
             ]
         )
-        _print_df(console, df, "ok boots per node (this run)")
+        print_frame(console, df, "ok boots per node (this run)")
     line = _balance_line(analysis) if analysis is not None else None
     if line:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -102,13 +82,14 @@ def print_end(
     if analysis is None:
         why = refusal.one_line() if refusal is not None else "the analysis was not made"
         console.print(f"no verdict: {why}", markup=False)
-        _print_df(
+        print_frame(
             console,
             pooled_ratios(results.ok_boots(), results.arms()),
             "per-arm pooled numbers — NOT A VERDICT (no between-boot uncertainty)",
         )
         return
-    _print_verdicts(console, analysis)
+    print_verdicts(console, analysis)
+    _print_summary(console, analysis)
     if analysis.shared_machine is not None:
         s = analysis.shared_machine
         console.print(

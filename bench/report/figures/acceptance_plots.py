@@ -17,9 +17,9 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator
 
-from bench.records import METRICS, SPEED_METRIC
+from bench.records import ALL_METRICS, METRIC
 from bench.report.figures.plot_style import (
-    FEASIBLE,
+    FIGURE_METRICS,
     METRIC_LABELS,
     METRIC_TITLES,
     OKABE_ITO,
@@ -35,7 +35,7 @@ from bench.stats import Analysis
 
 def per_boot_frame(analysis: Analysis) -> pd.DataFrame:
     """The analysis' per-boot metrics as a table, in launch order (figure 1, the notebook)."""
-    cols = ["arm", "boot", "boot_id", "order", "drafts", *METRICS, SPEED_METRIC]
+    cols = ["arm", "boot", "boot_id", "order", "drafts", *ALL_METRICS]
     rows = [{"arm": a.arm, **b.model_dump()} for a in analysis.arms for b in a.per_boot]
     df = pd.DataFrame(rows, columns=cols)
     return df.sort_values(["order", "arm", "boot"], kind="stable").reset_index(drop=True)
@@ -53,7 +53,7 @@ def plot_boot_strip(analysis: Analysis) -> Figure:
     alpha = analysis.alpha
     fig = new_figure(10.5, 6.4)
     grid = fig.add_gridspec(2, 2, width_ratios=[4, 1.4])
-    for row, metric in enumerate(METRICS):
+    for row, metric in enumerate(FIGURE_METRICS):
         ax = fig.add_subplot(grid[row, 0])
         est_ax = fig.add_subplot(grid[row, 1], sharey=ax)
         for arm in arms:
@@ -77,7 +77,7 @@ def plot_boot_strip(analysis: Analysis) -> Figure:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         if per_boot.empty:
             no_data(ax, "no ok boots yet")
-        if row == len(METRICS) - 1:
+        if row == len(FIGURE_METRICS) - 1:
             ax.set_xlabel("launch order (global boot attempt #)")
         clipped = any_ci = False
         for i, arm in enumerate(arms):
@@ -91,7 +91,7 @@ def plot_boot_strip(analysis: Analysis) -> Figure:
             if lo is not None and hi is not None:
                 # A t interval from few boots can leave the metric's range (acceptance < 0);
                 # draw it to the edge and mark the cut with an arrow instead of a cap.
-                f_lo, f_hi = FEASIBLE[metric]
+                f_lo, f_hi = METRIC[metric].value_range(entry.positions if entry else 0)
                 lo_d, hi_d = max(float(lo), f_lo), min(float(hi), f_hi)
                 any_ci = True
                 est_ax.errorbar(
@@ -125,7 +125,7 @@ def plot_boot_strip(analysis: Analysis) -> Figure:
         )
         est_ax.set_xlim(-0.6, len(arms) - 0.4)
         est_ax.tick_params(axis="y", labelleft=False)
-        if row < len(METRICS) - 1:  # arm names once, under the bottom panel
+        if row < len(FIGURE_METRICS) - 1:  # arm names once, under the bottom panel
             est_ax.tick_params(axis="x", labelbottom=False)
         est_ax.grid(axis="y", alpha=0.3)
         est_ax.margins(y=0.12)
@@ -145,13 +145,15 @@ def plot_forest(analysis: Analysis) -> Figure:
     (1 - alpha) interval."""
     comps = analysis.comparisons
     arms = [
-        a for a in analysis_arms(analysis) if any(c.arm == a and c.metric in METRICS for c in comps)
+        a
+        for a in analysis_arms(analysis)
+        if any(c.arm == a and c.metric in FIGURE_METRICS for c in comps)
     ]
     styles = arm_styles(analysis_arms(analysis))
     fig = new_figure(10.5, 1.9 + 1.1 * max(1, len(arms)))
     axes = fig.subplots(1, 2)
     base = analysis.baseline
-    for ax, metric in zip(axes, METRICS, strict=True):
+    for ax, metric in zip(axes, FIGURE_METRICS, strict=True):
         rows = [c for c in comps if c.metric == metric]
         if not rows:
             no_data(ax, "no acceptance comparison\n(one speculative arm, or none)")
@@ -173,7 +175,7 @@ def plot_forest(analysis: Analysis) -> Figure:
         ax.xaxis.set_major_locator(MaxNLocator(nbins=6, symmetric=True))  # uncrowded ticks
         ax.set_ylim(-0.7, len(arms) - 0.3)
         ax.set_yticks(range(len(arms)), list(reversed(arms)))
-        unit = "" if metric == "acceptance_pos0" else " (tokens)"
+        unit = f" ({METRIC[metric].unit})" if METRIC[metric].unit else ""
         ax.set_xlabel(f"{METRIC_TITLES[metric].lower()}: arm − {base}{unit}")
         ax.set_title(f"{METRIC_TITLES[metric]} (± margin {margin:g})", fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)

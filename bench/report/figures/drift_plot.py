@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from matplotlib.figure import Figure
 
-from bench.report.figures.plot_style import add_legend, analysis_arms, arm_styles, new_figure
+from bench.records import SPEED_METRIC
+from bench.report.figures.plot_style import (
+    FIGURE_METRICS,
+    METRIC_TITLES,
+    add_legend,
+    analysis_arms,
+    arm_styles,
+    new_figure,
+)
 from bench.stats import Analysis
 
-_PANELS = (
-    ("acceptance_pos0", "pos0 acceptance"),
-    ("mean_accepted_length", "mean accepted length"),
-    ("output_tokens_per_s", "output tokens/s"),
-)
+_PANELS = tuple((m, METRIC_TITLES[m]) for m in (*FIGURE_METRICS, SPEED_METRIC))
 
 
 def plot_drift(analysis: Analysis) -> Figure:

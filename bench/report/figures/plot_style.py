@@ -11,6 +11,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from bench.records import METRIC, PRIMARY_DEFAULT, REGISTRY
 from bench.stats import Analysis
 
 # Okabe & Ito (2008), ordered so the first two arms differ in hue and lightness.
@@ -24,16 +25,11 @@ VERDICT_COLOURS = {
     "equivalent": "#0072B2",
     "inconclusive": "#555555",
 }
-METRIC_LABELS = {
-    "acceptance_pos0": "acceptance at position 0\n(accepted / drafts)",
-    "mean_accepted_length": "mean accepted length\n(tokens per draft step)",
-}
-# Possible values of each metric: the arm plot cuts intervals that leave them.
-FEASIBLE = {"acceptance_pos0": (0.0, 1.0), "mean_accepted_length": (1.0, float("inf"))}
-METRIC_TITLES = {
-    "acceptance_pos0": "Acceptance at draft position 0",
-    "mean_accepted_length": "Mean accepted length",
-}
+# The acceptance panels of the figures: the headline (primary by default) acceptance metrics;
+# every other metric is in the report's tables.
+FIGURE_METRICS = tuple(m for m in PRIMARY_DEFAULT if METRIC[m].acceptance)
+METRIC_LABELS = {m.name: m.label for m in REGISTRY}
+METRIC_TITLES = {m.name: m.title for m in REGISTRY}
 
 
 def arm_styles(arms: Sequence[str]) -> dict[str, tuple[str, str]]:

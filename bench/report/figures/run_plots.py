@@ -12,8 +12,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from bench.records import METRICS
+from bench.records import METRIC
 from bench.report.figures.plot_style import (
+    FIGURE_METRICS,
     METRIC_TITLES,
     add_legend,
     analysis_arms,
@@ -46,9 +47,9 @@ def plot_variance(components: pd.DataFrame, analysis: Analysis) -> Figure:
     fig = new_figure(11.0, 1.3 + 2 * (0.8 + 0.62 * n))
     grid = fig.add_gridspec(2, 2, width_ratios=[1.7, 1])
     width = 0.8 / len(SD_BARS)
-    for row, metric in enumerate(METRICS):
+    for row, metric in enumerate(FIGURE_METRICS):
         ax = fig.add_subplot(grid[row, 0])
-        unit = "acceptance" if metric == "acceptance_pos0" else "tokens"
+        unit = METRIC[metric].unit or "share"
         ax.set_title(f"{METRIC_TITLES[metric]}: SD by source ({unit})", loc="left", fontsize=10)
         d = components[components["metric"] == metric] if len(components) else components
         d = d.set_index("arm").reindex([a for a in arms if a in set(d["arm"])]) if len(d) else d
@@ -93,7 +94,7 @@ def plot_variance(components: pd.DataFrame, analysis: Analysis) -> Figure:
         ax.set_yticks(y0, list(d.index))
         ax.grid(axis="x", alpha=0.3, which="both")
         ax.set_axisbelow(True)  # grid behind the bars
-        if row == len(METRICS) - 1:
+        if row == len(FIGURE_METRICS) - 1:
             ax.set_xlabel("standard deviation (log scale; per-cell components, boot-level SD)")
     handles, labels = fig.axes[0].get_legend_handles_labels()
     if handles:
@@ -114,7 +115,9 @@ def _plot_boots_needed(ax: object, analysis: Analysis) -> None:
     from matplotlib.axes import Axes
 
     assert isinstance(ax, Axes)
-    comps = [c for c in analysis.comparisons if c.boots_needed is not None and c.metric in METRICS]
+    comps = [
+        c for c in analysis.comparisons if c.boots_needed is not None and c.metric in FIGURE_METRICS
+    ]
     base = analysis.baseline
     power = f"{analysis.settings.power:.0%}"
     if not comps:
@@ -123,11 +126,12 @@ def _plot_boots_needed(ax: object, analysis: Analysis) -> None:
         return
     labels, values = [], []
     for c in comps:
-        short = "pos0" if c.metric == "acceptance_pos0" else "length"
+        short = METRIC[c.metric].short
         labels.append(f"{c.arm} ({short})")
         values.append(float(c.boots_needed or 0))
     y = np.arange(len(values))[::-1]
-    colours = ["#555555" if "pos0" in lab else "#AAAAAA" for lab in labels]
+    shade = {m: ("#555555", "#AAAAAA")[i % 2] for i, m in enumerate(FIGURE_METRICS)}
+    colours = [shade[c.metric] for c in comps]
     finite = [v for v in values if np.isfinite(v)]
     cap = max(finite) * 1.3 if finite else 1.0
     shown = [v if np.isfinite(v) else cap for v in values]

@@ -12,8 +12,9 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
-from bench.records import SPEED_METRIC
+from bench.records import DEFAULT_MARGINS, SPEED_METRIC
 from bench.report.figures.plot_style import (
+    FIGURE_METRICS,
     METRIC_TITLES,
     add_legend,
     analysis_arms,
@@ -84,7 +85,7 @@ def _ratios(ax: Axes, analysis: Analysis) -> None:
     comps = [c for c in analysis.comparisons if c.metric == SPEED_METRIC and c.ratio is not None]
     ups = [s for s in analysis.speedups if s.speedup is not None]
     styles = arm_styles(analysis_arms(analysis))
-    margin = analysis.margins.get(SPEED_METRIC, 0.02)
+    margin = analysis.margins.get(SPEED_METRIC, DEFAULT_MARGINS[SPEED_METRIC])
     ax.axvspan(1 - margin, 1 + margin, color="#BBBBBB", alpha=0.45, linewidth=0)
     ax.axvline(1.0, color="black", linewidth=0.8)
     labels: list[str] = []
@@ -204,7 +205,7 @@ def plot_categories(analysis: Analysis) -> Figure:
     arms = analysis_arms(analysis)
     styles = arm_styles(arms)
     offsets = dict(zip(arms, _dodge(len(arms), min(0.6, 0.15 * len(arms))), strict=True))
-    titles = {**METRIC_TITLES, SPEED_METRIC: "Output tokens/s"}
+    titles = {m: METRIC_TITLES[m] for m in (*FIGURE_METRICS, SPEED_METRIC)}
     for ax, metric in zip(axes, titles, strict=True):
         for arm in arms:
             d = df[(df["arm"] == arm) & (df["metric"] == metric)]

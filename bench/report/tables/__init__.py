@@ -24,7 +24,6 @@ from bench.report.tables.verdict_tables import (
     output_identity,
     probe_temperature,
     variance_table,
-    verdict_interval,
     verdict_table,
 )
 
@@ -33,5 +32,5 @@ __all__ = [
     "draft_length_table", "estimate_text", "failed_attempts", "identity_summary", "md_table",
     "output_identity",
     "probe_temperature", "provenance", "render_selection", "selection_section", "speed_table",
-    "speedup_table", "variance_table", "verdict_interval", "verdict_markdown", "verdict_table",
+    "speedup_table", "variance_table", "verdict_markdown", "verdict_table",
 ]  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from bench.records import METRICS, SPEED_METRIC
+from bench.records import ACCEPTANCE_METRICS, ALL_METRICS, METRIC, SPEED_METRIC
 from bench.report.tables.verdict_tables import (
     difference,
     few_boots_mark,
@@ -15,7 +15,6 @@ from bench.report.tables.verdict_tables import (
 from bench.stats import Analysis, Comparison, MetricEstimate
 
 NO_BOOTS = "no ok boots"
-SHORT = {"acceptance_pos0": "pos0", "mean_accepted_length": "mean length", SPEED_METRIC: "tokens/s"}
 
 
 def estimate_text(m: MetricEstimate | None, digits: int = 4) -> str:
@@ -118,7 +117,7 @@ def category_table(analysis: Analysis) -> pd.DataFrame:
     rows = []
     for g in b.groups:
         for a in g.arms:
-            for metric in (*METRICS, SPEED_METRIC):
+            for metric in ALL_METRICS:
                 m = a.metrics.get(metric)
                 if m is None or m.estimate is None:
                     continue
@@ -128,8 +127,8 @@ def category_table(analysis: Analysis) -> pd.DataFrame:
                         b.by: g.group,
                         "probes": g.probes,
                         "arm": a.arm,
-                        "metric": SHORT[metric],
-                        "estimate [CI]": estimate_text(m, 1 if metric == SPEED_METRIC else 4),
+                        "metric": METRIC[metric].short,
+                        "estimate [CI]": estimate_text(m, METRIC[metric].digits),
                         "vs baseline [raw CI]": difference(c) if c is not None else "—",
                         "verdict": c.verdict if c is not None else "—",
                     }
@@ -147,9 +146,9 @@ def arm_summary(analysis: Analysis) -> pd.DataFrame:
         base = a.arm == analysis.baseline
         row = {"arm": a.arm}
         none = a.boots == 0  # a stopped run: nothing to judge, say so rather than a verdict
-        for metric in METRICS:
+        for metric in ACCEPTANCE_METRICS:
             c = _comparison(analysis, a.arm, metric)
-            row[SHORT[metric]] = (
+            row[METRIC[metric].short] = (
                 NO_BOOTS if none else "baseline" if base else c.verdict if c else "—"
             ) if a.speculative else "no speculation"  # fmt: skip
         c = _comparison(analysis, a.arm, SPEED_METRIC)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from bench.records import FEW_BOOTS_LABEL, METRICS, Manifest
+from bench.records import ACCEPTANCE_METRICS, FEW_BOOTS_LABEL, Manifest, short_name
 from bench.stats import Analysis, Comparison, level_name
 
 IDENTITY_COLUMNS = [
@@ -115,7 +115,7 @@ def variance_table(analysis: Analysis) -> pd.DataFrame:
     Entries without every component are left out."""
     rows = []
     for arm, per_metric in analysis.variance_components.per_arm.items():
-        for metric in METRICS:
+        for metric in ACCEPTANCE_METRICS:
             m = per_metric.get(metric)
             if m is None or None in (m.sigma2_boot, m.sigma2_prompt, m.sigma2_res):
                 continue
@@ -190,7 +190,7 @@ def verdict_table(analysis: Analysis) -> pd.DataFrame:
     rows = [
         {
             "arm": c.arm,
-            "metric": c.metric,
+            "metric": short_name(c.metric),
             "family": c.family,
             raw: difference(c),
             "verdict interval": verdict_interval(c),

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.records import Results
 from bench.run.driver.order import PlannedBoot
 from bench.stats import selection_dropped
 from bench.store import load_results
@@ -27,6 +28,8 @@ class SelectionRun:
     arms: list[str]
     dropped: dict[str, str] = field(default_factory=dict)
     _seen: dict[str, int] = field(default_factory=dict)
+    # the results so far (the driver's, in memory); None reads the directory
+    current: Callable[[], Results] | None = None
 
     def check(self, ok: Mapping[str, int], note: Callable[[str], None]) -> bool:
         """Replay the looks when the ok counts changed; True once no arm needs more boots."""
@@ -35,8 +38,8 @@ class SelectionRun:
         self._seen = dict(ok)
         if max(ok.values(), default=0) < self.looks[0]:
             return False
-        res = load_results(self.root)
-        now = selection_dropped(res.probes, res.boots, res.manifest)
+        res = self.current() if self.current else load_results(self.root)
+        now = selection_dropped(res)
         for arm in sorted(set(now) - set(self.dropped)):
             note(f"selection: no more boots for {arm}: {now[arm]}")
         self.dropped = now

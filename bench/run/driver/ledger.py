@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.records import BootRecord, boot_file_stem
+from bench.records import BootRecord, Results, boot_file_stem
 from bench.run.attempt import Attempt
 from bench.store import ResultsWriter, load_results
 
@@ -80,7 +80,8 @@ class RunOptions:
     duets: bool = True  # co-run groups where a node has two slots or more (duet_schedule.py)
     # Called in the driver after each boot's files are written (a live tracker): must return
     # at once and never raise.
-    on_boot: Callable[[BootRecord], None] | None = None
+    # after each attempt is written: its record, and the results so far (from memory)
+    on_boot: Callable[[BootRecord, Callable[[], Results]], None] | None = None
 
 
 @dataclass

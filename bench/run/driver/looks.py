@@ -49,6 +49,8 @@ class SequentialRun:
     looks: tuple[int, ...]
     arms: list[str]
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    # the results so far (the driver's, in memory); None reads the directory
+    current: Callable[[], Results] | None = None
 
     @property
     def path(self) -> Path:
@@ -65,9 +67,15 @@ class SequentialRun:
         return None if self.stopped or k >= len(self.looks) else self.looks[k]
 
     @classmethod
-    def open(cls, root: Path, looks: list[int], arms: list[str]) -> SequentialRun:
+    def open(
+        cls,
+        root: Path,
+        looks: list[int],
+        arms: list[str],
+        current: Callable[[], Results] | None = None,
+    ) -> SequentialRun:
         """Load `sequential.json` if a previous run wrote one (resume), else start fresh."""
-        run = cls(Path(root), tuple(looks), list(arms))
+        run = cls(Path(root), tuple(looks), list(arms), current=current)
         if not run.path.is_file():
             return run
         try:
@@ -104,7 +112,7 @@ class SequentialRun:
         return self.stopped
 
     def _decide(self, n: int) -> Decision:
-        res = first_boots(load_results(self.root), n)
+        res = first_boots(self.current() if self.current else load_results(self.root), n)
         options = AnalysisOptions(looks=self.looks)
         d: Decision = decide(res, options)
         if d.look is None or self.looks[d.look - 1] != n:  # fewer usable boots than counted

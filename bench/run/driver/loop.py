@@ -311,7 +311,7 @@ class RunLoop:
         summary.busy_s += (record.boot_seconds or 0.0) + (record.probe_seconds or 0.0)
         self.progress.finished(record, time.monotonic() - f.t0)
         if self.opts.on_boot is not None:
-            self.opts.on_boot(record)
+            self.opts.on_boot(record, self.writer.results)
 
     def _cancel_all(self) -> None:
         """Graceful cancel, then force. Boots that complete during the grace period are

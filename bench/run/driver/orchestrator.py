@@ -34,7 +34,7 @@ from bench.experiment import (
     preflight,
     resume_changes,
 )
-from bench.records import Manifest
+from bench.records import Manifest, Results
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.elimination import SelectionRun
 from bench.run.driver.ledger import Ledger, RunBooks, RunOptions, RunSummary
@@ -168,6 +168,11 @@ class Driver:
                 soft_wrap=True,
             )
 
+    def _results(self) -> Results:
+        """The results so far, from the writer's memory (it read the directory once)."""
+        assert self._writer is not None, "looks are taken once the directory is written"
+        return self._writer.results()
+
     def _claim_name(self) -> str:
         return "run-ab --resume" if self.opts.resume else "run-ab"
 
@@ -195,9 +200,9 @@ class Driver:
         )
         seq: SequentialRun | SelectionRun | None = None
         if exp.looks and self.spec.sweep is not None:  # the looks eliminate configurations
-            seq = SelectionRun(root, tuple(exp.looks), self.arms)
+            seq = SelectionRun(root, tuple(exp.looks), self.arms, current=self._results)
         elif exp.looks:
-            seq = SequentialRun.open(root, exp.looks, self.arms)
+            seq = SequentialRun.open(root, exp.looks, self.arms, current=self._results)
         if seq is not None and exists and seq.check(summary.ok, self.console.print):
             todo.clear()  # stopped at a look (now or in the run being resumed)
         if isinstance(seq, SelectionRun):

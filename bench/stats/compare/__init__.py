@@ -23,15 +23,15 @@ from bench.stats.compare.hosts import (
     host_summary,
     pseudo_pair,
 )
-from bench.stats.compare.position_differences import position_comparisons, position_differences
+from bench.stats.compare.position_differences import position_comparisons
 from bench.stats.compare.primary import decide, prepare, primary
 from bench.stats.compare.speedups import order_notes, speed_notes, speedups
-from bench.stats.compare.why import level_name, why
+from bench.stats.compare.why import level_name
 
 __all__ = [
     "MIN_DF", "adjusted_difference", "arm_metrics", "balanced", "blocked_contrasts",
     "breakdown", "comparison_keys", "comparisons", "decide", "duet_pairs", "group_share",
     "host_effect_p", "host_summary", "level_name", "order_notes", "pairwise_contrasts",
-    "position_comparisons", "position_differences", "prepare", "primary", "pseudo_pair",
-    "slot_note", "speed_notes", "speedups", "why",
+    "position_comparisons", "prepare", "primary", "pseudo_pair",
+    "slot_note", "speed_notes", "speedups",
 ]  # fmt: skip

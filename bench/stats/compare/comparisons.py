@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.records import METRICS, SPEED_METRIC, too_few_boots
+from bench.records import METRIC, too_few_boots
 from bench.stats.compare.families import Row
 from bench.stats.compare.primary import Primary
 from bench.stats.compare.resampling import Extras, Wanted, resampling_extras
@@ -27,12 +27,12 @@ def comparisons(
     power: float,
     n_resamples: int,
     rng: np.random.Generator,
-    notes: list[str],
-) -> list[Comparison]:
-    """Every row as a Comparison; resampling extras for the acceptance metrics only."""
+) -> tuple[list[Comparison], list[str]]:
+    """Every row as a Comparison (resampling extras for the metrics the registry marks),
+    and the notes they call for."""
     wanted = [
         None
-        if r.metric not in METRICS
+        if not METRIC[r.metric].resampled
         or r.fam.deterministic[r.i]
         or r.fam.unreplicated[r.i]
         or r.fam.no_boots[r.i]
@@ -40,7 +40,7 @@ def comparisons(
         for r in prim.rows
     ]
     extras = resampling_extras(wanted, prim.data, prim.level, n_resamples, rng)
-    out = []
+    out, notes = [], []
     for r, ex in zip(prim.rows, extras, strict=True):
         c = build_comparison(prim, r, s, power, ex)
         if c.deterministic:
@@ -53,7 +53,7 @@ def comparisons(
             "permutation test: with these boot counts the smallest attainable p is "
             f"{min(small):.3g}"
         )
-    return out
+    return out, notes
 
 
 def duet_note(c: Comparison) -> str:
@@ -94,7 +94,7 @@ def build_comparison(prim: Primary, r: Row, s: Settings, power: float, ex: Extra
     f, i, metric = r.fam, r.i, r.metric
     ei, ej = prim.est[s.baseline][metric], prim.est[r.arm][metric]
     det, unrep = bool(f.deterministic[i]), bool(f.unreplicated[i])
-    relative = metric == SPEED_METRIC
+    relative = METRIC[metric].relative
     out = np.expm1 if relative else (lambda x: x)
     margin = s.margins[metric]
     d = float(f.diff[i])
@@ -169,8 +169,9 @@ def build_comparison(prim: Primary, r: Row, s: Settings, power: float, ex: Extra
 
 
 def _pairing(prim: Primary, r: Row, s: Settings, out: Any) -> dict[str, Any]:
-    """Speed: whether it was compared within co-run groups, and the unpaired raw interval."""
-    if r.metric != SPEED_METRIC:
+    """A paired metric (speed): whether it was compared within co-run groups, and the
+    unpaired raw interval."""
+    if not METRIC[r.metric].paired:
         return {}
     ei, ej = prim.est[s.baseline][r.metric], prim.est[r.arm][r.metric]
     plain = family([(ei, ej, margin_for(r.metric, s.margins[r.metric]))], r.level)

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.stats as st
 from numpy.typing import NDArray
 
-from bench.records import SPEED_METRIC
+from bench.records import METRIC
 from bench.stats.inputs import ArmData, boot_values
 from bench.stats.methods import Est
 from bench.stats.schema import HostSummary
@@ -135,13 +135,13 @@ def host_effect_p(values: Mapping[str, F], hosts: Mapping[str, Sequence[str]]) -
 
 
 def host_summary(
-    data: Mapping[str, ArmData], baseline: str, metrics: Sequence[str], notes: list[str]
-) -> HostSummary | None:
+    data: Mapping[str, ArmData], baseline: str, metrics: Sequence[str]
+) -> tuple[HostSummary | None, list[str]]:
     """The arms x hosts table, a test of a host effect per metric, and which comparisons were
     made within hosts (None when every boot ran on one host)."""
     hosts = sorted({h for ad in data.values() for h in ad.hosts})
     if len(hosts) < 2:
-        return None
+        return None, []
     table = {a: dict(Counter(ad.hosts)) for a, ad in data.items()}
     base = data[baseline]
     adjusted: list[str] = []
@@ -151,9 +151,12 @@ def host_summary(
             continue
         (confounded if not set(ad.hosts) & set(base.hosts) else adjusted).append(a)
     effect: dict[str, float | None] = {}
+    notes: list[str] = []
     for m in metrics:
         vals = {
-            a: boot_values(ad, m) for a, ad in data.items() if ad.speculative or m == SPEED_METRIC
+            a: boot_values(ad, m)
+            for a, ad in data.items()
+            if ad.speculative or not METRIC[m].acceptance
         }
         vals = {a: v for a, v in vals.items() if len(v) and np.isfinite(v).all()}
         effect[m] = host_effect_p(vals, {a: data[a].hosts for a in vals})
@@ -171,7 +174,7 @@ def host_summary(
     small = [m for m, p in effect.items() if p is not None and p < 0.05]
     if small:
         notes.append(f"the hosts differ (host effect p < 0.05 on {', '.join(small)}): see hosts")
-    return HostSummary(
+    summary = HostSummary(
         hosts=hosts,
         boots=table,
         balanced=not adjusted and not confounded,
@@ -179,3 +182,4 @@ def host_summary(
         confounded=confounded,
         host_effect_p=effect,
     )
+    return summary, notes

@@ -21,7 +21,6 @@ from bench.stats.inputs import (
     Prior,
     Settings,
     arm_data,
-    arm_names,
     resolve_settings,
 )
 from bench.stats.methods import (
@@ -42,7 +41,7 @@ def prepare(
     source: str | None = None,
 ) -> tuple[list[str], Settings, Dataset]:
     """Arms, resolved settings and the per-arm data on the common prompts."""
-    arms = arm_names(results.manifest, results.boots)
+    arms = results.arms()
     settings = resolve_settings(results.manifest, arms, options, source)
     return arms, settings, arm_data(results.probes, results.boots, arms, source)
 

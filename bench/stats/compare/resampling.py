@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.records import METRICS
+from bench.records import REGISTRY
 from bench.stats.inputs import ArmData
 from bench.stats.methods import (
     F,
@@ -17,6 +17,9 @@ from bench.stats.methods import (
     pigeonhole_ratios,
     pigeonhole_weights,
 )
+
+# The metrics resampled: counts per draft, so the pigeonhole weights share one denominator.
+RESAMPLED = tuple(m.name for m in REGISTRY if m.resampled)
 
 
 @dataclass(frozen=True)
@@ -56,8 +59,8 @@ def resampling_extras(
         wp, wb = pigeonhole_weights(n_p, [data[a].n_boots for a in usable], n_resamples, rng)
         for a, w in zip(usable, wb, strict=True):
             ad = data[a]
-            nums = [ad.cells(m)[0] for m in METRICS]
-            for m, r in zip(METRICS, pigeonhole_ratios(nums, ad.drafts, wp, w), strict=True):
+            nums = [ad.cells(m)[0] for m in RESAMPLED]
+            for m, r in zip(RESAMPLED, pigeonhole_ratios(nums, ad.drafts, wp, w), strict=True):
                 star[(a, m)] = r
     out = []
     for c in wanted:

@@ -15,13 +15,14 @@ from bench.stats.schema import Speedup
 
 
 def speedups(
-    data: dict[str, ArmData], alpha: float, notes: list[str], margin: float
-) -> list[Speedup]:
-    """Each speculative arm over each no-speculation arm that ran at its concurrency."""
+    data: dict[str, ArmData], alpha: float, margin: float
+) -> tuple[list[Speedup], list[str]]:
+    """Each speculative arm over each no-speculation arm that ran at its concurrency, and
+    the notes on arms without one."""
     plain = [a for a, ad in data.items() if not ad.speculative and ad.n_boots]
     if not plain:
-        return []
-    out = []
+        return [], []
+    out, notes = [], []
     for a, ad in data.items():
         if not ad.speculative or not ad.n_boots:
             continue
@@ -46,7 +47,7 @@ def speedups(
                     df=f.df[0],
                 )
             )
-    return out
+    return out, notes
 
 
 def speed_notes(data: dict[str, ArmData], s: Settings) -> list[str]:

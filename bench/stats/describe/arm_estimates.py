@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from bench.records import METRICS, SPEED_METRIC, too_few_boots
+from bench.records import ACCEPTANCE_METRICS, ALL_METRICS, METRIC, too_few_boots
 from bench.stats.describe.drafting import draft_lengths, drafted_shares, mean_draft_length
 from bench.stats.describe.peer_lengths import peer_lengths
 from bench.stats.describe.positions import conditional_band, cumulative_band, drafted_band
@@ -21,19 +21,12 @@ from bench.stats.schema import (
     PositionEstimate,
 )
 
-# Reported value = ratio + OFFSET (mean accepted length counts the target's own token).
-OFFSET = {"acceptance_pos0": 0.0, "mean_accepted_length": 1.0}
-
-
-def metric_range(metric: str, positions: int) -> tuple[float, float]:
-    """Values a metric can take: pos0 in [0, 1], mean length in [1, 1 + K]."""
-    return (0.0, 1.0) if metric == "acceptance_pos0" else (1.0, 1.0 + positions)
-
 
 def metric_estimate(e: Est, metric: str, alpha: float, positions: int) -> MetricEstimate:
-    """The interval is clipped to the metric's range: at B = 2 a t interval can leave it."""
-    off = OFFSET[metric]
-    low, top = metric_range(metric, positions)
+    """The reported value is the ratio plus the metric's offset; the interval is clipped to
+    the metric's range: at B = 2 a t interval can leave it."""
+    off = METRIC[metric].offset
+    low, top = METRIC[metric].value_range(positions)
     lo, hi = (
         float(np.clip(float(x) + off, low, top)) for x in interval(e.ratio, e.se, e.df, alpha)
     )
@@ -78,24 +71,27 @@ def _positions(ad: ArmData, alpha: float) -> list[PositionEstimate]:
 
 def boot_metrics(ad: ArmData) -> list[BootMetrics]:
     """Each ok boot's own values (`arms[].per_boot`), in boot order."""
-    d = ad.drafts.sum(axis=1)
     nan = np.full(ad.n_boots, np.nan)
-    pos0 = ad.per_pos[:, :, 0].sum(axis=1) / d if ad.speculative else nan
-    length = 1.0 + ad.accepted.sum(axis=1) / d if ad.speculative else nan
+    values = {m: ad.speed() for m in ALL_METRICS if not METRIC[m].acceptance}
+    for m in ACCEPTANCE_METRICS:
+        if not ad.speculative:
+            values[m] = nan
+            continue
+        num, den = ad.totals(m)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values[m] = num / den + METRIC[m].offset
     comp = ad.completion.sum(axis=1) if ad.completion is not None else nan
     lat = ad.latency.sum(axis=1) if ad.latency is not None else nan
-    speed = ad.speed()
+    d = ad.drafts.sum(axis=1)
     return [
         BootMetrics(
             boot_id=bid,
             boot=ad.boot_index[i] if ad.boot_index else i,
             order=ad.order[i] if ad.order else -1,
             drafts=float(d[i]),
-            acceptance_pos0=pos0[i],
-            mean_accepted_length=length[i],
-            output_tokens_per_s=speed[i],
             completion_tokens=comp[i],
             latency_s=lat[i],
+            **{m: v[i] for m, v in values.items()},
         )
         for i, bid in enumerate(ad.boot_ids)
     ]
@@ -104,13 +100,14 @@ def boot_metrics(ad: ArmData) -> list[BootMetrics]:
 def arm_metrics(ad: ArmData, alpha: float, prior: Prior) -> dict[str, MetricEstimate]:
     """Every metric of one arm; the acceptance ones are null for a no-speculation arm."""
     metrics = {}
-    for m in METRICS:
-        if not ad.speculative:
+    for m in ALL_METRICS:  # registry order: the order of `arms[].metrics` in the JSON
+        if not METRIC[m].acceptance:
+            metrics[m] = speed_estimate(ad, alpha)
+        elif not ad.speculative:
             metrics[m] = null_estimate()
-            continue
-        e = estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m))
-        metrics[m] = metric_estimate(e, m, alpha, ad.positions)
-    metrics[SPEED_METRIC] = speed_estimate(ad, alpha)
+        else:
+            e = estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m))
+            metrics[m] = metric_estimate(e, m, alpha, ad.positions)
     return metrics
 
 

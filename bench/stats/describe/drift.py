@@ -18,23 +18,26 @@ import math
 import numpy as np
 import pandas as pd
 
-from bench.records import SPEED_METRIC, list_matrix
+from bench.records import ALL_METRICS, METRIC, REGISTRY, list_matrix
 from bench.stats.methods import VERDICTS, interval, verdict_codes
 from bench.stats.schema import DriftEstimate
 
-_ACCEPTANCE = ("acceptance_pos0", "mean_accepted_length")
-
 
 def _pass_values(rows: pd.DataFrame) -> dict[str, float]:
-    d = float(rows["num_drafts"].sum())
+    """Every metric on one pass of one boot: its probe rows are the cells."""
+    drafts = rows["num_drafts"].to_numpy(dtype=np.float64)
+    accepted = rows["num_accepted_tokens"].to_numpy(dtype=np.float64)
+    pos0 = list_matrix(rows["accepted_per_pos"], 1)[:, 0].astype(np.float64)
     out: dict[str, float] = {}
-    if d > 0:
-        a0 = float(list_matrix(rows["accepted_per_pos"], 1)[:, 0].sum())
-        out["acceptance_pos0"] = a0 / d
-        out["mean_accepted_length"] = 1.0 + float(rows["num_accepted_tokens"].sum()) / d
-    lat = float(rows["latency_s"].sum())
-    if lat > 0:
-        out[SPEED_METRIC] = math.log(float(rows["completion_tokens"].sum()) / lat)
+    for m in REGISTRY:
+        if m.counts is None:  # speed: log of Σ tokens / Σ seconds
+            lat = float(rows["latency_s"].sum())
+            if lat > 0:
+                out[m.name] = math.log(float(rows["completion_tokens"].sum()) / lat)
+            continue
+        num, den = m.counts(drafts, accepted, pos0)
+        if float(drafts.sum()) > 0 and float(den.sum()) > 0:
+            out[m.name] = float(num.sum()) / float(den.sum()) + m.offset
     return out
 
 
@@ -56,7 +59,7 @@ def _boot_changes(
                 per_pass.setdefault(metric, {}).setdefault(k, []).append(v)
     means = {
         m: [
-            float(np.exp(np.mean(v)) if m == SPEED_METRIC else np.mean(v))
+            float(np.exp(np.mean(v)) if METRIC[m].relative else np.mean(v))
             for _, v in sorted(d.items())
         ]
         for m, d in per_pass.items()
@@ -82,7 +85,7 @@ def drift(
         if pr.empty or pr["pass_index"].nunique() < 2:
             continue
         changes, means, first, last = _boot_changes(pr)
-        for metric in (*_ACCEPTANCE, SPEED_METRIC):
+        for metric in ALL_METRICS:
             if metric in changes:
                 e = _estimate(arm, metric, changes[metric], first, last, margins, alpha)
                 out.append(e.model_copy(update={"by_pass": means.get(metric, [])}))
@@ -105,7 +108,7 @@ def _estimate(
     df = b - 1 if b > 1 else math.nan
     lo, hi = (float(v) for v in interval(mean, se, df, alpha))
     lo2, hi2 = (float(v) for v in interval(mean, se, df, 2 * alpha))  # TOST
-    relative = metric == SPEED_METRIC
+    relative = METRIC[metric].relative
     m = margins[metric]
     up, down = (math.log1p(m), -math.log1p(-m)) if relative else (m, m)
     code = int(verdict_codes(mean, lo, hi, lo2, hi2, up, margin_down=down))

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.records import METRICS
+from bench.records import ACCEPTANCE_METRICS, METRIC
 from bench.stats.inputs import ArmData
 from bench.stats.methods import arm_stats, boots_needed
 from bench.stats.schema import (
@@ -199,12 +199,12 @@ def plan_boots_and_prompts(
 def components(data: dict[str, ArmData], arms: list[str]) -> VarianceComponents:
     per_arm: dict[str, dict[str, ArmComponents]] = {}
     pooled = {}
-    for m in METRICS:
+    for m in ACCEPTANCE_METRICS:
         comps, boots = [], []
         for a in arms:
             if data[a].n_boots == 0 or not data[a].speculative:
                 continue
-            comp = arm_components(*data[a].cells(m), binomial=m == "acceptance_pos0")
+            comp = arm_components(*data[a].cells(m), binomial=METRIC[m].binomial)
             per_arm.setdefault(a, {})[m] = comp
             comps.append(comp)
             boots.append(data[a].n_boots)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from bench.errors import SpecabError
-from bench.records import SPEED_METRIC, Reference, ReferenceArm
+from bench.records import REGISTRY, Reference, ReferenceArm
 from bench.stats.gate.noninferiority import gate_check
 from bench.stats.schema import GateCheck, GateResult
 
@@ -16,7 +16,6 @@ CAVEAT = (
     "does. To compare free of it, re-run a few reference boots in the same run: an A/B with "
     "the reference configuration as the baseline (`specab run-ab`)."
 )
-_ACCEPTANCE = ("acceptance_pos0", "mean_accepted_length")
 
 
 def arm_pairs(
@@ -65,10 +64,10 @@ def pair_checks(
     margins: Mapping[str, float],
     alpha: float,
 ) -> list[GateCheck]:
-    """One check per metric both arms have with >= 2 boots: acceptance when both speculate,
-    speed (as a ratio) always."""
-    metrics = [(m, False) for m in _ACCEPTANCE if new.speculative and ref.speculative]
-    metrics.append((SPEED_METRIC, True))
+    """One check per gated metric both arms have with >= 2 boots: acceptance when both
+    speculate, speed (as a ratio) always."""
+    both = new.speculative and ref.speculative
+    metrics = [(m.name, m.relative) for m in REGISTRY if m.gated and (both or not m.acceptance)]
     out = []
     for metric, relative in metrics:
         a = [v for b in new.boots if (v := getattr(b, metric)) is not None]

@@ -13,7 +13,6 @@ from bench.stats.inputs.settings import (
     AnalysisOptions,
     Prior,
     Settings,
-    arm_names,
     check_margin,
     effect_scale,
     margin_for,
@@ -22,6 +21,6 @@ from bench.stats.inputs.settings import (
 
 __all__ = [
     "PROBE_COLUMNS", "AnalysisOptions", "ArmData", "Dataset", "Prior",
-    "Settings", "arm_data", "arm_names", "boot_values", "check_margin", "check_prior_design",
+    "Settings", "arm_data", "boot_values", "check_margin", "check_prior_design",
     "corun_groups", "effect_scale", "failed_counts", "margin_for", "resolve_settings",
 ]  # fmt: skip

@@ -16,7 +16,7 @@ import pandas as pd
 from numpy.typing import NDArray
 
 from bench.errors import SpecabError
-from bench.records import SPEED_METRIC, list_lengths, list_matrix
+from bench.records import METRIC, list_lengths, list_matrix
 from bench.stats.inputs.co_runs import corun_groups
 from bench.stats.inputs.probe_attributes import (
     add_cells,
@@ -93,11 +93,12 @@ class ArmData:
         return int(self.per_pos.shape[2])
 
     def cells(self, metric: str) -> tuple[F, F]:
-        """(numerator, denominator) cells of a metric: pos0, mean length (minus 1), or pos<k>."""
-        if metric == "acceptance_pos0":
-            return self.per_pos[:, :, 0], self.drafts
-        if metric == "mean_accepted_length":
-            return self.accepted, self.drafts
+        """(numerator, denominator) cells of a count metric of the registry (its value less
+        its offset), or of pos<k>: accepted at draft position k per draft."""
+        m = METRIC.get(metric)
+        if m is not None and m.counts is not None:
+            pos0 = self.per_pos[:, :, 0] if self.positions else np.zeros_like(self.drafts)
+            return m.counts(self.drafts, self.accepted, pos0)
         if metric.startswith("pos"):
             return self.per_pos[:, :, int(metric[3:])], self.drafts
         raise ValueError(metric)
@@ -317,7 +318,8 @@ def failed_counts(boots: pd.DataFrame, arms: list[str]) -> dict[str, int]:
 
 def boot_values(ad: ArmData, metric: str) -> F:
     """Per boot, the value a comparison of `metric` is made on (see the module docstring)."""
-    if metric == SPEED_METRIC:
+    m = METRIC.get(metric)
+    if m is not None and m.counts is None:  # speed: compared as a ratio, on log boot values
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.asarray(np.log(ad.speed()), dtype=np.float64)
     num, den = ad.totals(metric)

@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
-import pandas as pd
-
 from bench.errors import SpecabError
-from bench.records import ALL_METRICS, DEFAULT_MARGINS, METRICS, SPEED_METRIC, Manifest
+from bench.records import (
+    ACCEPTANCE_METRICS,
+    ALL_METRICS,
+    DEFAULT_MARGINS,
+    METRIC,
+    PRIMARY_DEFAULT,
+    Manifest,
+)
 from bench.stats.methods import Margin
 
-
-def arm_names(manifest: Manifest, boots: pd.DataFrame) -> list[str]:
-    """Arms in manifest order, then any other arm found in the boots table."""
-    listed = manifest.arm_names()
-    seen = list(dict.fromkeys(boots["arm"].astype(str))) if len(boots) else []
-    return listed + [a for a in seen if a not in listed]
+DEFAULT_ALPHA = 0.05  # the level when neither the caller nor the experiment sets one
 
 
 @dataclass(frozen=True)
@@ -42,8 +42,9 @@ class Prior:
 
     @classmethod
     def from_values(cls, sd: float | Mapping[str, float] | None, df: float | None) -> Prior:
-        """A single SD is pos0's; a mapping may give both metrics. The df is required: an SD
-        from a few boots is itself uncertain, and df = inf would claim it is exact."""
+        """A single SD is pos0's; a mapping may give any acceptance metric's. The df is
+        required: an SD from a few boots is itself uncertain, and df = inf would claim it is
+        exact."""
         if sd is None:
             if df is not None:
                 raise SpecabError(
@@ -52,9 +53,9 @@ class Prior:
                     fix="give the SD too (prior between-boot SD), or use a prior from an A/A run",
                 )
             return cls()
-        items = {"acceptance_pos0": sd} if isinstance(sd, int | float) else dict(sd)
+        items = {ACCEPTANCE_METRICS[0]: sd} if isinstance(sd, int | float) else dict(sd)
         for k, v in items.items():
-            if k not in METRICS or not float(v) >= 0:
+            if k not in ACCEPTANCE_METRICS or not float(v) >= 0:
                 raise SpecabError(
                     f"prior between-boot SD {k}={v!r} is invalid",
                     field="prior.between_boot_sd",
@@ -80,7 +81,7 @@ class Settings:
     alpha: float
     margins: dict[str, float]  # every metric of ALL_METRICS
     looks: tuple[int, ...] | None
-    primary: tuple[str, ...] = METRICS  # metrics of the primary Holm family, ALL_METRICS order
+    primary: tuple[str, ...] = PRIMARY_DEFAULT  # the primary Holm family, registry order
 
 
 def _where(option: str, given: bool, manifest_field: str) -> str:
@@ -90,7 +91,7 @@ def _where(option: str, given: bool, manifest_field: str) -> str:
 def check_margin(metric: str, margin: float, *, file: str | None, field: str) -> None:
     """A margin is how much worse still counts as not worse: > 0, and a relative (speed)
     margin < 1; a SpecabError naming `field` otherwise."""
-    relative = metric == SPEED_METRIC
+    relative = METRIC[metric].relative
     if not 0 < margin < (1 if relative else math.inf):
         raise SpecabError(
             f"margin {margin!r} must be > 0" + (" and < 1 (relative)" * relative),
@@ -109,9 +110,7 @@ class AnalysisOptions:
 
     baseline: str | None = None
     alpha: float | None = None
-    margin_pos0: float | None = None
-    margin_length: float | None = None
-    margin_speed: float | None = None
+    margins: Mapping[str, float] = field(default_factory=dict)  # metric -> margin given
     looks: Sequence[int] | None = None
     prior: Prior | None = None
     by: Literal["category", "probe_set"] | None = None
@@ -137,7 +136,7 @@ def resolve_settings(
             field=_where("baseline", bool(baseline), "experiment.baseline"),
             fix=f"use one of: {arms}",
         )
-    a = next((x for x in (alpha, manifest.alpha, exp.alpha) if x is not None), 0.05)
+    a = next((x for x in (alpha, manifest.alpha, exp.alpha) if x is not None), DEFAULT_ALPHA)
     if not isinstance(a, int | float) or not 0 < float(a) < 0.5:
         raise SpecabError(
             f"alpha {a!r} is out of range",
@@ -147,11 +146,8 @@ def resolve_settings(
         )
     margins = dict(DEFAULT_MARGINS)
     margins.update(manifest.margins or exp.margins or {})
-    for metric, value in (
-        ("acceptance_pos0", options.margin_pos0),
-        ("mean_accepted_length", options.margin_length),
-        (SPEED_METRIC, options.margin_speed),
-    ):
+    for metric in ALL_METRICS:
+        value = options.margins.get(metric)
         if value is not None:
             margins[metric] = value
         check_margin(
@@ -181,25 +177,25 @@ def resolve_settings(
 def _primary(listed: Any, file: str | None) -> tuple[str, ...]:
     """The primary family's metrics as the experiment declared them (default: acceptance)."""
     if listed is None:
-        return METRICS
+        return PRIMARY_DEFAULT
     names = [listed] if isinstance(listed, str) else list(listed)
     if not names or any(n not in ALL_METRICS for n in names):
         raise SpecabError(
             f"primary_metrics {names!r} must list some of {list(ALL_METRICS)}",
             file=file,
             field="experiment.primary_metrics",
-            fix='e.g. ["acceptance_pos0", "mean_accepted_length", "output_tokens_per_s"]',
+            fix=f"e.g. {list(ALL_METRICS[:3])}",
         )
     return tuple(m for m in ALL_METRICS if m in names)
 
 
 def margin_for(metric: str, margin: float) -> Margin:
     """The margin on the scale the comparison is computed on."""
-    if metric == SPEED_METRIC:
+    if METRIC[metric].relative:
         return (-math.log1p(-margin), math.log1p(margin))
     return margin
 
 
 def effect_scale(metric: str, x: float) -> float:
     """A reported effect (relative for speed) on the computation's scale (log for speed)."""
-    return math.log1p(x) if metric == SPEED_METRIC else x
+    return math.log1p(x) if METRIC[metric].relative else x

@@ -16,7 +16,6 @@ in one call. They know nothing of arms, metrics or frames.
 from bench.stats.methods.boundaries import (
     STATUSES,
     design_stops,
-    look_decision,
     look_index,
     look_status,
     obf_boundaries,
@@ -40,13 +39,21 @@ from bench.stats.methods.resample import (
     pigeonhole_ratios,
     pigeonhole_weights,
 )
-from bench.stats.methods.verdicts import CLAIMS, EQUIVALENT, INCONCLUSIVE, VERDICTS, verdict_codes
+from bench.stats.methods.verdicts import (
+    CLAIMED,
+    CLAIMS,
+    EQUIVALENT,
+    INCONCLUSIVE,
+    VERDICTS,
+    verdict_codes,
+)
 
 __all__ = [
-    "CLAIMS", "DETERMINISTIC_RTOL", "EQUIVALENT", "INCONCLUSIVE", "STATUSES", "VERDICTS", "Est",
-    "F", "Family", "Margin", "arm_stats", "boots_needed", "cluster_bootstrap", "design_stops",
-    "detectable", "effective_boots", "estimate", "family", "holm", "interval", "log_estimate",
-    "look_decision", "look_index", "look_status", "mde", "obf_boundaries", "obf_spent",
-    "permutation_test", "pigeonhole_interval", "pigeonhole_ratios", "pigeonhole_weights",
-    "pseudo_values", "simultaneous_critical", "t_quantile", "verdict_codes", "welch",
+    "CLAIMED", "CLAIMS", "DETERMINISTIC_RTOL", "EQUIVALENT", "INCONCLUSIVE", "STATUSES",
+    "VERDICTS", "Est", "F", "Family", "Margin", "arm_stats", "boots_needed",
+    "cluster_bootstrap", "design_stops", "detectable", "effective_boots", "estimate", "family",
+    "holm", "interval", "log_estimate", "look_index", "look_status", "mde", "obf_boundaries",
+    "obf_spent", "permutation_test", "pigeonhole_interval", "pigeonhole_ratios",
+    "pigeonhole_weights", "pseudo_values", "simultaneous_critical", "t_quantile",
+    "verdict_codes", "welch",
 ]  # fmt: skip

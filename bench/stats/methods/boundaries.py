@@ -13,7 +13,6 @@ is not offered.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -21,7 +20,7 @@ from numpy.typing import NDArray
 from scipy import optimize
 from scipy import stats as st
 
-from bench.stats.methods.family import Est, Family, family
+from bench.stats.methods.family import Family
 from bench.stats.methods.verdicts import CLAIMS, EQUIVALENT
 
 GRID = 401  # Simpson nodes; boundaries agree with 2001 nodes to 1e-8
@@ -92,23 +91,6 @@ def look_status(fam: Family) -> NDArray[np.int64]:
     claim = np.isin(fam.code, CLAIMS)
     out: NDArray[np.int64] = np.where(claim, 0, np.where(fam.code == EQUIVALENT, 1, 2))
     return out
-
-
-def look_decision(
-    estimates: Sequence[Mapping[str, Est]],
-    metrics: Sequence[str],
-    margins: Mapping[str, float],
-    level: float,
-    last: bool,
-) -> tuple[Family, NDArray[np.int64], NDArray[np.bool_]]:
-    """The family at one look (estimates[0] is the baseline arm, each on the look's boots),
-    per-comparison statuses, and whether the design stops (every comparison decided, or the
-    last look). Batch axes of the estimates carry through (calibration runs many at once)."""
-    base = estimates[0]
-    pairs = [(base[m], arm[m], margins[m]) for arm in estimates[1:] for m in metrics]
-    fam = family(pairs, level)
-    status = look_status(fam)
-    return fam, status, design_stops(status, last)
 
 
 def design_stops(status: NDArray[np.int64], last: bool) -> NDArray[np.bool_]:

@@ -3,25 +3,19 @@ interval and the margin, as codes into `VERDICTS`; vectorized."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 import numpy as np
 from numpy.typing import NDArray
 
 from bench.stats.methods.ratio_estimates import X
+from bench.stats.schema import Verdict
 
-VERDICTS = (
-    "improved",
-    "regressed",
-    "small_improvement",
-    "small_regression",
-    "equivalent",
-    "inconclusive",
-)
-
-
+# The names, in code order, are the contract's (`Comparison.verdict`), defined there once.
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 IMPROVED, REGRESSED, SMALL_IMP, SMALL_REG, EQUIVALENT, INCONCLUSIVE = range(6)
-
-
 CLAIMS = (IMPROVED, REGRESSED, SMALL_IMP, SMALL_REG)
+CLAIMED = frozenset(VERDICTS[c] for c in CLAIMS)  # the verdicts that claim a difference
 
 
 def verdict_codes(

@@ -36,6 +36,7 @@ from bench.stats.schema.comparison import (
     GroupArm,
     PositionComparison,
     Speedup,
+    Verdict,
 )
 from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
 from bench.stats.schema.gate_check import GateCheck, GateResult, GateVerdict
@@ -55,5 +56,5 @@ __all__ = [
     "Group", "GroupArm", "HostSummary", "MetricEstimate", "PeerLengths", "Plan",
     "PooledComponents", "PositionComparison", "PositionEstimate", "PriorInfo", "Selection",
     "SelectionConfig", "SelectionGroup", "SelftestResult", "SequentialRow", "SharedMachine",
-    "Speedup", "SplitCheck", "TruthCheck", "VarianceComponents",
+    "Speedup", "SplitCheck", "TruthCheck", "VarianceComponents", "Verdict",
 ]  # fmt: skip

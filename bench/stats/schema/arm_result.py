@@ -61,6 +61,9 @@ class BootMetrics(Frozen):
     output_tokens_per_s: Num = Field(None, description="Sum completion tokens / sum latency.")
     completion_tokens: Num = Field(None, description="Completion tokens, compared probes.")
     latency_s: Num = Field(None, description="Sum of request latencies (s), compared probes.")
+    request_mean_accepted_length: Num = Field(
+        None, description="This boot's mean over its requests of 1 + accepted / drafts."
+    )
 
 
 class AcceptedShare(Frozen):

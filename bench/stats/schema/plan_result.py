@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import Field
 
+from bench.records import PRIMARY_DEFAULT
 from bench.stats.schema.strict_json import Frozen, Int, Num
 from bench.stats.schema.variance_components import PooledComponents
 
@@ -27,7 +28,7 @@ class Plan(Frozen):
     between_boot_sd_at_optimum: Num = Field(None, description="The SD scaled to P* prompts.")
     seconds_per_arm_now: Num = Field(None, description="Machine time per arm now.")
     seconds_per_arm_at_optimum: Num = Field(None, description="Machine time per arm at P*.")
-    metric: str = Field("acceptance_pos0", description="The metric planned for.")
+    metric: str = Field(PRIMARY_DEFAULT[0], description="The metric planned for.")
     boots_measured: dict[str, int] = Field(
         default_factory=dict, description="Ok boots per speculative arm it was measured on."
     )

