@@ -71,7 +71,8 @@ def gate(
     as_json: Json = False,
 ) -> int:
     """Is the new run not worse than the trusted reference by the margins? Non-inferiority
-    on boot values (Welch on the two boot samples). Exit 0 pass, 1 fail."""
+    on boot values (Welch on the two boot samples), on pos0, mean length and tokens/s, and on
+    any other metric given a --margin. Exit 0 pass, 1 fail."""
     from bench.stats.gate import gate as gate_run
     from bench.stats.gate import reference_arms
     from bench.store import load_reference
@@ -84,7 +85,13 @@ def gate(
     new_arms = reference_arms(result, ok)
     margins = {**result.margins, **given}
     answer = gate_run(
-        new_arms, ref, margins=margins, alpha=alpha, requested=arm, source=str(results_dir)
+        new_arms,
+        ref,
+        margins=margins,
+        alpha=alpha,
+        requested=arm,
+        source=str(results_dir),
+        also=given,
     )
     if as_json:
         typer.echo(json.dumps(answer.model_dump(), indent=2, allow_nan=False))

@@ -82,7 +82,11 @@ class Metric(BaseModel):
     )
     plannable: bool = Field(True, description="`specab plan` sizes a run for it.")
     paired: bool = Field(False, description="Compared within co-run groups (duets) if any.")
-    gated: bool = Field(True, description="`specab gate` checks it against a reference.")
+    gated: bool = Field(
+        True,
+        description="`specab gate` checks it by default (any other metric: when its margin is "
+        "given with --margin).",
+    )
     selectable: bool = Field(True, description="A sweep's objective can be it.")
 
     @property
@@ -157,6 +161,7 @@ REGISTRY: tuple[Metric, ...] = (
         offset=1.0,
         counts=_per_request,
         upper="positions",
+        gated=False,  # a gate that passed before this metric existed passes alike
     ),
 )
 METRIC: Mapping[str, Metric] = MappingProxyType({m.name: m for m in REGISTRY})

@@ -42,7 +42,7 @@ from bench.stats.describe import (
     shared_machine,
     sharing_note,
 )
-from bench.stats.inputs import AnalysisOptions, Dataset, Prior, Settings, failed_counts
+from bench.stats.inputs import AnalysisOptions, Dataset, Prior, VerdictSettings, failed_counts
 from bench.stats.methods import CLAIMED
 from bench.stats.schema import (
     Analysis,
@@ -99,7 +99,7 @@ def per_boot(results: Results) -> dict[str, list[BootMetrics]]:
 def analyze_data(
     ds: Dataset,
     arms: list[str],
-    s: Settings,
+    s: VerdictSettings,
     options: AnalysisOptions,
     *,
     failed: Mapping[str, int],

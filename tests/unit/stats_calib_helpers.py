@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.records import DEFAULT_MARGINS, METRIC, PRIMARY_DEFAULT
-from bench.simulate import HeldFixed, PromptSet, SimParams, simulate_boot_totals
+from bench.records import ACCEPTANCE_METRICS, DEFAULT_MARGINS, METRIC, PRIMARY_DEFAULT
+from bench.simulate import HeldFixed, PromptSet, SimParams, simulate_boot_totals, simulate_counts
 from bench.stats.compare import primary
-from bench.stats.inputs import ArmData, Prior, Settings
+from bench.stats.inputs import ArmData, Prior, VerdictSettings
 from bench.stats.methods import Est, Family, estimate, family
 
 F = NDArray[np.float64]
@@ -33,6 +33,45 @@ def metric_totals(drafts: NDArray[np.int64], acc: NDArray[np.int64]) -> Totals:
         assert counts is not None
         out[k] = counts(d, total, pos0)
     return out
+
+
+def cell_totals(drafts: NDArray[np.int64], acc: NDArray[np.int64]) -> Totals:
+    """Boot totals (R, arms, B) of every count metric from per-request cells (R, arms, B,
+    P[, K]): each metric's own counts per cell, summed over the boot's requests (a metric
+    that is not a ratio of total counts, the per-request mean, needs the cells)."""
+    d = drafts.astype(np.float64)
+    total, pos0 = acc.sum(axis=-1).astype(np.float64), acc[..., 0].astype(np.float64)
+    out = {}
+    for k in ACCEPTANCE_METRICS:
+        counts = METRIC[k].counts
+        assert counts is not None
+        num, den = counts(d, total, pos0)
+        out[k] = (num.sum(axis=-1), den.sum(axis=-1))
+    return out
+
+
+def simulate_cells(
+    rng: np.random.Generator,
+    deltas: list[float],
+    boots: int,
+    replicates: int,
+    *,
+    prompts: int = 100,
+    params: SimParams = SimParams(),
+    prompt_set: PromptSet | None = None,
+) -> Totals:
+    """`simulate` through per-request cells, for every count metric."""
+    parts = []
+    for start in range(0, replicates, 100):
+        n = min(100, replicates - start)
+        drafts, acc, _ = simulate_counts(
+            rng, deltas, boots, prompts, params, n, HeldFixed(prompt_set)
+        )
+        parts.append(cell_totals(drafts, acc))
+    return {
+        k: (np.concatenate([p[k][0] for p in parts]), np.concatenate([p[k][1] for p in parts]))
+        for k in parts[0]
+    }
 
 
 def simulate(
@@ -96,7 +135,7 @@ def sequential_run(
     for r in range(n_rep):
         data = boot_arms(m, r)
         arms = list(data)
-        s = Settings(arms[0], alpha, {**DEFAULT_MARGINS, **margins}, looks, METRICS)
+        s = VerdictSettings(arms[0], alpha, {**DEFAULT_MARGINS, **margins}, looks, METRICS)
         for n in looks:
             _, decision = primary({a: ad.head(n) for a, ad in data.items()}, arms, s, Prior())
             assert decision is not None and decision.look is not None

@@ -158,6 +158,7 @@ def test_manifest(tmp_path: Path) -> None:
         "acceptance_pos0": 0.005,
         "mean_accepted_length": 0.02,
         "output_tokens_per_s": 0.02,
+        "request_mean_accepted_length": 0.02,
     }
     json.dumps(m.to_json())  # JSON-able as is
 

@@ -7,9 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from bench.records import DEFAULT_MARGINS
 from bench.stats.describe import drift
 
-MARGINS = {"acceptance_pos0": 0.005, "mean_accepted_length": 0.02, "output_tokens_per_s": 0.02}
+MARGINS = dict(DEFAULT_MARGINS)
 CLAIMS = {"improved", "regressed", "small_improvement", "small_regression"}
 
 

@@ -82,6 +82,11 @@ def test_reference_save_and_gate_end_to_end(
     body = json.loads(capsys.readouterr().out)
     verdicts = {c["metric"]: c["verdict"] for c in body["checks"]}
     assert body["passed"] is False and verdicts["mean_accepted_length"] == "regressed"
+    assert "request_mean_accepted_length" not in verdicts  # checked only when asked for
+    per_request = ["--margin", "request_mean_accepted_length=0.2", "--json"]
+    assert run(["gate", "worse", "--reference", "main", *margins, *per_request]) == 1
+    asked = {c["metric"]: c["verdict"] for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert asked["request_mean_accepted_length"] == "regressed"
     assert run(["gate", "same", "--reference", "nope"]) == 2
     assert "reference not found" in capsys.readouterr().err
 

@@ -14,6 +14,7 @@ import pytest
 
 from bench.cli import run
 from bench.errors import SpecabError
+from bench.records import short_name
 from bench.report import render_report
 from bench.simulate import simulate_results
 from bench.stats import AnalysisOptions
@@ -64,7 +65,9 @@ def test_report_states_verdicts_why_provenance_failures_and_identity(rendered: P
     analysis = json.loads((rendered / "analysis.json").read_text())
     for c in analysis["comparisons"]:
         row = next(
-            line for line in md.splitlines() if line.startswith(f"| {c['arm']} | {c['metric']} |")
+            line
+            for line in md.splitlines()
+            if line.startswith(f"| {c['arm']} | {short_name(c['metric'])} |")
         )
         assert f"| {c['verdict']} |" in row
         assert " ".join(c["why"].split()) in row  # the analysis' own sentence
@@ -153,7 +156,7 @@ def test_a_results_dir_without_boots_yet_still_renders(tmp_path: Path) -> None:
     ResultsWriter.create(root, simulated_manifest({"a": 0.0, "b": 0.0}))
     page = render_report(root, options=AnalysisOptions(n_resamples=0))
     md = page.with_name("report.md").read_text()
-    assert "| b | acceptance_pos0 | primary | — [—, —] |" in md and "| inconclusive |" in md
+    assert "| b | pos0 | primary | — [—, —] |" in md and "| inconclusive |" in md
     assert "0 failed boot attempt(s)" in md
 
 
@@ -164,7 +167,9 @@ def test_each_verdict_shows_the_interval_it_rests_on_beside_the_raw_one(rendered
     assert "difference [raw 95% CI]" in header and "verdict interval" in header
     for c in analysis["comparisons"]:
         row = next(
-            line for line in md.splitlines() if line.startswith(f"| {c['arm']} | {c['metric']} |")
+            line
+            for line in md.splitlines()
+            if line.startswith(f"| {c['arm']} | {short_name(c['metric'])} |")
         )
         lo, hi = c["verdict_ci"]
         f = "{:+.4f}".format if c["scale"] == "absolute" else lambda x: f"{100 * x:+.1f} %"

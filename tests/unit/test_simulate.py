@@ -33,6 +33,7 @@ def test_results_directory_round_trips_through_the_store(tmp_path: Path) -> None
         "acceptance_pos0": 0.005,
         "mean_accepted_length": 0.02,
         "output_tokens_per_s": 0.02,
+        "request_mean_accepted_length": 0.02,
     }
     assert r.manifest.experiment_section().alpha == 0.05
     assert len(r.boots) == 7 and (r.boots["status"] == "failed").sum() == 1

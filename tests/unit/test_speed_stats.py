@@ -131,6 +131,7 @@ def test_no_speculation_arm_has_speed_only(nospec: Path) -> None:
         ("fix", "mean_accepted_length"),
         ("plain", SPEED_METRIC),
         ("fix", SPEED_METRIC),
+        ("fix", "request_mean_accepted_length"),  # secondary, after speed: registry order
     ]
     assert "plain" not in out["variance_components"]["per_arm"]
     assert any("plain runs without speculative decoding" in n for n in out["notes"])
@@ -183,8 +184,8 @@ def test_speed_can_be_declared_primary(tmp_path: Path, capsys: pytest.CaptureFix
     )
     out = _analyze(root)
     assert out["primary_metrics"] == ["acceptance_pos0", "mean_accepted_length", SPEED_METRIC]
-    assert [c["family"] for c in out["comparisons"]] == ["primary"] * 3
-    p = np.array([c["p_value"] for c in out["comparisons"]])
+    assert [c["family"] for c in out["comparisons"]] == ["primary"] * 3 + ["secondary"]
+    p = np.array([c["p_value"] for c in out["comparisons"][:3]])
     order = np.argsort(p)
     holm = np.maximum.accumulate(np.minimum(1, (3 - np.arange(3)) * p[order]))
     assert [out["comparisons"][i]["p_adjusted"] for i in order] == pytest.approx(holm)
@@ -212,6 +213,7 @@ def test_sequential_looks_decide_on_the_declared_primary_family(tmp_path: Path) 
         (SPEED_METRIC, "primary"),
         ("acceptance_pos0", "secondary"),
         ("mean_accepted_length", "secondary"),
+        ("request_mean_accepted_length", "secondary"),
     ]
 
 
@@ -359,7 +361,8 @@ def test_a_speed_claim_names_an_unshuffled_block_order() -> None:
         Results(probes=probes, boots=boots, manifest=manifest),
         options=AnalysisOptions(n_resamples=0),
     )
-    assert out.comparisons[-1].verdict == "regressed"
+    speed = next(c for c in out.comparisons if c.metric == SPEED_METRIC)
+    assert speed.verdict == "regressed"
     assert any("b ran after a in every block (3 of 3)" in n for n in out.notes)
     # block 1 with b first: the order is mixed, the note goes
     first = boots["boot"] == 1

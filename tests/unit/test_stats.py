@@ -79,7 +79,9 @@ def test_json_follows_design_contract(three_arms: Path) -> None:
     assert [a["arm"] for a in out["arms"]] == ["base", "fix", "same"]
     for a in out["arms"]:
         assert set(a) >= DESIGN_ARM
-        assert set(a["metrics"]) == {"acceptance_pos0", "mean_accepted_length", SPEED_METRIC}
+        assert list(a["metrics"]) == [
+            "acceptance_pos0", "mean_accepted_length", SPEED_METRIC, "request_mean_accepted_length"
+        ]  # fmt: skip
         for m in a["metrics"].values():
             assert set(m) >= DESIGN_METRIC
             assert m["ci_low"] < m["estimate"] < m["ci_high"]
@@ -98,6 +100,8 @@ def test_json_follows_design_contract(three_arms: Path) -> None:
         ("same", "mean_accepted_length", "primary"),
         ("fix", SPEED_METRIC, "secondary"),
         ("same", SPEED_METRIC, "secondary"),
+        ("fix", "request_mean_accepted_length", "secondary"),
+        ("same", "request_mean_accepted_length", "secondary"),
     ]
     assert out["primary_metrics"] == ["acceptance_pos0", "mean_accepted_length"]
     for c in out["comparisons"]:

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from stats_calib_helpers import compare_one, mcse, primary_family, sequential_run, simulate
+from stats_calib_helpers import (
+    compare_one,
+    mcse,
+    primary_family,
+    sequential_run,
+    simulate,
+    simulate_cells,
+)
 
 from bench.simulate import HeldFixed, PromptSet, SimParams, draw_prompt_set
 from bench.stats.methods import CLAIMS, EQUIVALENT
@@ -289,3 +296,31 @@ def test_power_table_matches_the_planning_formula() -> None:
         print(f"boots per arm for {target_power:.0%} power at 0.006: {need}")
         assert need is not None and mde(sd, need, ALPHA, target_power) <= 0.006
     assert boots_needed(sd, 0.006, ALPHA, 0.95) > boots_needed(sd, 0.006, ALPHA, 0.8)  # type: ignore[operator]
+
+
+@pytest.mark.parametrize("boots", [3, 10])
+def test_the_per_request_length_holds_alpha_and_covers_its_truth(boots: int) -> None:
+    """The registry's per-request mean accepted length, simulated request by request: an
+    A/A claims a difference at most alpha (+ 2 MCSE) of the time, and an A/B's interval
+    covers the true difference (the per-request mean over 5,000 boots per arm) at 1 - alpha
+    (- 2 MCSE)."""
+    metric, reps = "request_mean_accepted_length", 1000
+    aa = simulate_cells(np.random.default_rng(300 + boots), [0.0, 0.0], boots, reps, prompts=40)
+    f = compare_one(aa, metric, 0, 1, ALPHA)
+    fpr = float(((f.v_lo > 0) | (f.v_hi < 0))[:, 0].mean())
+    print(f"A/A B={boots} {metric}: FPR {fpr:.4f}")
+    assert fpr <= ALPHA + 2 * mcse(ALPHA, reps)
+    ps = draw_prompt_set(np.random.default_rng(8), 2, 40, SimParams())
+    truth_cells = simulate_cells(
+        np.random.default_rng(9), [0.0, 0.3], 5000, 1, prompts=40, prompt_set=ps
+    )
+    n, d = truth_cells[metric]
+    truth = n[0, 1].sum() / d[0, 1].sum() - n[0, 0].sum() / d[0, 0].sum()
+    ab = simulate_cells(
+        np.random.default_rng(400 + boots), [0.0, 0.3], boots, reps, prompts=40, prompt_set=ps
+    )
+    f = compare_one(ab, metric, 0, 1, ALPHA)
+    covered = float(((f.lo[:, 0] <= truth) & (truth <= f.hi[:, 0])).mean())
+    print(f"A/B B={boots} {metric}: coverage {covered:.4f} of {truth:+.4f}")
+    assert covered >= 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    assert truth > 0.05  # the shift moved it: a coverage test of a real difference

@@ -225,3 +225,32 @@ def test_an_undecided_group_still_gets_the_best_estimate_and_its_probability() -
         in (group["reason"])
     )
     assert f"with probability {p:.2f}" in group["reason"]
+
+
+def test_a_sweep_selects_on_the_per_request_length() -> None:
+    """Any metric of the registry marked selectable is an objective: the per-request mean
+    accepted length picks the arm whose drafts are accepted most (no-speculation arms have
+    none and never compete), on its absolute scale."""
+    shifts = {"k1-c1": 0.0, "k2-c1": 1.5, "k4-c1": 0.0, "nospec-c1": 0.0}
+    nospec = ["nospec-c1"]
+    probes, boots = simulate_frames(shifts, boots=6, prompts=20, no_spec=nospec, seed=5)
+    body = _sweep_manifest(dict.fromkeys(shifts, 1.0)).to_json()
+    body["sweep"]["objective"] = "request_mean_accepted_length"
+    body["sweep"]["margin"] = 0.02
+    m = Manifest.model_validate(body)
+    out = analyze(Results(probes=probes, boots=boots, manifest=m), AnalysisOptions(n_resamples=0))
+    assert out.selection is not None
+    (group,) = out.selection.groups
+    assert group.chosen == "k2-c1" and out.selection.margin_scale == "absolute"
+    rows = {c.arm: c for c in group.configs}
+    assert rows["k2-c1"].estimate is not None and rows["k2-c1"].estimate > 1.0
+    assert rows["nospec-c1"].estimate is None
+
+
+def test_an_unknown_objective_is_refused_naming_the_metrics(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    text = (Path(__file__).parents[2] / "arms" / "demo" / "sweep-k.toml").read_text()
+    spec.write_text(text.replace('objective = "output_tokens_per_s"', 'objective = "speed"'))
+    with pytest.raises(SpecabError) as exc:
+        load_spec(spec)
+    assert "request_mean_accepted_length" in exc.value.one_line()

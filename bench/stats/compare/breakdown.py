@@ -18,7 +18,7 @@ from bench.stats.compare.families import estimates, family_rows
 from bench.stats.compare.primary import Primary
 from bench.stats.compare.resampling import Extras
 from bench.stats.describe import arm_metrics
-from bench.stats.inputs import ArmData, Dataset, Prior, Settings
+from bench.stats.inputs import ArmData, Dataset, Prior, VerdictSettings
 from bench.stats.schema import Breakdown, Group, GroupArm
 
 NONE = "(none)"
@@ -40,7 +40,7 @@ def breakdown(
     ds: Dataset,
     data: Mapping[str, ArmData],
     arms: list[str],
-    s: Settings,
+    s: VerdictSettings,
     by: str,
     power: float,
 ) -> Breakdown:

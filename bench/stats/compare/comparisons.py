@@ -16,14 +16,14 @@ from bench.stats.compare.primary import Primary
 from bench.stats.compare.resampling import Extras, Wanted, resampling_extras
 from bench.stats.compare.why import why
 from bench.stats.describe import pooled_sd
-from bench.stats.inputs import Settings, effect_scale, margin_for
+from bench.stats.inputs import VerdictSettings, effect_scale, margin_for
 from bench.stats.methods import VERDICTS, boots_needed, detectable, family
 from bench.stats.schema import Comparison
 
 
 def comparisons(
     prim: Primary,
-    s: Settings,
+    s: VerdictSettings,
     power: float,
     n_resamples: int,
     rng: np.random.Generator,
@@ -89,7 +89,9 @@ def explain(c: Comparison, prim: Primary) -> str:
     return why(c, prim.level)
 
 
-def build_comparison(prim: Primary, r: Row, s: Settings, power: float, ex: Extras) -> Comparison:
+def build_comparison(
+    prim: Primary, r: Row, s: VerdictSettings, power: float, ex: Extras
+) -> Comparison:
     """One arm against the baseline on one metric, from its row of the family."""
     f, i, metric = r.fam, r.i, r.metric
     ei, ej = prim.est[s.baseline][metric], prim.est[r.arm][metric]
@@ -168,7 +170,7 @@ def build_comparison(prim: Primary, r: Row, s: Settings, power: float, ex: Extra
     )
 
 
-def _pairing(prim: Primary, r: Row, s: Settings, out: Any) -> dict[str, Any]:
+def _pairing(prim: Primary, r: Row, s: VerdictSettings, out: Any) -> dict[str, Any]:
     """A paired metric (speed): whether it was compared within co-run groups, and the
     unpaired raw interval."""
     if not METRIC[r.metric].paired:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from bench.records import ACCEPTANCE_METRICS, ALL_METRICS, METRIC, SPEED_METRIC
 from bench.stats.describe import speed_est
-from bench.stats.inputs import ArmData, Prior, Settings, margin_for
+from bench.stats.inputs import ArmData, Prior, VerdictSettings, margin_for
 from bench.stats.methods import Est, Family, estimate, family
 
 
@@ -64,7 +64,7 @@ class Row:
 def _family_rows(
     keys: list[tuple[str, str]],
     est: Mapping[str, Mapping[str, Est]],
-    s: Settings,
+    s: VerdictSettings,
     level: float,
     primary: bool,
     adjust: Mapping[tuple[str, str], tuple[Est, Est]],
@@ -82,7 +82,7 @@ def _family_rows(
 def family_rows(
     est: Mapping[str, Mapping[str, Est]],
     others: Sequence[str],
-    s: Settings,
+    s: VerdictSettings,
     level: float,
     secondary_level: float,
     adjust: Mapping[tuple[str, str], tuple[Est, Est]] | None = None,

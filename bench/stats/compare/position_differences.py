@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.stats.describe import position_pseudo_values
-from bench.stats.inputs import ArmData, Settings
+from bench.stats.inputs import ArmData, VerdictSettings
 from bench.stats.methods import (
     effective_boots,
     simultaneous_critical,
@@ -20,7 +20,7 @@ from bench.stats.schema import (
 
 
 def position_comparisons(
-    data: dict[str, ArmData], arms: list[str], s: Settings
+    data: dict[str, ArmData], arms: list[str], s: VerdictSettings
 ) -> list[PositionComparison]:
     base = data[s.baseline]
     return [

@@ -19,7 +19,7 @@ from bench.stats.inputs import (
     ArmData,
     Dataset,
     Prior,
-    Settings,
+    VerdictSettings,
     arm_data,
     resolve_settings,
 )
@@ -39,7 +39,7 @@ def prepare(
     results: Results,
     options: AnalysisOptions,
     source: str | None = None,
-) -> tuple[list[str], Settings, Dataset]:
+) -> tuple[list[str], VerdictSettings, Dataset]:
     """Arms, resolved settings and the per-arm data on the common prompts."""
     arms = results.arms()
     settings = resolve_settings(results.manifest, arms, options, source)
@@ -87,7 +87,7 @@ def _adjusted(
 
 
 def primary(
-    data: Mapping[str, ArmData], arms: list[str], s: Settings, prior: Prior
+    data: Mapping[str, ArmData], arms: list[str], s: VerdictSettings, prior: Prior
 ) -> tuple[Primary, Decision | None]:
     """The families on every boot at alpha, or, with looks set, on the look's boots (the
     primary family at the look's nominal level, secondary ones at alpha) together with the

@@ -9,7 +9,7 @@ import numpy as np
 from bench.records import SPEED_METRIC
 from bench.stats.compare.duets import slot_note
 from bench.stats.describe import speed_est
-from bench.stats.inputs import ArmData, Settings, margin_for
+from bench.stats.inputs import ArmData, VerdictSettings, margin_for
 from bench.stats.methods import family
 from bench.stats.schema import Speedup
 
@@ -50,7 +50,7 @@ def speedups(
     return out, notes
 
 
-def speed_notes(data: dict[str, ArmData], s: Settings) -> list[str]:
+def speed_notes(data: dict[str, ArmData], s: VerdictSettings) -> list[str]:
     """What a reader of the speed numbers and of a no-speculation arm needs to know."""
     notes = []
     for a, ad in data.items():

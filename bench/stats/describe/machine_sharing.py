@@ -27,8 +27,8 @@ def _most_at_once(starts: Times, ends: Times) -> int:
 
 
 def _times(col: pd.Series) -> Times:
-    """UTC instants as datetime64[ns]: compared in bulk, not as Timestamp objects (1,000
-    boots: 2.4 -> 0.01 CPU-s)."""
+    """UTC instants as datetime64[ns]: compared in bulk, not as Timestamp objects (at 1,000
+    boots 0.01 CPU-s, where Timestamp objects take 2.4)."""
     out: Times = col.to_numpy(dtype="datetime64[ns]")
     return out
 

@@ -3,7 +3,7 @@ arm, when two arms are comparable at all, and the checks of every pair (`gate`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from bench.errors import SpecabError
 from bench.records import REGISTRY, Reference, ReferenceArm
@@ -63,11 +63,16 @@ def pair_checks(
     ref: ReferenceArm,
     margins: Mapping[str, float],
     alpha: float,
+    also: Collection[str] = (),
 ) -> list[GateCheck]:
-    """One check per gated metric both arms have with >= 2 boots: acceptance when both
-    speculate, speed (as a ratio) always."""
+    """One check per gated metric (and each metric in `also`) both arms have with >= 2
+    boots: acceptance when both speculate, speed (as a ratio) always."""
     both = new.speculative and ref.speculative
-    metrics = [(m.name, m.relative) for m in REGISTRY if m.gated and (both or not m.acceptance)]
+    metrics = [
+        (m.name, m.relative)
+        for m in REGISTRY
+        if (m.gated or m.name in also) and (both or not m.acceptance)
+    ]
     out = []
     for metric, relative in metrics:
         a = [v for b in new.boots if (v := getattr(b, metric)) is not None]
@@ -89,15 +94,17 @@ def gate(
     alpha: float,
     requested: Sequence[str] | None = None,
     source: str | None = None,
+    also: Collection[str] = (),
 ) -> GateResult:
     """Non-inferiority of every paired arm against the reference (the module docstring of
-    `noninferiority` says what it means and what it cannot rule out)."""
+    `noninferiority` says what it means and what it cannot rule out), on the gated metrics
+    and those in `also` (the ones a caller gave a margin for)."""
     if not 0 < alpha < 0.5:
         raise SpecabError(f"{alpha!r} is out of range", field="--alpha", fix="use e.g. 0.05")
     checks: list[GateCheck] = []
     for a, r in arm_pairs(list(new_arms), list(reference.arms), requested):
         check_comparable(a, r, new_arms[a], reference.arms[r])
-        checks += pair_checks(a, r, new_arms[a], reference.arms[r], margins, alpha)
+        checks += pair_checks(a, r, new_arms[a], reference.arms[r], margins, alpha, also)
     if not checks:
         raise SpecabError("nothing to gate: fewer than 2 boots", file=source, fix="run more boots")
     return GateResult(

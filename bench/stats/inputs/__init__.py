@@ -12,7 +12,7 @@ from bench.stats.inputs.probe_attributes import PROBE_COLUMNS
 from bench.stats.inputs.settings import (
     AnalysisOptions,
     Prior,
-    Settings,
+    VerdictSettings,
     check_margin,
     effect_scale,
     margin_for,
@@ -21,6 +21,6 @@ from bench.stats.inputs.settings import (
 
 __all__ = [
     "PROBE_COLUMNS", "AnalysisOptions", "ArmData", "Dataset", "Prior",
-    "Settings", "arm_data", "boot_values", "check_margin", "check_prior_design",
+    "VerdictSettings", "arm_data", "boot_values", "check_margin", "check_prior_design",
     "corun_groups", "effect_scale", "failed_counts", "margin_for", "resolve_settings",
 ]  # fmt: skip

@@ -76,7 +76,11 @@ class Prior:
 
 
 @dataclass(frozen=True)
-class Settings:
+class VerdictSettings:
+    """What every verdict rests on, resolved once (`resolve_settings`): the caller's
+    `AnalysisOptions` over the manifest's. The output records the resampling settings it
+    ran with apart (`AnalysisSettings`, in `analyze --json`)."""
+
     baseline: str
     alpha: float
     margins: dict[str, float]  # every metric of ALL_METRICS
@@ -121,7 +125,7 @@ class AnalysisOptions:
 
 def resolve_settings(
     manifest: Manifest, arms: list[str], options: AnalysisOptions, source: str | None = None
-) -> Settings:
+) -> VerdictSettings:
     """Options override the manifest; every bad value is a SpecabError naming its setting."""
     baseline, alpha, looks = options.baseline, options.alpha, options.looks
     exp = manifest.experiment_section()
@@ -165,7 +169,7 @@ def resolve_settings(
             field=_where("looks", looks is not None, "experiment.looks"),
             fix="use e.g. 3,6,10",
         )
-    return Settings(
+    return VerdictSettings(
         str(base),
         float(a),
         {m: float(margins[m]) for m in ALL_METRICS},
