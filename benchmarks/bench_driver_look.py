@@ -5,8 +5,9 @@ decoded once, each attempt appended as written). One run of each, on the same di
 
     .venv/bin/python benchmarks/bench_driver_look.py [--arms 2 --boots 500 --prompts 100]
 
-The directory is written through `bench.simulate` as run-ab writes one, the last boot after
-the writer's first read, so the look finds one attempt appended since. CPU is this process's
+The directory is written through a `ResultsWriter` as run-ab writes one (it made the
+directory, so it never reads it back), the look finding one attempt appended since the last
+build. CPU is this process's
 (`time.process_time`): the look's decision (`SequentialRun._decide` at the last planned look:
 `decide` on its first n boots per arm) with each way of getting the results; then the whole
 campaign's reading, one read per landed boot, which grows with the square of the boots when
@@ -46,12 +47,12 @@ def main() -> None:
         by_boot = dict(tuple(run.probes.groupby("boot_id", sort=False)))
         for rec in run.boots[:-1]:
             writer.write_boot(rec, by_boot[rec.boot_id].reset_index(drop=True))
-        _, first = cpu(writer.results)  # the one read of the directory
+        _, first = cpu(lambda: load_results(writer.root))  # what a --resume reads, once
         last = run.boots[-1]
         writer.write_boot(last, by_boot[last.boot_id].reset_index(drop=True))
         n_boots = len(run.boots)
         print(f"{n_boots} boots x {args.prompts} prompts; look at {looks[-1]} boots per arm")
-        print(f"writer's first read of the directory: {first:.2f} CPU-s (once per run)")
+        print(f"reading the directory once (a --resume): {first:.2f} CPU-s")
         names = list(arms)
         memory = SequentialRun(writer.root, looks, names, current=writer.results)
         disk = SequentialRun(writer.root, looks, names)
@@ -72,7 +73,7 @@ def main() -> None:
     print(f"ratio: {t_disk / t_mem:.2f}x at the look; reading {read_disk / read_mem:.2f}x")
     # one read per landed boot over the campaign: the k-th read covers k boots
     campaign_disk = sum(read_disk * k / n_boots for k in range(1, n_boots + 1))
-    campaign_mem = first + sum(read_mem * k / n_boots for k in range(1, n_boots + 1))
+    campaign_mem = sum(read_mem * k / n_boots for k in range(1, n_boots + 1))
     print(
         f"reads over the campaign (one per landed boot, estimated from the reads above): "
         f"{campaign_disk:.0f} CPU-s re-reading, {campaign_mem:.0f} CPU-s in memory"

@@ -91,8 +91,9 @@ class ResultsWriter:
         self._opening = threading.Lock()
 
     def results(self) -> Results:
-        """Everything in the directory, as `load_results` loads it, from memory: the files
-        are read once, on the first call, and every attempt written since is appended."""
+        """Everything in the directory, as `load_results` loads it, from memory: a directory
+        this writer created is never read back; one it continues (`--resume`) is read once,
+        on the first call; every attempt written since is appended."""
         with self._opening:
             if self._held is None:
                 self._held = AppendedResults(self.root)
@@ -154,7 +155,7 @@ class ResultsWriter:
         the manifest takes the new spec and lists the change under `resumes`), else the spec
         hashes must be equal."""
         root = Path(root)
-        cls.check_root(root)
+        existed = cls.check_root(root)
         held = acquire_claim(root, claim) if claim else None
         try:
             cls._create(root, manifest, resume=resume, compare=compare)
@@ -162,7 +163,10 @@ class ResultsWriter:
             if held is not None:
                 held.release()
             raise
-        return cls(root, held)
+        writer = cls(root, held)
+        if not existed:  # nothing to read back: every attempt goes to memory as written
+            writer._held = AppendedResults(root)
+        return writer
 
     @classmethod
     def _create(

@@ -22,13 +22,18 @@ def _write(writer: ResultsWriter, records: list, probes: pd.DataFrame) -> None: 
 
 
 def test_in_memory_results_equal_the_directory_loaded_again(tmp_path: Path) -> None:
+    """A new directory is never read back; a resumed one is read once, then appended to:
+    either way the results are what `load_results` loads, frame for frame."""
     arms = {"a": 0.0, "b": 0.2}
     run = simulate_run(arms, boots=6, prompts=20, seed=3, failed_boots=1)
-    writer = ResultsWriter.create(tmp_path / "r", simulated_manifest(arms, boots=6, prompts=20))
+    manifest = simulated_manifest(arms, boots=6, prompts=20)
     half = len(run.boots) // 2
-    _write(writer, run.boots[:half], run.probes)
-    first = writer.results()  # reads the first half from disk
-    assert len(first.boots) == half
+    first = ResultsWriter.create(tmp_path / "r", manifest)
+    _write(first, run.boots[:half], run.probes)
+    assert len(first.results().boots) == half  # from memory: the writer made the directory
+    first.close()
+    writer = ResultsWriter.create(tmp_path / "r", manifest, resume=True)
+    assert len(writer.results().boots) == half  # the one read of a resumed directory
     _write(writer, run.boots[half:], run.probes)  # appended from memory
     mine, disk = writer.results(), load_results(tmp_path / "r")
     assert writer.results() is mine  # cached until the next attempt lands

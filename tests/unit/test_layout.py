@@ -71,6 +71,7 @@ LAYERS = {
         "select",
         "checks",
         "gate",
+        "bisect",
         "plan",
         "analysis",
     ],

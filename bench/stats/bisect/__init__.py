@@ -1,0 +1,10 @@
+"""Which change did it: the first point of an ordered history (commits, a patch stack, a list
+of builds) where a metric changes, with a stated error rate. The posterior over the first
+changed point from every boot so far (`changepoint`), and the search built on it
+(`search`: the ends first, then the points that split the posterior, until one point holds
+1 − α or a range is all the boots can say)."""
+
+from bench.stats.bisect.changepoint import credible_range, culprit_posterior
+from bench.stats.bisect.search import BisectSettings, run_search
+
+__all__ = ["BisectSettings", "credible_range", "culprit_posterior", "run_search"]
