@@ -19,6 +19,7 @@ from bench.commands.options import (
     Resume,
     Slots,
 )
+from bench.errors import SpecabError
 
 if TYPE_CHECKING:
     from bench.run import RunSummary
@@ -167,9 +168,43 @@ def status(
             return
 
 
+def bisect(
+    experiment_file: ExperimentFile,
+    results_dir: ResultsDirOption = None,
+    resume: Resume = False,
+    address: Annotated[
+        str | None,
+        typer.Option(
+            "--address", help="Existing Ray cluster (host:port or 'auto'); default: local."
+        ),
+    ] = None,
+    quiet: Quiet = False,
+    report: Annotated[
+        bool, typer.Option("--report/--no-report", help="Render the report at the end.")
+    ] = True,
+) -> int:
+    """Which change did it: the arms of a file with [bisect], in order, are a history from the
+    good end (first) to the bad end (last); boot the ends, then the points the search asks
+    for, until one point is the first changed with probability >= 1 - alpha (or a range)."""
+    from bench.experiment import load_spec
+
+    if load_spec(experiment_file).bisect is None:
+        raise SpecabError(
+            "the file has no [bisect] table",
+            file=experiment_file,
+            field="bisect",
+            fix='add [bisect] (e.g. metric = "acceptance_pos0"); its arms, in order, are the '
+            "history (or run it as an A/B: specab run-ab)",
+        )
+    return run_ab(
+        experiment_file, results_dir, resume, address, None, quiet, report=report, duets=False
+    )
+
+
 def register(app: typer.Typer) -> None:
     app.command("status")(status)
     app.command("run-ab")(run_ab)
+    app.command("bisect")(bisect)
 
 
 def finish(summary: RunSummary, console: Console, rerun: str, *, report: bool) -> int:

@@ -91,6 +91,15 @@ class ManifestSweep(_Read):
     cells: list[SweepCell] = Field(default_factory=list, description="One per generated arm.")
 
 
+class ManifestBisect(_Read):
+    """The `[bisect]` table as resolved: the arms, in order, are the history."""
+
+    metric: str = Field(description="The metric whose change is searched for.")
+    margin: float | None = Field(None, description="Smallest change worth hunting.")
+    boots_per_point: int = Field(description="Boots at one point at most.")
+    endpoint_looks: list[int] = Field(description="Boots per end at which the ends are compared.")
+
+
 class Manifest(_Read):
     """A results directory's manifest.json."""
 
@@ -113,6 +122,7 @@ class Manifest(_Read):
     looks: list[int] | None = Field(None, description="Planned looks (simulated runs).")
     primary_metrics: list[str] | None = Field(None, description="The primary Holm family.")
     sweep: ManifestSweep | None = Field(None, description="The sweep, for sweep experiments.")
+    bisect: ManifestBisect | None = Field(None, description="The history, for [bisect].")
     orchestration: dict[str, Any] | None = Field(
         None, description="How boots were ordered and seeded (run-ab)."
     )

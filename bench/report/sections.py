@@ -8,6 +8,7 @@ import pandas as pd
 from bench.records import ACCEPTANCE_METRICS, DEFAULT_MARGINS, METRIC, SPEED_METRIC, Results
 from bench.report.tables import (
     accepted_length_table,
+    bisection_section,
     category_table,
     draft_length_table,
     estimate_text,
@@ -120,6 +121,7 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
     drafting = draft_length_table(analysis)
     by = analysis.breakdown
     return [
+        *([bisection_section(analysis.bisection)] if analysis.bisection else []),
         *([selection_section(analysis.selection)] if analysis.selection else []),
         _verdicts(analysis),
         _arms(analysis),

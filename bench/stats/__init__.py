@@ -23,6 +23,7 @@ from bench.stats.methods import VERDICTS
 from bench.stats.plan import plan_from_results, prior_from_results
 from bench.stats.schema import (
     Analysis,
+    Bisection,
     BootMetrics,
     Comparison,
     Decision,
@@ -37,7 +38,7 @@ from bench.stats.schema import (
 from bench.stats.select import selection_dropped
 
 __all__ = [
-    "PROBE_COLUMNS", "VERDICTS", "Analysis", "AnalysisOptions", "BootMetrics",
+    "PROBE_COLUMNS", "VERDICTS", "Analysis", "AnalysisOptions", "Bisection", "BootMetrics",
     "Comparison",
     "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "Prior", "Selection",
     "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_selftest",

@@ -21,6 +21,7 @@ import numpy as np
 
 from bench.errors import SpecabError
 from bench.records import ALL_METRICS, SPEED_METRIC, Results, replication_advice
+from bench.stats.bisect import bisection
 from bench.stats.compare import (
     breakdown,
     comparisons,
@@ -78,6 +79,8 @@ def analyze(
     update: dict[str, Any] = {"drift": within} if within else {}
     if manifest.sweep is not None:
         update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
+    if manifest.bisect is not None:
+        update["bisection"] = bisection(results, s.alpha)
     sharing = shared_machine(boots)
     if sharing is not None and (share := group_share(ds.arms, arms)) is not None:
         carried, df = share

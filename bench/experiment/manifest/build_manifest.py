@@ -56,6 +56,13 @@ def build_manifest(
     }
     if (cells := sweep_cells(spec)) is not None:
         body["sweep"] = cells
+    if (b := spec.bisect) is not None:
+        body["bisect"] = {
+            "metric": b.metric,
+            "margin": b.margin,
+            "boots_per_point": b.boots_per_point,
+            "endpoint_looks": list(b.endpoint_looks),
+        }
     if orchestration is not None:
         body["orchestration"] = {"order": ORDER, **orchestration}
     return Manifest.model_validate(body)

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from bench.errors import SpecabError
+from bench.experiment.spec.bisect_section import BisectSection, check_history
 from bench.experiment.spec.error_lines import FIXES, UNION_TAGS, render_loc, unknown_field_fix
 from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment.spec.probes_section import ProbesSection
@@ -203,6 +204,11 @@ class Experiment(_Model):
         description="A grid over arm fields that generates the arms (crossing any hand-written "
         "ones) and the selection of the best configuration (docs/statistics.md, Selection).",
     )
+    bisect: BisectSection | None = Field(
+        None,
+        description="The arms, in file order, as an ordered history from the good end to the "
+        "bad end: find the first point where the metric changed (`specab bisect`).",
+    )
 
     @field_validator("arms")
     @classmethod
@@ -212,6 +218,11 @@ class Experiment(_Model):
         if dup:
             raise ValueError(f"duplicate arm name(s) {dup}; give every arm its own name")
         return arms
+
+    @model_validator(mode="after")
+    def _a_history(self) -> Experiment:
+        check_history(self.bisect, self.sweep is not None, [a.name for a in self.arms])
+        return self
 
     @model_validator(mode="after")
     def _baseline_exists(self) -> Experiment:

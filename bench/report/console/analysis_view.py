@@ -8,6 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.records import METRIC, REGISTRY, short_name
+from bench.report.console.bisect_view import render_bisection
 from bench.report.console.verdict_view import print_verdicts
 from bench.report.tables import (
     data_row,
@@ -106,6 +107,8 @@ def render_analysis(result: Analysis, out: Console) -> None:
         _render_hosts(result, out)
     if result.selection is not None:
         render_selection(result.selection, out)
+    if result.bisection is not None:
+        render_bisection(result.bisection, out)
     if result.sequential:
         out.print(
             f"sequential: [bold]{result.sequential.action}[/bold]: {result.sequential.reason}"

@@ -14,6 +14,7 @@ from rich.console import Console
 
 from bench.errors import SpecabError
 from bench.records import Results
+from bench.report.console.bisect_view import render_bisection
 from bench.report.console.verdict_view import print_frame, print_verdicts
 from bench.report.tables import arm_summary, render_selection
 from bench.stats import Analysis, groups_clause, pooled_ratios
@@ -110,3 +111,5 @@ def print_end(
             )
     if analysis.selection is not None:
         render_selection(analysis.selection, console)
+    if analysis.bisection is not None:
+        render_bisection(analysis.bisection, console)

@@ -1,9 +1,11 @@
 """The report's tables and paragraphs, as data frames and text from the typed analysis and
 the loaded results: verdicts, variance, failed attempts and output identity
 (`verdict_tables`), speed and accepted lengths (`speed_tables`), draft lengths
-(`drafting_table`), a sweep's choice (`selection_tables`) and what was run where
+(`drafting_table`), a sweep's choice (`selection_tables`), a history's culprit
+(`bisection_table`) and what was run where
 (`provenance`)."""
 
+from bench.report.tables.bisection_table import bisection_section, bisection_table
 from bench.report.tables.drafting_table import draft_length_table
 from bench.report.tables.literal_rows import data_row
 from bench.report.tables.markdown_tables import md_table, verdict_markdown
@@ -28,9 +30,9 @@ from bench.report.tables.verdict_tables import (
 )
 
 __all__ = [
-    "accepted_length_table", "arm_summary", "category_table", "data_row", "difference",
-    "draft_length_table", "estimate_text", "failed_attempts", "identity_summary", "md_table",
-    "output_identity",
-    "probe_temperature", "provenance", "render_selection", "selection_section", "speed_table",
-    "speedup_table", "variance_table", "verdict_markdown", "verdict_table",
+    "accepted_length_table", "arm_summary", "bisection_section", "bisection_table",
+    "category_table", "data_row", "difference", "draft_length_table", "estimate_text",
+    "failed_attempts", "identity_summary", "md_table", "output_identity", "probe_temperature",
+    "provenance", "render_selection", "selection_section", "speed_table", "speedup_table",
+    "variance_table", "verdict_markdown", "verdict_table",
 ]  # fmt: skip

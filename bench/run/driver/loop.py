@@ -26,12 +26,11 @@ from bench.records import BootRecord, InFlightBoot, ProbeRecord
 from bench.run.boot import IMAGE_UNREAD, BootRequest, GateTicket, failed_record
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.duet_schedule import Pairing
-from bench.run.driver.elimination import SelectionRun
 from bench.run.driver.ledger import RunBooks, RunOptions
-from bench.run.driver.looks import SequentialRun
 from bench.run.driver.order import InFlight, Place, PlannedBoot, boot_seed
 from bench.run.driver.progress import Progress, Running
 from bench.run.driver.repeat_guard import RepeatGuard, stop_message
+from bench.run.driver.steering import Controller, steer
 from bench.run.placement import AttemptSpec, TaskResult
 from bench.store import atomic_write_bytes
 
@@ -85,7 +84,7 @@ class RunLoop:
         *,
         progress: Progress,
         dispatch: Dispatcher,
-        seq: SequentialRun | SelectionRun | None,
+        seq: Controller,
     ) -> None:
         import ray
 
@@ -130,10 +129,7 @@ class RunLoop:
             if todo and not self.dispatch.can_place():
                 self._no_nodes_left(todo)
                 return
-            if self.seq is not None and self.seq.check(self.summary.ok, self.progress.note):
-                todo.clear()  # sequential stop: launch nothing new, running boots finish
-            if isinstance(self.seq, SelectionRun):
-                self.seq.prune(todo)  # a sweep's eliminated arms and settled groups
+            steer(self.seq, todo, bool(self.dispatch.inflight), self.summary.ok, self.progress.note)
             self.writer.note_in_flight([_in_flight(f) for f in self.dispatch.inflight.values()])
             self.progress.refresh()
 

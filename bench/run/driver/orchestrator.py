@@ -34,7 +34,8 @@ from bench.experiment import (
     preflight,
     resume_changes,
 )
-from bench.records import Manifest, Results
+from bench.records import BOOT_SCHEMA, PROBE_SCHEMA, Manifest, Results
+from bench.run.driver.bisection_run import BisectRun
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.elimination import SelectionRun
 from bench.run.driver.ledger import Ledger, RunBooks, RunOptions, RunSummary
@@ -42,6 +43,7 @@ from bench.run.driver.looks import SequentialRun
 from bench.run.driver.loop import RunLoop
 from bench.run.driver.order import PlannedBoot, missing_boots, plan_order
 from bench.run.driver.progress import ProgressState, make_progress
+from bench.run.driver.steering import Controller
 from bench.run.placement import (
     AttemptSpec,
     TaskResult,
@@ -92,6 +94,7 @@ class Driver:
         self.arms = [a.name for a in self.spec.arms]
         self.task = task
         self._writer: ResultsWriter | None = None  # holds the results directory's claim
+        self._built: Manifest | None = None  # the run's manifest, once built
 
     def _preflight(self) -> Preflight:
         """Every user mistake before anything is written."""
@@ -169,8 +172,12 @@ class Driver:
             )
 
     def _results(self) -> Results:
-        """The results so far, from the writer's memory (it read the directory once)."""
-        assert self._writer is not None, "looks are taken once the directory is written"
+        """The results so far, from the writer's memory (it read the directory once); none
+        before the directory exists."""
+        if self._writer is None:
+            empty = BOOT_SCHEMA.empty_table().to_pandas(), PROBE_SCHEMA.empty_table().to_pandas()
+            assert self._built is not None
+            return Results(manifest=self._built, boots=empty[0], probes=empty[1])
         return self._writer.results()
 
     def _claim_name(self) -> str:
@@ -191,13 +198,32 @@ class Driver:
             )
             ledger = Ledger.read(root)
         exp = self.spec.experiment
-        plan = plan_order(self.arms, exp.boots_per_arm, exp.seed)
+        per_arm = self.spec.bisect.most_boots if self.spec.bisect else exp.boots_per_arm
+        plan = plan_order(self.arms, per_arm, exp.seed)
         todo = deque(missing_boots(plan, ledger.ok))
         summary = RunSummary(
             root=root,
-            ok={a: len(ledger.ok.get(a, set()) & set(range(exp.boots_per_arm))) for a in self.arms},
+            ok={a: len(ledger.ok.get(a, set()) & set(range(per_arm))) for a in self.arms},
             failed={a: 0 for a in self.arms},
         )
+        self._built = manifest
+        seq = self._controller(root, exists, todo, summary)
+        if todo:
+            self._run_on_ray(manifest, writer, ledger, todo, summary, seq)
+        summary.wall_s = time.monotonic() - t_start
+        return summary
+
+    def _controller(
+        self, root: Path, exists: bool, todo: deque[PlannedBoot], summary: RunSummary
+    ) -> Controller:
+        """What decides, as boots land, which planned boots still run: sequential looks, a
+        sweep's eliminations or a culprit search; the todo as it stands now."""
+        exp = self.spec.experiment
+        if self.spec.bisect is not None:  # boots are held back until the search asks
+            search = BisectRun.start(self.arms, todo, exp.alpha, 1, current=self._results)
+            todo.clear()
+            search.advance(todo, False, self.console.print)
+            return search
         seq: SequentialRun | SelectionRun | None = None
         if exp.looks and self.spec.sweep is not None:  # the looks eliminate configurations
             seq = SelectionRun(root, tuple(exp.looks), self.arms, current=self._results)
@@ -207,10 +233,7 @@ class Driver:
             todo.clear()  # stopped at a look (now or in the run being resumed)
         if isinstance(seq, SelectionRun):
             seq.prune(todo)
-        if todo:
-            self._run_on_ray(manifest, writer, ledger, todo, summary, seq)
-        summary.wall_s = time.monotonic() - t_start
-        return summary
+        return seq
 
     def _run_on_ray(
         self,
@@ -219,7 +242,7 @@ class Driver:
         ledger: Ledger,
         todo: deque[PlannedBoot],
         summary: RunSummary,
-        seq: SequentialRun | SelectionRun | None,
+        seq: Controller,
     ) -> None:
         started_ray = connect(self.opts.address, num_cpus=self.opts.num_cpus)
         session = local_session() if started_ray and self.opts.address is None else None

@@ -2,9 +2,14 @@
 of builds) where a metric changes, with a stated error rate. The posterior over the first
 changed point from every boot so far (`changepoint`), and the search built on it
 (`search`: the ends first, then the points that split the posterior, until one point holds
-1 − α or a range is all the boots can say)."""
+1 − α or a range is all the boots can say), and a results directory read as a history
+(`history`: the driver's next step, the `bisection` of `analyze --json`)."""
 
 from bench.stats.bisect.changepoint import credible_range, culprit_posterior
+from bench.stats.bisect.history import bisection, history_step
 from bench.stats.bisect.search import BisectSettings, run_search
 
-__all__ = ["BisectSettings", "credible_range", "culprit_posterior", "run_search"]
+__all__ = [
+    "BisectSettings", "bisection", "credible_range", "culprit_posterior", "history_step",
+    "run_search",
+]  # fmt: skip

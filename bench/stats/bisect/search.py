@@ -12,11 +12,11 @@ reproduce). Pure: the run-ab driver and the calibration call the same `next_step
    every point: once one candidate holds 1 − α, it is named; the chance it is wrong is α
    where the one-step model holds (calibrated by simulation, docs/statistics.md).
 3. **Where to boot next**: the point whose boots split the posterior most evenly (P(c ≤ m)
-   nearest 1/2), one boot at a time (the boot-to-boot SD is pooled over every point); with several slots,
-   the points at the posterior's quantiles. A point reaches `cap` boots, or cannot be built,
-   and is passed over; when no point left could tell apart the candidates of the shortest
-   range that holds 1 − α (a point next to the culprit that cannot be built), or
-   `max_boots` is spent, that range is the answer.
+   nearest 1/2), one boot at a time (the boot-to-boot SD is pooled over every point); with
+   several slots, the points at the posterior's quantiles. A point that has `cap` boots, or
+   cannot be built, is passed over; when no point that could tell apart the candidates of
+   the shortest range holding 1 − α can be built (one next to the culprit), or `max_boots`
+   is spent, that range is the answer.
 """
 
 from __future__ import annotations

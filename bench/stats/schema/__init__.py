@@ -8,7 +8,7 @@ import no computation: the packages that compute these import them, never the re
 - `variance_components`, `sequential_decision`, `conditions` (drift within boots, hosts),
   `selection_result` (sweeps), `analysis_result` (the whole object).
 - `check_results` (selftest, split-arm A/A), `plan_result` (`specab plan`),
-  `gate_check` (`specab gate`).
+  `gate_check` (`specab gate`), `bisection_result` (a history's culprit).
 """
 
 from bench.stats.schema.analysis_result import Analysis, AnalysisSettings, PriorInfo
@@ -21,6 +21,7 @@ from bench.stats.schema.arm_result import (
     PeerLengths,
     PositionEstimate,
 )
+from bench.stats.schema.bisection_result import Bisection, BisectPoint
 from bench.stats.schema.check_results import (
     ComparisonCheck,
     CountCheck,
@@ -50,11 +51,44 @@ from bench.stats.schema.variance_components import (
 )
 
 __all__ = [
-    "AcceptedShare", "Analysis", "AnalysisSettings", "ArmComponents", "ArmResult",
-    "BootMetrics", "Breakdown", "Comparison", "ComparisonCheck", "CountCheck", "Decision",
-    "Direction", "DraftLengthShare", "DriftEstimate", "GateCheck", "GateResult", "GateVerdict",
-    "Group", "GroupArm", "HostSummary", "MetricEstimate", "PeerLengths", "Plan",
-    "PooledComponents", "PositionComparison", "PositionEstimate", "PriorInfo", "Selection",
-    "SelectionConfig", "SelectionGroup", "SelftestResult", "SequentialRow", "SharedMachine",
-    "Speedup", "SplitCheck", "TruthCheck", "VarianceComponents", "Verdict",
+    "AcceptedShare",
+    "Analysis",
+    "AnalysisSettings",
+    "ArmComponents",
+    "ArmResult",
+    "BisectPoint",
+    "Bisection",
+    "BootMetrics",
+    "Breakdown",
+    "Comparison",
+    "ComparisonCheck",
+    "CountCheck",
+    "Decision",
+    "Direction",
+    "DraftLengthShare",
+    "DriftEstimate",
+    "GateCheck",
+    "GateResult",
+    "GateVerdict",
+    "Group",
+    "GroupArm",
+    "HostSummary",
+    "MetricEstimate",
+    "PeerLengths",
+    "Plan",
+    "PooledComponents",
+    "PositionComparison",
+    "PositionEstimate",
+    "PriorInfo",
+    "Selection",
+    "SelectionConfig",
+    "SelectionGroup",
+    "SelftestResult",
+    "SequentialRow",
+    "SharedMachine",
+    "Speedup",
+    "SplitCheck",
+    "TruthCheck",
+    "VarianceComponents",
+    "Verdict",
 ]  # fmt: skip

@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bench.stats.schema.arm_result import ArmResult
+from bench.stats.schema.bisection_result import Bisection
 from bench.stats.schema.comparison import Breakdown, Comparison, PositionComparison, Speedup
 from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
 from bench.stats.schema.selection_result import Selection
@@ -73,6 +74,9 @@ class Analysis(Frozen):
     )
     shared_machine: SharedMachine | None = Field(
         None, description="Boots that measured speed while another boot ran on their host."
+    )
+    bisection: Bisection | None = Field(
+        None, description="Where the metric changed along the history, for [bisect]."
     )
 
     def to_json(self) -> dict[str, Any]:

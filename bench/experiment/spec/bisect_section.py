@@ -1,0 +1,63 @@
+"""`[bisect]`: the experiment's arms, in file order, are the points of an ordered history (a
+patch stack, dependency pins, nightly images, builds of successive commits) from the good
+end (the first arm) to the bad end (the last); specab finds the first point where the metric
+changed (docs/statistics.md, "Which change did it")."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bench.records import PRIMARY_DEFAULT, REGISTRY
+
+if TYPE_CHECKING:
+    BisectMetric = str
+else:
+    BisectMetric = Literal[tuple(m.name for m in REGISTRY)]
+
+
+class BisectSection(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    metric: BisectMetric = Field(
+        PRIMARY_DEFAULT[0], description="The metric whose change is searched for."
+    )
+    margin: float | None = Field(
+        None,
+        gt=0,
+        description="Smallest change worth hunting, in the metric's units (relative for a "
+        "ratio metric): the ends must differ beyond it. Default: any change the ends show "
+        "at the experiment's alpha.",
+    )
+    boots_per_point: int = Field(10, ge=2, description="Boots at one point of the history at most.")
+    endpoint_boots: int = Field(
+        16,
+        ge=3,
+        description="Boots at each end at most: the ends are compared at 3, 6, 10 and 16 "
+        "boots (those up to this), and a change that has not shown by then did not "
+        "reproduce.",
+    )
+
+    @property
+    def endpoint_looks(self) -> tuple[int, ...]:
+        looks = tuple(n for n in (3, 6, 10, 16) if n < self.endpoint_boots)
+        return (*looks, self.endpoint_boots)
+
+    @property
+    def most_boots(self) -> int:
+        """Boots any point may take: the plan every point's boots are drawn from."""
+        return max(self.boots_per_point, self.endpoint_boots)
+
+
+def check_history(bisect: BisectSection | None, sweep: bool, names: list[str]) -> None:
+    """A history needs its two ends and a point between them, and no sweep beside it."""
+    if bisect is None:
+        return
+    if sweep:
+        raise ValueError("[bisect] and [sweep] ask two questions: keep one of them")
+    if len(names) < 3:
+        raise ValueError(
+            f"[bisect] needs at least 3 arms (the good end, a point, the bad end); got "
+            f"{len(names)}: {names}"
+        )

@@ -1,0 +1,32 @@
+"""A culprit search on a terminal (`analyze`, the end of `specab bisect`): every point of the
+history with its boots, estimate, the probability that the change lies at or before it and
+its decision, then the answer and the A/B that reruns it."""
+
+from __future__ import annotations
+
+from rich.console import Console
+
+from bench.records import METRIC
+from bench.report.console.verdict_view import print_frame
+from bench.report.tables import bisection_table
+from bench.stats import Bisection
+
+
+def render_bisection(b: Bisection, out: Console) -> None:
+    m = METRIC[b.metric]
+    print_frame(out, bisection_table(b), f"History: where did {m.short} change?")
+    shown = "{:+.1%}" if m.relative else "{:+.4f}"
+    if b.difference is not None and b.difference_ci_low is not None:
+        hi = b.difference_ci_high if b.difference_ci_high is not None else float("nan")
+        ends = (
+            f"bad end − good end: {shown.format(b.difference)} "
+            f"[{shown.format(b.difference_ci_low)}, {shown.format(hi)}]"
+        )
+        out.print(ends, markup=False)
+    out.print(f"bisect ({b.boots} boots, α = {b.alpha:g}): {b.reason}", markup=False)
+    if b.culprit is not None and b.last_good is not None:
+        out.print(
+            f"rerun it as an A/B: arms {b.last_good} and {b.culprit} of the same file, "
+            "without [bisect] (specab run-ab)",
+            markup=False,
+        )

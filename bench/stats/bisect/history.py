@@ -1,0 +1,138 @@
+"""A results directory as a history: the arms in the manifest's order are the points, each
+ok boot one value of the searched metric (the comparisons' per-boot value: a ratio of sums,
+or log tokens/s), in boot order. The search's next step from them (`history_step`: what the
+run-ab driver boots next) and the `bisection` of `analyze --json`."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bench.records import METRIC, ManifestBisect, Results
+from bench.stats.bisect.search import BisectSettings, Step, next_step
+from bench.stats.inputs import arm_data, boot_values
+from bench.stats.methods import interval
+from bench.stats.schema import Bisection, BisectPoint
+
+F = np.ndarray
+
+
+def settings_of(
+    section: ManifestBisect, n_points: int, alpha: float, slots: int = 1
+) -> BisectSettings:
+    return BisectSettings(
+        n_points=n_points,
+        alpha=alpha,
+        endpoint_looks=tuple(section.endpoint_looks),
+        cap=section.boots_per_point,
+        slots=slots,
+        max_boots=n_points * max(section.boots_per_point, *section.endpoint_looks),
+        margin=_on_scale(section.metric, section.margin),
+    )
+
+
+def _on_scale(metric: str, margin: float | None) -> float | None:
+    """A ratio metric's relative margin on the log scale its boots are compared on."""
+    if margin is None or not METRIC[metric].relative:
+        return margin
+    return math.log1p(margin)
+
+
+def history_values(results: Results, metric: str) -> tuple[list[str], list[F]]:
+    """The points (arms, in order) and each one's ok boots' values, boot order."""
+    arms = results.arms()
+    if results.ok_boots().empty:
+        return arms, [np.zeros(0) for _ in arms]
+    data = arm_data(results.probes, results.boots, arms, None).arms
+    out = []
+    for a in arms:
+        v = boot_values(data[a], metric) if data[a].n_boots else np.zeros(0)
+        out.append(np.asarray(v, dtype=np.float64)[np.isfinite(v)])
+    return arms, out
+
+
+def history_step(
+    results: Results, alpha: float, slots: int = 1, unavailable: frozenset[int] = frozenset()
+) -> tuple[list[str], list[F], Step]:
+    """The search's next step on the boots so far (the manifest's [bisect]), with the points
+    and their values it rests on."""
+    section = results.manifest.bisect
+    assert section is not None, "a history needs its [bisect] section"
+    arms, values = history_values(results, section.metric)
+    points = np.concatenate([np.full(v.size, i, dtype=np.int64) for i, v in enumerate(values)])
+    s = settings_of(section, len(arms), alpha, slots)
+    return arms, values, next_step(points, np.concatenate(values), s, unavailable)
+
+
+def bisection(results: Results, alpha: float) -> Bisection:
+    """Where the metric changed along the history, with the evidence of every point."""
+    section = results.manifest.bisect
+    assert section is not None
+    arms, values, step = history_step(results, alpha)
+    metric = METRIC[section.metric]
+    show = (lambda x: math.expm1(x)) if metric.relative else (lambda x: x + metric.offset)
+    post = step.posterior
+    cdf = np.cumsum(post) if post is not None else None
+    points = []
+    for i, (arm, v) in enumerate(zip(arms, values, strict=True)):
+        est = lo = hi = None
+        if v.size:
+            est = show(float(v.mean()))
+        if v.size >= 2:
+            se = float(v.std(ddof=1)) / math.sqrt(v.size)
+            lo, hi = (show(float(x)) for x in interval(float(v.mean()), se, v.size - 1, alpha))
+        changed = float(cdf[i - 1]) if cdf is not None and 0 < i < len(arms) - 1 else None
+        culprit = float(post[i - 1]) if post is not None and i > 0 else None
+        points.append(
+            BisectPoint(
+                arm=arm, index=i, boots=int(v.size), estimate=est, ci_low=lo, ci_high=hi,
+                p_changed=changed, p_culprit=culprit,
+                decision=_decision(i, len(arms), int(v.size), changed, alpha),
+            )
+        )  # fmt: skip
+    return _answer(section.metric, arms, step, points, alpha, show)
+
+
+def _decision(i: int, n: int, boots: int, changed: float | None, alpha: float) -> str:
+    if i == 0:
+        return "good end"
+    if i == n - 1:
+        return "bad end"
+    if not boots or changed is None:
+        return "no boots"
+    return "like bad" if changed >= 1 - alpha else "like good" if changed <= alpha else "undecided"
+
+
+def _answer(metric, arms, step, points, alpha, show) -> Bisection:  # type: ignore[no-untyped-def]
+    ends = step.endpoints
+    diff = lo = hi = None
+    if ends is not None:
+        d, lo_, hi_, _ = ends
+        rel = METRIC[metric].relative
+        diff, lo, hi = (math.expm1(x) if rel else x for x in (d, lo_, hi_))
+    outcome = "searching" if step.outcome == "boot" else step.outcome
+    culprit = arms[step.first] if step.outcome == "culprit" and step.first is not None else None
+    first = arms[step.first] if step.first is not None else None
+    last = arms[step.last] if step.last is not None else None
+    reason = {
+        "culprit": f"{culprit} holds P ≥ {1 - alpha:g} of being the first changed point",
+        "range": f"the change lies in {first} .. {last} (P ≥ {1 - alpha:g}): {step.reason}",
+        "not_reproduced": "the change did not reproduce: the ends do not differ",
+        "searching": "boots still wanted",
+    }[outcome]
+    return Bisection(
+        metric=metric,
+        outcome=outcome,
+        culprit=culprit,
+        last_good=arms[step.first - 1] if culprit is not None and step.first else None,
+        range_first=first,
+        range_last=last,
+        alpha=alpha,
+        difference=diff,
+        difference_ci_low=lo,
+        difference_ci_high=hi,
+        boots=sum(p.boots for p in points),
+        reason=reason,
+        points=points,
+    )

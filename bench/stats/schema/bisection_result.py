@@ -1,0 +1,48 @@
+"""The `bisection` key of `analyze --json` (additive; present for experiments with
+[bisect]): where in the history of arms the metric changed, and the evidence."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from bench.stats.schema.strict_json import Frozen, Int, Num
+
+PointDecision = Literal["good end", "bad end", "like good", "like bad", "undecided", "no boots"]
+
+
+class BisectPoint(Frozen):
+    arm: str = Field(description="The point (an arm), in history order.")
+    index: Int = Field(description="Its place in the history, 0 the good end.")
+    boots: Int = Field(description="Ok boots measured at it.")
+    estimate: Num = Field(description="Mean of its boots' values (the metric's scale).")
+    ci_low: Num = Field(description="(1 - alpha) t interval of that mean, over its boots.")
+    ci_high: Num = Field(description="Its upper end.")
+    p_changed: Num = Field(
+        description="Posterior probability that the change lies at or before it (it is at "
+        "the bad level); null at the ends."
+    )
+    p_culprit: Num = Field(description="Posterior probability that it is the first changed.")
+    decision: PointDecision = Field(
+        description="like bad: p_changed >= 1 - alpha; like good: <= alpha; else undecided."
+    )
+
+
+class Bisection(Frozen):
+    metric: str = Field(description="The metric searched.")
+    outcome: Literal["culprit", "range", "not_reproduced", "searching"] = Field(
+        description="culprit: one point holds 1 - alpha; range: the shortest run of points "
+        "that does; not_reproduced: the ends do not differ; searching: boots still wanted."
+    )
+    culprit: str | None = Field(description="The first changed point (outcome culprit).")
+    last_good: str | None = Field(description="The point before it: the A/B to rerun.")
+    range_first: str | None = Field(description="First point of the range (or the culprit).")
+    range_last: str | None = Field(description="Last point of the range (or the culprit).")
+    alpha: float = Field(description="The chance the named culprit is wrong, at most.")
+    difference: Num = Field(description="Bad end minus good end (relative for a ratio metric).")
+    difference_ci_low: Num = Field(description="Its interval at the ends' level.")
+    difference_ci_high: Num = Field(description="Its upper end.")
+    boots: Int = Field(description="Ok boots of the search, all points.")
+    reason: str = Field(description="One sentence on the outcome.")
+    points: list[BisectPoint] = Field(description="Every point, in history order.")

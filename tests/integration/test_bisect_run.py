@@ -1,0 +1,72 @@
+"""`specab bisect` on real Ray with the fake server: the arms of a [bisect] file are a
+history; the search boots the ends, then only the points it asks for, names the first changed
+point, and `analyze --json` carries the answer (additive `bisection`). A history without a
+change says so; a resumed search that has its answer boots nothing more."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.cli import run
+from bench.store import load_results
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.usefixtures("shared_ray")]
+
+
+def _history(tmp_path: Path, fake_experiment: Callable[..., Path], levels: list[str]) -> Path:
+    arms = {f"p{i}": {"SPECAB_FAKE_ACCEPT": a} for i, a in enumerate(levels)}
+    spec = fake_experiment(tmp_path, arms, boots_per_arm=3)
+    with spec.open("a") as f:
+        f.write('\n[bisect]\nmetric = "acceptance_pos0"\nboots_per_point = 4\nendpoint_boots = 6\n')
+    return spec
+
+
+def test_bisect_names_the_first_changed_point_and_boots_only_what_it_asks(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _history(tmp_path, fake_experiment, ["0.2", "0.2", "0.2", "0.9", "0.9", "0.9"])
+    root = tmp_path / "results"
+    argv = ["bisect", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
+    assert run(argv) == 0
+    out = capsys.readouterr().out
+    assert "bisect: the first changed point is p3" in out and "rerun it as an A/B" in out
+    ok = load_results(root).ok_boots()
+    booted = set(ok["arm"])
+    assert {"p0", "p5"} <= booted and len(booted) < 6  # not every point: the search chose
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    b = json.loads(capsys.readouterr().out)["bisection"]
+    assert b["outcome"] == "culprit" and b["culprit"] == "p3" and b["last_good"] == "p2"
+    assert b["boots"] == len(ok) and [p["arm"] for p in b["points"]] == [f"p{i}" for i in range(6)]
+    assert run(["report", str(root)]) == 0
+    md = (root / "report" / "report.md").read_text()
+    assert md.index("## Which change did it") < md.index("## Verdicts")  # the answer leads
+    assert "p3 holds P ≥ 0.95 of being the first changed point" in md
+    n = len(list((root / "boots").glob("*.parquet")))
+    assert run([*argv, "--resume"]) == 0  # the answer stands: nothing more to boot
+    assert len(list((root / "boots").glob("*.parquet"))) == n
+
+
+def test_a_history_without_a_change_says_it_did_not_reproduce(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _history(tmp_path, fake_experiment, ["0.6", "0.6", "0.6", "0.6"])
+    root = tmp_path / "results"
+    assert run(["bisect", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
+    assert "did not reproduce" in capsys.readouterr().out
+    ok = load_results(root).ok_boots()
+    assert set(ok["arm"]) == {"p0", "p3"}  # the ends only, to their last look
+    assert len(ok) == 12
+
+
+def test_bisect_refuses_a_file_without_a_history(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = fake_experiment(tmp_path, {"a": {}, "b": {}})
+    assert run(["bisect", str(spec), "--results-dir", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert "[bisect]" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r").exists()
