@@ -98,6 +98,10 @@ class ManifestBisect(_Read):
     margin: float | None = Field(None, description="Smallest change worth hunting.")
     boots_per_point: int = Field(description="Boots at one point at most.")
     endpoint_looks: list[int] = Field(description="Boots per end at which the ends are compared.")
+    commits: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="A history from git: each point's commit, subject, date and files.",
+    )
 
 
 class Manifest(_Read):

@@ -11,7 +11,7 @@ from typing import Any
 from bench import __version__
 from bench.experiment.launch import measurement, resolve_arm
 from bench.experiment.probes import load_probe_sets
-from bench.experiment.spec import Experiment, sweep_cells
+from bench.experiment.spec import Experiment, history_points, sweep_cells
 from bench.records import SCHEMA_VERSION, Manifest
 
 ORDER = "blocks of one boot per arm, shuffled within block by experiment.seed"
@@ -62,7 +62,20 @@ def build_manifest(
             "margin": b.margin,
             "boots_per_point": b.boots_per_point,
             "endpoint_looks": list(b.endpoint_looks),
+            "commits": _commits(spec, Path(spec_file)),
         }
     if orchestration is not None:
         body["orchestration"] = {"order": ORDER, **orchestration}
     return Manifest.model_validate(body)
+
+
+def _commits(spec: Experiment, spec_file: Path) -> dict[str, dict[str, Any]]:
+    """Each point's commit, subject, date and files, for a history made from git."""
+    b = spec.bisect
+    if b is None or b.git is None:
+        return {}
+    points = history_points(b.git.model_dump(), spec_file)
+    return {
+        arm.name: {k: p[k] for k in ("commit", "subject", "date", "files")}
+        for arm, p in zip(spec.arms, points, strict=True)
+    }

@@ -15,6 +15,7 @@ from bench.experiment.spec.experiment_file import (
     parse_spec,
     resolve_path,
 )
+from bench.experiment.spec.git_history import history_points
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.reference_page import experiment_reference_markdown
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
@@ -43,6 +44,7 @@ __all__ = [
     "ServerSection",
     "auth_headers",
     "experiment_reference_markdown",
+    "history_points",
     "is_secret_env",
     "is_secret_flag",
     "json_schema",

@@ -1,7 +1,7 @@
 """`[bisect]`: the experiment's arms, in file order, are the points of an ordered history (a
-patch stack, dependency pins, nightly images, builds of successive commits) from the good
-end (the first arm) to the bad end (the last); specab finds the first point where the metric
-changed (docs/statistics.md, "Which change did it")."""
+patch stack, dependency pins, nightly images, builds of successive commits; or a git range,
+`git_history`) from the good end (the first arm) to the bad end (the last); specab finds the
+first point where the metric changed (docs/statistics.md, "Which change did it")."""
 
 from __future__ import annotations
 
@@ -15,6 +15,15 @@ if TYPE_CHECKING:
     BisectMetric = str
 else:
     BisectMetric = Literal[tuple(m.name for m in REGISTRY)]
+
+
+class GitRange(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    repo: str = Field(description="A checkout of the package's repository (relative to the file).")
+    good: str = Field(description="The good commit: the arms' installed build must be it.")
+    bad: str = Field(description="The bad commit, a descendant of good.")
+    package: str = Field("vllm", description="The package directory the diffs serve.")
 
 
 class BisectSection(BaseModel):
@@ -37,6 +46,13 @@ class BisectSection(BaseModel):
         description="Boots at each end at most: the ends are compared at 3, 6, 10 and 16 "
         "boots (those up to this), and a change that has not shown by then did not "
         "reproduce.",
+    )
+
+    git: GitRange | None = Field(
+        None,
+        description="Make the arms from a git range: good, then each first-parent commit of "
+        "good..bad that touches the package, served as the arm's build plus the diff "
+        "good..commit (one hand-written [[arms]] is their template).",
     )
 
     @property

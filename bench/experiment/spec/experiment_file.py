@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from bench.errors import SpecabError
 from bench.experiment.spec.bisect_section import BisectSection, check_history
 from bench.experiment.spec.error_lines import FIXES, UNION_TAGS, render_loc, unknown_field_fix
+from bench.experiment.spec.git_history import expand_history
 from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
@@ -264,7 +265,7 @@ class Experiment(_Model):
 
 def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
     """Validate a parsed TOML document; raise SpecabError for the first problem."""
-    data = expand_sweep(data, file)
+    data = expand_history(expand_sweep(data, file), file)
     try:
         return Experiment.model_validate(data)
     except ValidationError as exc:

@@ -24,6 +24,12 @@ def render_bisection(b: Bisection, out: Console) -> None:
         )
         out.print(ends, markup=False)
     out.print(f"bisect ({b.boots} boots, α = {b.alpha:g}): {b.reason}", markup=False)
+    if (c := b.culprit_commit) is not None:
+        files = ", ".join(c.get("files", [])[:6])
+        out.print(
+            f"commit {c.get('commit')} ({c.get('date')}): {c.get('subject')}; files: {files}",
+            markup=False,
+        )
     if b.culprit is not None and b.last_good is not None:
         out.print(
             f"rerun it as an A/B: arms {b.last_good} and {b.culprit} of the same file, "

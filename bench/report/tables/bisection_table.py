@@ -38,6 +38,11 @@ def bisection_section(b: Bisection) -> tuple[str, str, pd.DataFrame]:
         if b.culprit and b.last_good
         else ""
     )
+    if (c := b.culprit_commit) is not None:
+        rerun += (
+            f" Commit `{c.get('commit')}` ({c.get('date')}): {c.get('subject')}; it touches "
+            f"{', '.join(f'`{f}`' for f in c.get('files', [])[:8])}."
+        )
     text = (
         f"The arms, in order, are a history from the good end to the bad end; the search "
         f"looked for the first point where {b.metric} changed, naming one only when it holds "

@@ -91,7 +91,10 @@ def bisection(results: Results, alpha: float) -> Bisection:
                 decision=_decision(i, len(arms), int(v.size), changed, alpha),
             )
         )  # fmt: skip
-    return _answer(section.metric, arms, step, points, alpha, show)
+    answer = _answer(section.metric, arms, step, points, alpha, show)
+    if answer.culprit is not None and answer.culprit in section.commits:
+        return answer.model_copy(update={"culprit_commit": section.commits[answer.culprit]})
+    return answer
 
 
 def _decision(i: int, n: int, boots: int, changed: float | None, alpha: float) -> str:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -36,6 +36,11 @@ class Bisection(Frozen):
         "that does; not_reproduced: the ends do not differ; searching: boots still wanted."
     )
     culprit: str | None = Field(description="The first changed point (outcome culprit).")
+    culprit_commit: dict[str, Any] | None = Field(
+        None,
+        description="For a history made from git: the culprit's commit, subject, date and "
+        "the files it touches.",
+    )
     last_good: str | None = Field(description="The point before it: the A/B to rerun.")
     range_first: str | None = Field(description="First point of the range (or the culprit).")
     range_last: str | None = Field(description="Last point of the range (or the culprit).")
