@@ -22,7 +22,7 @@ def _mcse(p: float) -> float:
     return math.sqrt(p * (1 - p) / REPS)
 
 
-def _search(kind: str, seed: int) -> tuple[dict[str, float], float]:
+def _search(kind: str, seed: int, slots: int = 1) -> tuple[dict[str, float], float]:
     """Shares of searches that named the culprit, gave a range holding it, or were wrong
     (a wrong point, a range without it, a change where there is none); the mean boots."""
     rng = np.random.default_rng(seed)
@@ -39,7 +39,8 @@ def _search(kind: str, seed: int) -> tuple[dict[str, float], float]:
                 return levels[point] + 2 * rng.standard_t(3, k) / math.sqrt(3)
             return levels[point] + rng.standard_normal(k)
 
-        step, points, _ = run_search(draw, BisectSettings(n_points=N, alpha=ALPHA), unavailable)
+        settings = BisectSettings(n_points=N, alpha=ALPHA, slots=slots)
+        step, points, _ = run_search(draw, settings, unavailable)
         boots += points.size
         if kind == "no step":
             tally["right" if step.outcome == "not_reproduced" else "wrong"] += 1
@@ -60,6 +61,15 @@ def test_a_two_sd_step_is_named_with_the_error_held() -> None:
     assert shares["wrong"] <= ALPHA + 2 * _mcse(ALPHA)
     # fixed-B bisection needs B = 10 for this success: 2 x 10 + 10 x 5 = 70 boots
     assert boots <= 35
+
+
+def test_several_slots_ask_several_points_and_keep_the_error() -> None:
+    """With two slots the search asks two points a round (at the posterior's thirds): the
+    same stopping rule, so the same error, for a few more boots and half the rounds."""
+    shares, boots = _search("one step", 4, slots=2)
+    assert shares["right"] >= 0.95 - 2 * _mcse(0.95)
+    assert shares["wrong"] <= ALPHA + 2 * _mcse(ALPHA)
+    assert boots <= 40
 
 
 def test_no_step_is_called_a_change_at_most_alpha() -> None:

@@ -257,6 +257,8 @@ class Driver:
             if self.opts.slots:
                 cap = min(cap, self.opts.slots)
             summary.slots = cap
+            if isinstance(seq, BisectRun):  # several points at once, one per slot
+                seq.slots = cap
             state = ProgressState(
                 arms=self.arms,
                 target={a: self.spec.experiment.boots_per_arm for a in self.arms},
