@@ -12,7 +12,13 @@ import math
 import numpy as np
 import pytest
 
-from bench.stats.bisect import BisectSettings, credible_range, culprit_posterior, run_search
+from bench.stats.bisect import (
+    BisectSettings,
+    between_levels,
+    credible_range,
+    culprit_posterior,
+    run_search,
+)
 
 pytestmark = pytest.mark.slow
 ALPHA, N, REPS = 0.05, 32, 400
@@ -98,3 +104,15 @@ def test_the_posterior_follows_the_boots() -> None:
     p = culprit_posterior(np.r_[points, 4, 5], np.r_[values, 0.05, 2.02], 10)
     assert int(np.argmax(p)) + 1 == 5 and p.max() > 0.99
     assert credible_range(np.array([0.0, 0.5, 0.48, 0.02]), 0.95) == (2, 3)
+
+
+def test_a_point_between_the_two_levels_is_said_to_be_neither() -> None:
+    """Two steps: the points from 4 on a level between the ends', from 6 on the bad level.
+    The one-step search names one step; the points at the middle level are "neither"."""
+    rng = np.random.default_rng(5)
+    levels = np.array([0.0] * 4 + [1.5] * 2 + [3.0] * 4)
+    points = np.repeat(np.arange(10), 6)
+    values = levels[points] + 0.3 * rng.standard_normal(points.size)
+    assert between_levels(points, values, 10, ALPHA) in ([4, 5], [4], [5])
+    one = np.array([0.0] * 5 + [3.0] * 5)[points] + 0.3 * rng.standard_normal(points.size)
+    assert between_levels(points, one, 10, ALPHA) == []  # one step: nothing in between

@@ -5,11 +5,11 @@ changed point from every boot so far (`changepoint`), and the search built on it
 1 − α or a range is all the boots can say), and a results directory read as a history
 (`history`: the driver's next step, the `bisection` of `analyze --json`)."""
 
-from bench.stats.bisect.changepoint import credible_range, culprit_posterior
+from bench.stats.bisect.changepoint import between_levels, credible_range, culprit_posterior
 from bench.stats.bisect.history import bisection, history_step
 from bench.stats.bisect.search import BisectSettings, run_search
 
 __all__ = [
-    "BisectSettings", "bisection", "credible_range", "culprit_posterior", "history_step",
-    "run_search",
+    "BisectSettings", "between_levels", "bisection", "credible_range", "culprit_posterior",
+    "history_step", "run_search",
 ]  # fmt: skip

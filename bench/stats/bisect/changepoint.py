@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from bench.stats.methods import t_quantile
+
 F = NDArray[np.float64]
 Ints = NDArray[np.int64]
 
@@ -58,3 +60,37 @@ def credible_range(posterior: F, level: float) -> tuple[int, int]:
         if hi <= posterior.size and hi - lo < width:
             best, width = (lo + 1, hi), hi - lo
     return best
+
+
+def between_levels(points: Ints, values: F, n_points: int, alpha: float) -> list[int]:
+    """Points whose boots sit between the two levels, off their own side's level beyond
+    chance (t at alpha over the points tested, Bonferroni): a second change near them, which
+    the one-step model cannot name. The sides are those of the most probable culprit; each
+    point is tested against the other boots of its side, with the SD pooled over both."""
+    pts = np.asarray(points, dtype=np.int64)
+    val = np.asarray(values, dtype=np.float64)
+    post = culprit_posterior(pts, val, n_points)
+    c = int(np.argmax(post)) + 1
+    before, after = val[pts < c], val[pts >= c]
+    if before.size < 2 or after.size < 2:
+        return []
+    low, high = float(before.mean()), float(after.mean())
+    resid = np.concatenate([before - low, after - high])
+    sd = float(np.sqrt(resid @ resid / max(resid.size - 2, 1)))
+    inner = [m for m in np.unique(pts) if 0 < m < n_points - 1]
+    if not inner or sd <= 0:
+        return []
+    crit = float(t_quantile(1 - alpha / (2 * len(inner)), resid.size - 2))
+    out = []
+    for m in inner:
+        mine = val[pts == m]
+        side = before if m < c else after
+        rest = side.size - mine.size
+        if rest < 1:
+            continue
+        level = (float(side.sum()) - float(mine.sum())) / rest
+        t = (float(mine.mean()) - level) / (sd * np.sqrt(1 / mine.size + 1 / rest))
+        toward = (high - low) * (1 if m < c else -1)
+        if abs(t) > crit and t * toward > 0:
+            out.append(int(m))
+    return out

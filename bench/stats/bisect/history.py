@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from bench.records import METRIC, ManifestBisect, Results
+from bench.stats.bisect.changepoint import between_levels
 from bench.stats.bisect.search import BisectSettings, Step, next_step
 from bench.stats.inputs import arm_data, boot_values
 from bench.stats.methods import interval
@@ -92,9 +93,30 @@ def bisection(results: Results, alpha: float) -> Bisection:
             )
         )  # fmt: skip
     answer = _answer(section.metric, arms, step, points, alpha, show)
+    if step.outcome in ("culprit", "range"):
+        answer = _second_change(answer, values, alpha)
     if answer.culprit is not None and answer.culprit in section.commits:
         return answer.model_copy(update={"culprit_commit": section.commits[answer.culprit]})
     return answer
+
+
+def _second_change(answer: Bisection, values: list[F], alpha: float) -> Bisection:
+    """Points between the two levels ("neither"): said, and left for a search on each side."""
+    pts = np.concatenate([np.full(v.size, i, dtype=np.int64) for i, v in enumerate(values)])
+    flagged = between_levels(pts, np.concatenate(values), len(values), alpha)
+    if not flagged:
+        return answer
+    points = [
+        p.model_copy(update={"decision": "neither"}) if p.index in flagged else p
+        for p in answer.points
+    ]
+    names = ", ".join(answer.points[i].arm for i in flagged)
+    reason = (
+        f"{answer.reason}; {names} sits between the two levels (neither like good nor like "
+        "bad): a second change near it, to search on each side (a history from the good end to "
+        "it, and from it to the bad end)"
+    )
+    return answer.model_copy(update={"points": points, "reason": reason})
 
 
 def _decision(i: int, n: int, boots: int, changed: float | None, alpha: float) -> str:

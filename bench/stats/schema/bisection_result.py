@@ -9,7 +9,9 @@ from pydantic import Field
 
 from bench.stats.schema.strict_json import Frozen, Int, Num
 
-PointDecision = Literal["good end", "bad end", "like good", "like bad", "undecided", "no boots"]
+PointDecision = Literal[
+    "good end", "bad end", "like good", "like bad", "neither", "undecided", "no boots"
+]
 
 
 class BisectPoint(Frozen):
@@ -25,7 +27,8 @@ class BisectPoint(Frozen):
     )
     p_culprit: Num = Field(description="Posterior probability that it is the first changed.")
     decision: PointDecision = Field(
-        description="like bad: p_changed >= 1 - alpha; like good: <= alpha; else undecided."
+        description="like bad: p_changed >= 1 - alpha; like good: <= alpha; neither: its boots "
+        "sit between the two levels (a second change near it); else undecided."
     )
 
 
