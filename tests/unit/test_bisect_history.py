@@ -16,6 +16,7 @@ BASE = """[experiment]
 name = "h"
 [server]
 model = "m"
+speculative_config = { method = "ngram", num_speculative_tokens = 2 }
 [probes]
 sets = ["p.jsonl"]
 """
@@ -110,3 +111,32 @@ def test_a_compiled_change_in_the_range_is_refused(
     with pytest.raises(SpecabError) as exc:
         load_spec(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "HEAD" }'))
     assert "compiled code" in exc.value.one_line() and "vllm/ops.cu" in exc.value.one_line()
+
+
+def test_a_commit_that_changes_no_executed_code_runs_its_neighbours_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A comment-only commit is the same code as the point before it (by syntax tree):
+    the manifest says so, and the search never boots it nor names it."""
+    import numpy as np
+
+    from bench.experiment.manifest import same_as
+    from bench.stats.bisect import BisectSettings, next_step
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    repo = _repo(tmp_path)
+    (repo / "vllm" / "m.py").write_text("# a comment\nX = 2\n")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "comment only")
+    spec = load_spec(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "HEAD" }'))
+    commits = [_git(repo, "rev-parse", "good")]
+    commits += _git(repo, "rev-list", "--reverse", "good..HEAD", "--", "vllm/").split()
+    assert len(spec.arms) == len(commits) == 4
+    assert same_as(repo, commits, "vllm") == [None, None, None, 2]
+    # the search: point 3 is never asked, never the culprit (the step is at 1)
+    s = BisectSettings(n_points=4, endpoint_looks=(3,), cap=4)
+    pts = np.array([0, 0, 0, 3, 3, 3, 1, 2])
+    vals = np.array([0.0, 0.1, -0.1, 2.0, 2.1, 1.9, 2.0, 2.05])
+    step = next_step(pts, vals, s, same=[3])
+    assert step.outcome in ("culprit", "boot") and 3 not in step.boots
+    assert step.posterior is not None and step.posterior[2] == 0.0

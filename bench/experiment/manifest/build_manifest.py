@@ -10,6 +10,7 @@ from typing import Any
 
 from bench import __version__
 from bench.experiment.launch import measurement, resolve_arm
+from bench.experiment.manifest.history_identity import same_as
 from bench.experiment.probes import load_probe_sets
 from bench.experiment.spec import Experiment, history_points, sweep_cells
 from bench.records import SCHEMA_VERSION, Manifest
@@ -70,12 +71,19 @@ def build_manifest(
 
 
 def _commits(spec: Experiment, spec_file: Path) -> dict[str, dict[str, Any]]:
-    """Each point's commit, subject, date and files, for a history made from git."""
+    """Each point's commit, subject, date and files, and the point it runs the same code as
+    (if any), for a history made from git."""
     b = spec.bisect
     if b is None or b.git is None:
         return {}
     points = history_points(b.git.model_dump(), spec_file)
+    repo = (spec_file.parent / b.git.repo).resolve()
+    twins = same_as(repo, [p["commit"] for p in points], b.git.package)
+    names = [a.name for a in spec.arms]
     return {
-        arm.name: {k: p[k] for k in ("commit", "subject", "date", "files")}
-        for arm, p in zip(spec.arms, points, strict=True)
+        name: {
+            **{k: p[k] for k in ("commit", "subject", "date", "files")},
+            "same_as": names[t] if t is not None else None,
+        }
+        for name, p, t in zip(names, points, twins, strict=True)
     }

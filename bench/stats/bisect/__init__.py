@@ -7,9 +7,9 @@ changed point from every boot so far (`changepoint`), and the search built on it
 
 from bench.stats.bisect.changepoint import between_levels, credible_range, culprit_posterior
 from bench.stats.bisect.history import bisection, history_step
-from bench.stats.bisect.search import BisectSettings, run_search
+from bench.stats.bisect.search import BisectSettings, next_step, run_search
 
 __all__ = [
     "BisectSettings", "between_levels", "bisection", "credible_range", "culprit_posterior",
-    "history_step", "run_search",
+    "history_step", "next_step", "run_search",
 ]  # fmt: skip

@@ -16,6 +16,8 @@ them tells them apart. Pure arrays, no Ints/O.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -25,10 +27,11 @@ F = NDArray[np.float64]
 Ints = NDArray[np.int64]
 
 
-def culprit_posterior(points: Ints, values: F, n_points: int) -> F:
+def culprit_posterior(points: Ints, values: F, n_points: int, excluded: Collection[int] = ()) -> F:
     """P(c = k) for k = 1 .. n_points - 1 (index k - 1): the first point at the second
     level, given boot values at `points` (the history's indices, 0 the good end). Needs a
-    boot at both ends; uniform where the boots cannot tell candidates apart."""
+    boot at both ends; uniform where the boots cannot tell candidates apart. `excluded`:
+    points that cannot be the first changed (they run the same code as the point before)."""
     order = np.argsort(points, kind="stable")
     pts, val = np.asarray(points)[order], np.asarray(values, dtype=np.float64)[order]
     n = val.size
@@ -43,7 +46,7 @@ def culprit_posterior(points: Ints, values: F, n_points: int) -> F:
         rss = (sq_b - sum_b**2 / before) + (sq_a - sum_a**2 / after)
         rss = np.maximum(rss, 1e-300)  # two exact levels: the data decide outright
         logp = -0.5 * (np.log(before) + np.log(after) + (n - 2) * np.log(rss))
-    logp = np.where((before > 0) & (after > 0), logp, -np.inf)
+    logp = np.where((before > 0) & (after > 0) & ~np.isin(cands, list(excluded)), logp, -np.inf)
     logp -= logp.max()
     p = np.exp(logp)
     out: F = p / p.sum()

@@ -63,7 +63,8 @@ def history_step(
     arms, values = history_values(results, section.metric)
     points = np.concatenate([np.full(v.size, i, dtype=np.int64) for i, v in enumerate(values)])
     s = settings_of(section, len(arms), alpha, slots)
-    return arms, values, next_step(points, np.concatenate(values), s, unavailable)
+    same = [i for i, a in enumerate(arms) if (section.commits.get(a) or {}).get("same_as")]
+    return arms, values, next_step(points, np.concatenate(values), s, unavailable, same)
 
 
 def bisection(results: Results, alpha: float) -> Bisection:
@@ -90,6 +91,7 @@ def bisection(results: Results, alpha: float) -> Bisection:
                 arm=arm, index=i, boots=int(v.size), estimate=est, ci_low=lo, ci_high=hi,
                 p_changed=changed, p_culprit=culprit,
                 decision=_decision(i, len(arms), int(v.size), changed, alpha),
+                same_as=(section.commits.get(arm) or {}).get("same_as"),
             )
         )  # fmt: skip
     answer = _answer(section.metric, arms, step, points, alpha, show)
@@ -120,6 +122,7 @@ def _second_change(answer: Bisection, values: list[F], alpha: float) -> Bisectio
 
 
 def _decision(i: int, n: int, boots: int, changed: float | None, alpha: float) -> str:
+    """The point's decision (a point running its neighbour's code says so: `same_as`)."""
     if i == 0:
         return "good end"
     if i == n - 1:

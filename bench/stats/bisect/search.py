@@ -104,10 +104,16 @@ def _asked(
 
 
 def next_step(
-    points: Ints, values: F, s: BisectSettings, unavailable: Collection[int] = ()
+    points: Ints,
+    values: F,
+    s: BisectSettings,
+    unavailable: Collection[int] = (),
+    same: Collection[int] = (),
 ) -> Step:
     """The next step of the search from every boot so far (`points[i]`: the point boot i
-    measured, `values[i]` its value); `unavailable`: points that cannot be booted."""
+    measured, `values[i]` its value); `unavailable`: points that cannot be booted; `same`:
+    points that run the same code as the point before them (never booted, never the
+    culprit)."""
     points, values = np.asarray(points, dtype=np.int64), np.asarray(values, dtype=np.float64)
     good, bad = values[points == 0], values[points == s.n_points - 1]
     reproduced, shown, need = endpoint_test(good, bad, s)
@@ -115,17 +121,17 @@ def next_step(
         return Step("boot", {0: need - good.size, s.n_points - 1: need - bad.size})
     if not reproduced:
         return Step("not_reproduced", endpoints=shown, reason="the ends do not differ")
-    post = culprit_posterior(points, values, s.n_points)
+    post = culprit_posterior(points, values, s.n_points, same)
     best = int(np.argmax(post))
     if post[best] >= 1 - s.alpha:
         return Step("culprit", first=best + 1, last=best + 1, posterior=post, endpoints=shown)
     counts = np.bincount(points, minlength=s.n_points)
     open_ = counts < s.cap
-    open_[list(unavailable)] = False
+    open_[[*unavailable, *same]] = False
     lo, hi = credible_range(post, 1 - s.alpha)
     # the points whose boots could split the candidates lo..hi are lo..hi - 1: when none of
     # them can be built, no boot anywhere tells the candidates apart
-    splittable = any(m not in unavailable for m in range(lo, hi))
+    splittable = any(m not in unavailable and m not in same for m in range(lo, hi))
     go_on = points.size < s.max_boots and splittable
     asked = _asked(post, counts, open_, s) if go_on else {}
     if asked:

@@ -26,6 +26,11 @@ class BisectPoint(Frozen):
         "the bad level); null at the ends."
     )
     p_culprit: Num = Field(description="Posterior probability that it is the first changed.")
+    same_as: str | None = Field(
+        None,
+        description="The earlier point it runs the same code as (no boots of its own, never "
+        "the culprit); null otherwise.",
+    )
     decision: PointDecision = Field(
         description="like bad: p_changed >= 1 - alpha; like good: <= alpha; neither: its boots "
         "sit between the two levels (a second change near it); else undecided."
