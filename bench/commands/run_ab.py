@@ -182,6 +182,10 @@ def bisect(
     report: Annotated[
         bool, typer.Option("--report/--no-report", help="Render the report at the end.")
     ] = True,
+    track: Annotated[
+        str | None,
+        typer.Option("--track", metavar="URI", help="Log each boot to MLflow as it lands."),
+    ] = None,
 ) -> int:
     """Which change did it: the arms of a file with [bisect], in order, are a history from the
     good end (first) to the bad end (last); boot the ends, then the points the search asks
@@ -197,7 +201,15 @@ def bisect(
             "history (or run it as an A/B: specab run-ab)",
         )
     return run_ab(
-        experiment_file, results_dir, resume, address, None, quiet, report=report, duets=False
+        experiment_file,
+        results_dir,
+        resume,
+        address,
+        None,
+        quiet,
+        report=report,
+        duets=False,
+        track=track,
     )
 
 
