@@ -33,6 +33,21 @@ Slots = Annotated[
 ]
 Quiet = Annotated[bool, typer.Option("--quiet", help="One line per boot instead of a live table.")]
 Json = Annotated[bool, typer.Option("--json", help="Print the JSON object only.")]
+Address = Annotated[
+    str | None,
+    typer.Option("--address", help="Existing Ray cluster (host:port or 'auto'); default: local."),
+]
+Report = Annotated[bool, typer.Option("--report/--no-report", help="Render the report at the end.")]
+Track = Annotated[
+    str | None,
+    typer.Option(
+        "--track",
+        metavar="URI",
+        help="Log each boot to MLflow as it lands, the verdicts at the end "
+        "(http://HOST:5000 or sqlite:///mlflow.db); a tracker that is down never "
+        "stops the run.",
+    ),
+]
 Baseline = Annotated[
     str | None, typer.Option("--baseline", help="Arm compared against (default: the manifest's).")
 ]

@@ -11,13 +11,16 @@ import typer
 from rich.console import Console
 
 from bench.commands.options import (
+    Address,
     ExperimentFile,
     Json,
     Quiet,
+    Report,
     ResultsDir,
     ResultsDirOption,
     Resume,
     Slots,
+    Track,
 )
 from bench.errors import SpecabError
 
@@ -29,12 +32,7 @@ def run_ab(
     experiment_file: ExperimentFile,
     results_dir: ResultsDirOption = None,
     resume: Resume = False,
-    address: Annotated[
-        str | None,
-        typer.Option(
-            "--address", help="Existing Ray cluster (host:port or 'auto'); default: local."
-        ),
-    ] = None,
+    address: Address = None,
     slots: Slots = None,
     quiet: Quiet = False,
     common_random_numbers: Annotated[
@@ -51,9 +49,7 @@ def run_ab(
             help="Keep vLLM's compile cache across boots of an arm on a node.",
         ),
     ] = True,
-    report: Annotated[
-        bool, typer.Option("--report/--no-report", help="Render the report at the end.")
-    ] = True,
+    report: Report = True,
     duets: Annotated[
         bool,
         typer.Option(
@@ -70,16 +66,7 @@ def run_ab(
             "draft/target config mismatch (exit 2).",
         ),
     ] = False,
-    track: Annotated[
-        str | None,
-        typer.Option(
-            "--track",
-            metavar="URI",
-            help="Log each boot to MLflow as it lands, the verdicts at the end "
-            "(http://HOST:5000 or sqlite:///mlflow.db); a tracker that is down never "
-            "stops the run.",
-        ),
-    ] = None,
+    track: Track = None,
 ) -> int:
     """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
     from bench.experiment import load_spec
@@ -172,24 +159,15 @@ def bisect(
     experiment_file: ExperimentFile,
     results_dir: ResultsDirOption = None,
     resume: Resume = False,
-    address: Annotated[
-        str | None,
-        typer.Option(
-            "--address", help="Existing Ray cluster (host:port or 'auto'); default: local."
-        ),
-    ] = None,
+    address: Address = None,
     quiet: Quiet = False,
-    report: Annotated[
-        bool, typer.Option("--report/--no-report", help="Render the report at the end.")
-    ] = True,
-    track: Annotated[
-        str | None,
-        typer.Option("--track", metavar="URI", help="Log each boot to MLflow as it lands."),
-    ] = None,
+    report: Report = True,
+    track: Track = None,
 ) -> int:
-    """Which change did it: the arms of a file with [bisect], in order, are a history from the
-    good end (first) to the bad end (last); boot the ends, then the points the search asks
-    for, until one point is the first changed with probability >= 1 - alpha (or a range)."""
+    """Which change did it: the arms of a file with a \\[bisect] table, in order, are a
+    history from the good end (first) to the bad end (last); boot the ends, then the points
+    the search asks for, until one point is the first changed with probability >= 1 - alpha
+    (or a range)."""
     from bench.experiment import load_spec
 
     if load_spec(experiment_file).bisect is None:

@@ -22,32 +22,31 @@ Totals = dict[str, tuple[F, F]]  # metric -> (numerator, denominator), each (R, 
 METRICS = PRIMARY_DEFAULT
 
 
-def metric_totals(drafts: NDArray[np.int64], acc: NDArray[np.int64]) -> Totals:
-    """(numerator, denominator) boot totals (R, arms, B) of both primary metrics, by the
-    metrics' own count definitions on the boot's total counts."""
+def _counts(drafts: NDArray[np.int64], acc: NDArray[np.int64], metrics: tuple[str, ...]) -> Totals:
+    """(numerator, denominator) of each metric by its own count definition, on whatever the
+    arrays hold: boot totals (R, arms, B[, K]) or per-request cells (R, arms, B, P[, K])."""
     d = drafts.astype(np.float64)
     total, pos0 = acc.sum(axis=-1).astype(np.float64), acc[..., 0].astype(np.float64)
     out = {}
-    for k in METRICS:
+    for k in metrics:
         counts = METRIC[k].counts
         assert counts is not None
         out[k] = counts(d, total, pos0)
     return out
 
 
+def metric_totals(drafts: NDArray[np.int64], acc: NDArray[np.int64]) -> Totals:
+    """(numerator, denominator) boot totals (R, arms, B) of both primary metrics."""
+    return _counts(drafts, acc, METRICS)
+
+
 def cell_totals(drafts: NDArray[np.int64], acc: NDArray[np.int64]) -> Totals:
     """Boot totals (R, arms, B) of every count metric from per-request cells (R, arms, B,
-    P[, K]): each metric's own counts per cell, summed over the boot's requests (a metric
-    that is not a ratio of total counts, the per-request mean, needs the cells)."""
-    d = drafts.astype(np.float64)
-    total, pos0 = acc.sum(axis=-1).astype(np.float64), acc[..., 0].astype(np.float64)
-    out = {}
-    for k in ACCEPTANCE_METRICS:
-        counts = METRIC[k].counts
-        assert counts is not None
-        num, den = counts(d, total, pos0)
-        out[k] = (num.sum(axis=-1), den.sum(axis=-1))
-    return out
+    P[, K]), summed over the boot's requests (the per-request mean needs the cells)."""
+    return {
+        k: (num.sum(axis=-1), den.sum(axis=-1))
+        for k, (num, den) in _counts(drafts, acc, ACCEPTANCE_METRICS).items()
+    }
 
 
 def simulate_cells(
