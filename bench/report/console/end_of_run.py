@@ -89,6 +89,9 @@ def print_end(
             "per-arm pooled numbers — NOT A VERDICT (no between-boot uncertainty)",
         )
         return
+    if analysis.bisection is not None:  # a history: the answer, not each point vs the first
+        render_bisection(analysis.bisection, console)
+        return
     print_verdicts(console, analysis)
     _print_summary(console, analysis)
     if analysis.shared_machine is not None:
@@ -111,5 +114,3 @@ def print_end(
             )
     if analysis.selection is not None:
         render_selection(analysis.selection, console)
-    if analysis.bisection is not None:
-        render_bisection(analysis.bisection, console)

@@ -11,7 +11,7 @@ passed over, as one that cannot be built.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bench.records import Results
@@ -70,9 +70,3 @@ class BisectRun:
         asked = ", ".join(f"{self.arms[p]} ×{k}" for p, k in step.boots.items())
         note(f"bisect: booting {asked}")
         return False
-
-    def skip_done(self, ok: Mapping[str, set[int]]) -> None:
-        """On resume: boots already ok are not held back for asking again."""
-        for arm, queue in self.held.items():
-            done = ok.get(arm, set())
-            self.held[arm] = deque(p for p in queue if p.boot not in done)
