@@ -24,7 +24,11 @@ def bisection_table(b: Bisection) -> pd.DataFrame:
                 f"{m.short} [CI]": f"{_num(p.estimate, m.digits)} "
                 f"[{_num(p.ci_low, m.digits)}, {_num(p.ci_high, m.digits)}]",
                 "P(changed by here)": _num(p.p_changed, 3),
-                "decision": f"same code as {p.same_as}" if p.same_as else p.decision,
+                "decision": (
+                    f"same code as {p.same_as}"
+                    if p.same_as and p.decision not in ("good end", "bad end")
+                    else p.decision
+                ),
             }
             for p in b.points
         ]
