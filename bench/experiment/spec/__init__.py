@@ -15,7 +15,7 @@ from bench.experiment.spec.experiment_file import (
     parse_spec,
     resolve_path,
 )
-from bench.experiment.spec.git_history import history_points
+from bench.experiment.spec.git_history import history_points, needs_build
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.reference_page import experiment_reference_markdown
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
@@ -49,6 +49,7 @@ __all__ = [
     "is_secret_flag",
     "json_schema",
     "load_spec",
+    "needs_build",
     "parse_spec",
     "redact_args",
     "redact_env",

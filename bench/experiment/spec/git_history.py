@@ -15,8 +15,24 @@ from typing import Any
 
 from bench.errors import SpecabError
 
-_COMPILED = (".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp", ".so", ".pyx", ".pxd")
-_BUILD = ("CMakeLists.txt", "setup.py", "pyproject.toml")
+# What a diff arm cannot serve: a change to these needs its own build of vLLM.
+_COMPILED_SUFFIXES = {
+    ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh", ".hip", ".cmake",
+    ".metal", ".pyx", ".pxd", ".so",
+}  # fmt: skip
+_BUILD_FILES = {"CMakeLists.txt", "setup.py", "pyproject.toml", "MANIFEST.in", "Dockerfile"}
+
+
+def needs_build(path: str) -> bool:
+    """A repository path whose change no diff arm can serve: compiled code (csrc/, sources
+    and headers, extension modules), build files or pinned requirements."""
+    pure = PurePosixPath(path)
+    return (
+        pure.suffix in _COMPILED_SUFFIXES
+        or pure.name in _BUILD_FILES
+        or path.startswith("csrc/")
+        or pure.name.startswith("requirements")
+    )
 
 
 def _git(repo: Path, *args: str, file: Path, field: str) -> str:
@@ -32,14 +48,6 @@ def _git(repo: Path, *args: str, file: Path, field: str) -> str:
 def _cache(good: str) -> Path:
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return root / "specab" / "bisect" / good
-
-
-def _compiled(paths: list[str]) -> list[str]:
-    return [
-        p
-        for p in paths
-        if p.startswith("csrc/") or PurePosixPath(p).suffix in _COMPILED or p.endswith(_BUILD)
-    ]
 
 
 def history_points(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
@@ -81,7 +89,7 @@ def history_points(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
     for commit in listed:
         touched = _git(repo, "diff", "--name-only", good, commit, file=file,
                        field="bisect.git").split()  # fmt: skip
-        if compiled := _compiled(touched):
+        if compiled := [p for p in touched if needs_build(p)]:
             raise SpecabError(
                 f"commit {commit[:12]} changes compiled code ({', '.join(compiled[:3])})",
                 file=file,

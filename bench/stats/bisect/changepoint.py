@@ -65,14 +65,17 @@ def credible_range(posterior: F, level: float) -> tuple[int, int]:
     return best
 
 
-def between_levels(points: Ints, values: F, n_points: int, alpha: float) -> list[int]:
+def between_levels(
+    points: Ints, values: F, n_points: int, alpha: float, posterior: F | None = None
+) -> list[int]:
     """Points whose boots sit between the two levels, off their own side's level beyond
     chance (t at alpha over the points tested, Bonferroni): a second change near them, which
     the one-step model cannot name. The sides are those of the most probable culprit; each
-    point is tested against the other boots of its side, with the SD pooled over both."""
+    point is tested against the other boots of its side, with the SD pooled over both.
+    `posterior`: `culprit_posterior` of these boots, when the caller has it."""
     pts = np.asarray(points, dtype=np.int64)
     val = np.asarray(values, dtype=np.float64)
-    post = culprit_posterior(pts, val, n_points)
+    post = culprit_posterior(pts, val, n_points) if posterior is None else posterior
     c = int(np.argmax(post)) + 1
     before, after = val[pts < c], val[pts >= c]
     if before.size < 2 or after.size < 2:

@@ -96,16 +96,18 @@ def bisection(results: Results, alpha: float) -> Bisection:
         )  # fmt: skip
     answer = _answer(section.metric, arms, step, points, alpha, show)
     if step.outcome in ("culprit", "range"):
-        answer = _second_change(answer, values, alpha)
+        answer = _second_change(answer, values, alpha, step.posterior)
     if answer.culprit is not None and answer.culprit in section.commits:
         return answer.model_copy(update={"culprit_commit": section.commits[answer.culprit]})
     return answer
 
 
-def _second_change(answer: Bisection, values: list[F], alpha: float) -> Bisection:
+def _second_change(
+    answer: Bisection, values: list[F], alpha: float, posterior: F | None
+) -> Bisection:
     """Points between the two levels ("neither"): said, and left for a search on each side."""
     pts = np.concatenate([np.full(v.size, i, dtype=np.int64) for i, v in enumerate(values)])
-    flagged = between_levels(pts, np.concatenate(values), len(values), alpha)
+    flagged = between_levels(pts, np.concatenate(values), len(values), alpha, posterior)
     if not flagged:
         return answer
     points = [

@@ -10,14 +10,10 @@ from pathlib import Path, PurePosixPath
 import unidiff
 
 from bench.errors import SpecabError
+from bench.experiment.spec import needs_build
 
 DIFF_SUFFIXES = (".diff", ".patch")
 COMPILED = "a compiled change needs its own build: `python =` or `container =`"
-_COMPILED_SUFFIXES = {
-    ".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".cu", ".cuh", ".hip", ".cmake",
-    ".metal", ".pyx", ".pxd", ".so",
-}  # fmt: skip
-_BUILD_FILES = {"CMakeLists.txt", "setup.py", "pyproject.toml", "MANIFEST.in", "Dockerfile"}
 # Parts of the vLLM repository that no server process imports: a PR's diff touches them too.
 _NOT_SERVED = ("tests/", "docs/", "examples/", "benchmarks/", ".github/", ".buildkite/")
 
@@ -70,9 +66,7 @@ def classify(source: Path, f: unidiff.PatchedFile, field: str) -> str:
     path = strip_prefix(f.target_file if f.is_added_file else f.source_file)
     first = header_line(f)
     pure = PurePosixPath(path)
-    if f.is_binary_file or pure.suffix in _COMPILED_SUFFIXES or pure.name in _BUILD_FILES:
-        raise refuse(source, first, f"{path}: {COMPILED}", field, _COMPILED_FIX)
-    if path.startswith("csrc/") or pure.name.startswith("requirements"):
+    if f.is_binary_file or needs_build(path):
         raise refuse(source, first, f"{path}: {COMPILED}", field, _COMPILED_FIX)
     if path.startswith(_NOT_SERVED) or (len(pure.parts) == 1 and pure.suffix != ".py"):
         return "skip"
