@@ -18,7 +18,13 @@ pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.usefixtures
 
 
 def _history(tmp_path: Path, fake_experiment: Callable[..., Path], levels: list[str]) -> Path:
-    arms = {f"p{i}": {"SPECAB_FAKE_ACCEPT": a} for i, a in enumerate(levels)}
+    """A point whose level is "crash" fails at every boot, the same way."""
+    arms = {
+        f"p{i}": {"SPECAB_FAKE_FAULT": "crash_at_boot"}
+        if a == "crash"
+        else {"SPECAB_FAKE_ACCEPT": a}
+        for i, a in enumerate(levels)
+    }
     spec = fake_experiment(tmp_path, arms, boots_per_arm=3)
     with spec.open("a") as f:
         f.write('\n[bisect]\nmetric = "acceptance_pos0"\nboots_per_point = 4\nendpoint_boots = 6\n')
@@ -48,6 +54,23 @@ def test_bisect_names_the_first_changed_point_and_boots_only_what_it_asks(
     n = len(list((root / "boots").glob("*.parquet")))
     assert run([*argv, "--resume"]) == 0  # the answer stands: nothing more to boot
     assert len(list((root / "boots").glob("*.parquet"))) == n
+
+
+def test_a_point_that_fails_the_same_way_twice_is_skipped_and_the_search_goes_on(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # p2 is the first point the search asks for (it splits the uniform prior); it never boots
+    spec = _history(tmp_path, fake_experiment, ["0.2", "0.2", "crash", "0.2", "0.9", "0.9"])
+    root = tmp_path / "results"
+    assert run(["bisect", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "bisect: skipping p2, which fails the same way twice" in out
+    assert "bisect: the first changed point is p4" in out
+    boots = load_results(root).boots
+    assert (boots.loc[boots["arm"] == "p2", "status"] == "failed").sum() == 2  # not retried on
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    b = json.loads(capsys.readouterr().out)["bisection"]
+    assert b["culprit"] == "p4" and b["points"][2]["decision"] == "skipped"
 
 
 def test_a_history_without_a_change_says_it_did_not_reproduce(

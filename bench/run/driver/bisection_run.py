@@ -5,7 +5,8 @@ Every point's boots come from the ordinary plan (an arm per point, its boots in 
 with its own engine seed), held back until the search asks for them, so a boot row is an
 ordinary boot row and `--resume` re-derives the same plan: the search reads the boots on
 disk and asks only for what it still needs. A point none of whose planned boots is left is
-passed over, as one that cannot be built.
+passed over, as one that cannot be built; so is an inner point whose attempts fail the same
+way twice (`skip`, as `git bisect skip` does): the search goes on around it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from bench.records import Results
+from bench.records import BootRecord, Results
 from bench.run.driver.order import PlannedBoot
 from bench.stats.bisect import history_step
 
@@ -44,6 +45,21 @@ class BisectRun:
         for p in sorted(plan, key=lambda p: (p.arm, p.boot)):
             held[p.arm].append(p)
         return cls(list(arms), alpha, slots, current, held)
+
+    def skip(
+        self, record: BootRecord, todo: deque[PlannedBoot], note: Callable[[str], None]
+    ) -> bool:
+        """Pass over an inner point whose failure repeats (its boots are dropped); False for an
+        end, without which there is no search."""
+        arm, error = record.arm, ((record.error or "").strip().splitlines() or ["?"])[0]
+        if arm not in self.arms[1:-1]:
+            return False
+        self.held[arm].clear()
+        keep = [p for p in todo if p.arm != arm]
+        todo.clear()
+        todo.extend(keep)
+        note(f"bisect: skipping {arm}, which fails the same way twice: {error}")
+        return True
 
     def advance(self, todo: deque[PlannedBoot], busy: bool, note: Callable[[str], None]) -> bool:
         """When no asked boot is queued or running: ask the search again, and queue what it

@@ -24,6 +24,7 @@ from typing import Any
 from bench.experiment import IMAGE_DIFFERS, Experiment
 from bench.records import BootRecord, InFlightBoot, ProbeRecord
 from bench.run.boot import IMAGE_UNREAD, BootRequest, GateTicket, failed_record
+from bench.run.driver.bisection_run import BisectRun
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.duet_schedule import Pairing
 from bench.run.driver.ledger import RunBooks, RunOptions
@@ -212,6 +213,8 @@ class RunLoop:
             self._cancel_all()
             return True
         if self.repeat.repeats(record):
+            if isinstance(self.seq, BisectRun) and self.seq.skip(record, todo, self.progress.note):
+                return False  # a point of a history is passed over, as git bisect skip does
             self.summary.stopped = stop_message(record, self.writer.root)
             self.progress.note(f"stopping: {self.summary.stopped.splitlines()[0]}")
             todo.clear()  # launch nothing new; the boots running now finish and are written

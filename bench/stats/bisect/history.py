@@ -64,7 +64,16 @@ def history_step(
     points = np.concatenate([np.full(v.size, i, dtype=np.int64) for i, v in enumerate(values)])
     s = settings_of(section, len(arms), alpha, slots)
     same = [i for i, a in enumerate(arms) if (section.commits.get(a) or {}).get("same_as")]
-    return arms, values, next_step(points, np.concatenate(values), s, unavailable, same)
+    cannot = unavailable | unbootable(results, arms)
+    return arms, values, next_step(points, np.concatenate(values), s, cannot, same)
+
+
+def unbootable(results: Results, arms: list[str]) -> frozenset[int]:
+    """Inner points passed over as `git bisect skip` does: their attempts failed (a build
+    that fails, a point that fails the same way twice) and none booted ok."""
+    boots = results.boots
+    failed = set(boots.loc[boots["status"] != "ok", "arm"]) - set(results.ok_boots()["arm"])
+    return frozenset(i for i, a in enumerate(arms) if a in failed and 0 < i < len(arms) - 1)
 
 
 def bisection(results: Results, alpha: float) -> Bisection:
@@ -72,6 +81,7 @@ def bisection(results: Results, alpha: float) -> Bisection:
     section = results.manifest.bisect
     assert section is not None
     arms, values, step = history_step(results, alpha)
+    skipped = unbootable(results, arms)
     metric = METRIC[section.metric]
     show = (lambda x: math.expm1(x)) if metric.relative else (lambda x: x + metric.offset)
     post = step.posterior
@@ -90,7 +100,8 @@ def bisection(results: Results, alpha: float) -> Bisection:
             BisectPoint(
                 arm=arm, index=i, boots=int(v.size), estimate=est, ci_low=lo, ci_high=hi,
                 p_changed=changed, p_culprit=culprit,
-                decision=_decision(i, len(arms), int(v.size), changed, alpha),
+                decision="skipped" if i in skipped
+                else _decision(i, len(arms), int(v.size), changed, alpha),
                 same_as=(section.commits.get(arm) or {}).get("same_as"),
             )
         )  # fmt: skip

@@ -10,7 +10,7 @@ from pydantic import Field
 from bench.stats.schema.strict_json import Frozen, Int, Num
 
 PointDecision = Literal[
-    "good end", "bad end", "like good", "like bad", "neither", "undecided", "no boots"
+    "good end", "bad end", "like good", "like bad", "neither", "undecided", "no boots", "skipped"
 ]
 
 
@@ -33,7 +33,8 @@ class BisectPoint(Frozen):
     )
     decision: PointDecision = Field(
         description="like bad: p_changed >= 1 - alpha; like good: <= alpha; neither: its boots "
-        "sit between the two levels (a second change near it); else undecided."
+        "sit between the two levels (a second change near it); skipped: its attempts failed "
+        "(a build or boot that fails the same way) and it was passed over; else undecided."
     )
 
 
