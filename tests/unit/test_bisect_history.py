@@ -80,6 +80,12 @@ def test_a_git_range_becomes_one_diff_arm_per_commit_touching_the_package(
         ('git = { repo = "src", good = "good", bad = "bad", package = "vllm2" }', None, "vllm2"),
         ('metric = "acceptance_pos0"', '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "3 arms"),
         ('metric = "tokens_per_joule"', None, "metric"),
+        (  # a point without a drafter: its probes count no drafts
+            'metric = "mean_accepted_length"',
+            '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\nspeculative_config = false\n'
+            '[[arms]]\nname = "c"\n',
+            "is not measured at b",
+        ),
     ],
 )
 def test_bad_histories_are_refused_in_one_line(

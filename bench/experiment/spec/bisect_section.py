@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from bench.records import PRIMARY_DEFAULT, REGISTRY
+from bench.records import METRIC, PRIMARY_DEFAULT, REGISTRY
 
 if TYPE_CHECKING:
     BisectMetric = str
@@ -66,8 +66,12 @@ class BisectSection(BaseModel):
         return max(self.boots_per_point, self.endpoint_boots)
 
 
-def check_history(bisect: BisectSection | None, sweep: bool, names: list[str]) -> None:
-    """A history needs its two ends and a point between them, and no sweep beside it."""
+def check_history(
+    bisect: BisectSection | None, sweep: bool, names: list[str], undrafted: list[str]
+) -> None:
+    """A history needs its two ends and a point between them, no sweep beside it, and a
+    metric its probes measure at every point (`undrafted`: arms without speculative
+    decoding, whose probes count no drafts)."""
     if bisect is None:
         return
     if sweep:
@@ -76,4 +80,10 @@ def check_history(bisect: BisectSection | None, sweep: bool, names: list[str]) -
         raise ValueError(
             f"[bisect] needs at least 3 arms (the good end, a point, the bad end); got "
             f"{len(names)}: {names}"
+        )
+    if METRIC[bisect.metric].acceptance and undrafted:
+        raise ValueError(
+            f"metric {bisect.metric!r} is not measured at {', '.join(undrafted[:3])}: it runs "
+            "without speculative decoding, so its probes count no drafts; give every point a "
+            'drafter, or search metric = "output_tokens_per_s"'
         )

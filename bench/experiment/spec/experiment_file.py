@@ -222,7 +222,13 @@ class Experiment(_Model):
 
     @model_validator(mode="after")
     def _a_history(self) -> Experiment:
-        check_history(self.bisect, self.sweep is not None, [a.name for a in self.arms])
+        undrafted = [
+            a.name
+            for a in self.arms
+            if a.speculative_config is False
+            or not (self.server.speculative_config or a.speculative_config)
+        ]
+        check_history(self.bisect, self.sweep is not None, [a.name for a in self.arms], undrafted)
         return self
 
     @model_validator(mode="after")
