@@ -6,6 +6,8 @@ change says so; a resumed search that has its answer boots nothing more."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -93,3 +95,83 @@ def test_bisect_refuses_a_file_without_a_history(
     err = capsys.readouterr().err
     assert "[bisect]" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+BUILD = """set -e
+commit=$1
+out=$2
+if git cat-file -e "$commit:vllm/broken" 2>/dev/null; then
+    echo "error: the extension does not compile" >&2
+    exit 1
+fi
+level=$(git show "$commit:vllm/level")
+mkdir -p "$out/bin"
+printf '#!/bin/sh\\nexport SPECAB_FAKE_ACCEPT=%s\\nexec %s "$@"\\n' "$level" "{python}" > "$out/bin/python"
+chmod +x "$out/bin/python"
+echo "built $commit"
+"""
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _built_history(tmp_path: Path) -> Path:
+    """good (0.2), a docs edit, a commit whose build fails, its fix, the change (0.9), a
+    later edit: each commit is built by a script that reads the level from the commit."""
+    repo = tmp_path / "src"
+    (repo / "vllm").mkdir(parents=True)
+    _git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    steps = [
+        ("good", {"vllm/level": "0.2"}, []),
+        ("docs", {"vllm/README": "docs"}, []),
+        ("a kernel that does not compile", {"vllm/broken": "x"}, []),
+        ("the kernel fixed", {"vllm/kernel.cu": "ok"}, ["vllm/broken"]),
+        ("the change", {"vllm/level": "0.9"}, []),
+        ("a later edit", {"vllm/README": "more docs"}, []),
+    ]
+    for subject, files, removed in steps:
+        for path, text in files.items():
+            (repo / path).write_text(text + "\n")
+        for path in removed:
+            (repo / path).unlink()
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-qm", subject)
+        _git(repo, "tag", subject.split()[0]) if subject == "good" else None
+    (tmp_path / "build.sh").write_text(BUILD.replace("{python}", sys.executable))
+    return repo
+
+
+def test_a_git_history_with_builds_builds_each_point_once_on_demand_and_skips_a_failing_build(
+    tmp_path: Path,
+    fake_experiment: Callable[..., Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _built_history(tmp_path)
+    spec = fake_experiment(tmp_path, {"t": {}}, boots_per_arm=3)
+    with spec.open("a") as f:
+        f.write(
+            '\n[bisect]\nboots_per_point = 4\nendpoint_boots = 6\n[bisect.git]\nrepo = "src"\n'
+            'good = "good"\nbad = "main"\nbuild = "sh ../build.sh {commit} {out}"\n'
+            'build_cache = "builds"\n'
+        )
+    root = tmp_path / "results"
+    assert run(["bisect", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "bisect: skipping 02-" in out and "the extension does not compile" in out
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    b = json.loads(capsys.readouterr().out)["bisection"]
+    assert b["outcome"] == "culprit" and b["culprit_commit"]["subject"] == "the change"
+    decisions = {p["arm"][:2]: p["decision"] for p in b["points"]}
+    assert decisions["02"] == "skipped"
+    builds = tmp_path / "builds"
+    built = {p.parent.name for p in builds.glob("*/.specab-built")}
+    booted = {p["arm"] for p in b["points"] if p["boots"]}
+    assert len(built) == len(booted) < 6  # on demand: only the points the search visited
+    assert len(list(builds.glob("*.failed"))) == 1  # built once: the retry read the marker
+    assert len(list(builds.glob("*.log"))) == len(built) + 1

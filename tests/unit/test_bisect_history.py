@@ -80,6 +80,17 @@ def test_a_git_range_becomes_one_diff_arm_per_commit_touching_the_package(
         ('git = { repo = "src", good = "good", bad = "bad", package = "vllm2" }', None, "vllm2"),
         ('metric = "acceptance_pos0"', '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "3 arms"),
         ('metric = "tokens_per_joule"', None, "metric"),
+        (  # the ends are built before anything is written
+            'git = { repo = "src", good = "good", bad = "bad", build = "exit 1 {commit} {out}" }',
+            None,
+            "the build fails for both ends",
+        ),
+        ('git = { repo = "src", good = "good", bad = "bad", build = "make" }', None, "{out}"),
+        (
+            'git = { repo = "src", good = "good", bad = "bad", build = "b {commit} {out}" }',
+            '[[arms]]\nname = "t"\npython = "/usr/bin/python3"\n',
+            "cannot set python",
+        ),
         (  # a point without a drafter: its probes count no drafts
             'metric = "mean_accepted_length"',
             '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\nspeculative_config = false\n'

@@ -11,8 +11,8 @@ Merging rules (documented in docs/arms.md):
 - `target_config` / `draft_config`: JSON merge patches (RFC 7386) on the model's config.json,
   materialized per boot as overlay directories (see `bench.experiment.launch.overlays`).
 - `python`: the arm's interpreter, else the server's, else the one running specab (in a
-  container: a path inside the image, default `python3`).
-- `container`: the arm's, else the server's (none: the server runs on the host).
+  container: a path inside the image, default `python3`). `container`: the arm's, else the
+  server's (none: the server runs on the host).
 """
 
 from __future__ import annotations
@@ -90,6 +90,7 @@ class ResolvedArm:
     container: ContainerSpec | None = None  # the server runs in this image
     nodes: int = 1  # nodes one boot spans ([resources] nodes; >1: a gang boot)
     patch_fields: tuple[str, ...] = ()  # where each patch is written (messages)
+    built_from: str | None = None  # the commit `python` is built from when first needed
 
     @property
     def draft_model(self) -> str | None:
@@ -177,8 +178,10 @@ class ResolvedArm:
         }
 
     def vllm_version(self) -> str | None:
-        """The vLLM version this arm's server would run (read inside the image when the arm
-        runs in a container)."""
+        """The vLLM version this arm's server would run (in its image, if it has one); None
+        for a commit's build, named by its commit (read now, it would change once built)."""
+        if self.built_from is not None:
+            return None
         if self.container is not None:
             return container_vllm_version(self.container, self.python)
         return interpreter_vllm_version(self.python)
@@ -288,6 +291,7 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         container=container,
         nodes=spec.resources.nodes,
         patch_fields=patch_fields,
+        built_from=arm.commit if spec.bisect and spec.bisect.builds else None,
     )
     _check_gang(resolved)
     return resolved

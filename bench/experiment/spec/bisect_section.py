@@ -5,9 +5,9 @@ first point where the metric changed (docs/statistics.md, "Which change did it")
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench.records import METRIC, PRIMARY_DEFAULT, REGISTRY
 
@@ -24,6 +24,25 @@ class GitRange(BaseModel):
     good: str = Field(description="The good commit: the arms' installed build must be it.")
     bad: str = Field(description="The bad commit, a descendant of good.")
     package: str = Field("vllm", description="The package directory the diffs serve.")
+    build: str | None = Field(
+        None,
+        description="A shell command that builds one commit: {commit} is its hash, {out} "
+        "the directory it fills, whose bin/python then serves that point (run in repo, on "
+        "the node that first boots the point; cached by commit). With it, commits that change "
+        "compiled code are bisected too, and a commit whose build fails is skipped.",
+    )
+    build_cache: str = Field(
+        "",
+        description="Where builds are kept, {out} = build_cache/<commit> with its log beside "
+        "(storage every node sees; relative to the file). Default: specab's cache directory.",
+    )
+
+    @field_validator("build")
+    @classmethod
+    def _placeholders(cls, v: str | None) -> str | None:
+        if v is not None and not ("{commit}" in v and "{out}" in v):
+            raise ValueError(f"build = {v!r} needs both {{commit}} and {{out}}")
+        return v
 
 
 class BisectSection(BaseModel):
@@ -61,17 +80,27 @@ class BisectSection(BaseModel):
         return (*looks, self.endpoint_boots)
 
     @property
+    def builds(self) -> bool:
+        """Every point is its commit's own build (`git.build`)."""
+        return self.git is not None and self.git.build is not None
+
+    @property
     def most_boots(self) -> int:
         """Boots any point may take: the plan every point's boots are drawn from."""
         return max(self.boots_per_point, self.endpoint_boots)
 
 
 def check_history(
-    bisect: BisectSection | None, sweep: bool, names: list[str], undrafted: list[str]
+    bisect: BisectSection | None,
+    sweep: bool,
+    drafters: dict[str, dict[str, Any] | Literal[False]],
+    server_drafter: dict[str, Any],
 ) -> None:
     """A history needs its two ends and a point between them, no sweep beside it, and a
-    metric its probes measure at every point (`undrafted`: arms without speculative
-    decoding, whose probes count no drafts)."""
+    metric its probes measure at every point (`drafters`: each arm's speculative_config; an
+    arm without speculative decoding counts no drafts)."""
+    names = list(drafters)
+    undrafted = [a for a, d in drafters.items() if d is False or not (server_drafter or d)]
     if bisect is None:
         return
     if sweep:

@@ -4,11 +4,15 @@ per error type and the field path (arms shown by name). Used by `experiment_file
 from __future__ import annotations
 
 import difflib
+import re
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+
+from bench.errors import SpecabError
 
 FIXES = {
     "extra_forbidden": "remove it (unknown field; see `specab schema` for valid ones)",
@@ -90,3 +94,31 @@ def unknown_field_fix(model: type[BaseModel], loc: tuple[int | str, ...]) -> str
     if names:
         return f"remove or rename it: the fields here are {', '.join(names)}"
     return FIXES["extra_forbidden"]
+
+
+def spec_error(
+    exc: ValidationError, data: dict[str, Any], file: Path, model: type[BaseModel]
+) -> SpecabError:
+    """pydantic's first problem with the document as one line: file, field path and fix."""
+    # Unknown fields first: a misspelt table explains the "missing" one it replaced.
+    errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    err = errors[0]
+    raw_loc = tuple(err["loc"])
+    union = bool(raw_loc) and str(raw_loc[-1]) in UNION_TAGS
+    if union:
+        raw_loc = raw_loc[:-1]
+        errors = [e for e in errors if tuple(e["loc"])[:-1] != raw_loc] + [err]
+    loc = render_loc(raw_loc, data) or (
+        "experiment.baseline" if err["msg"].startswith("Value error, baseline") else "(top level)"
+    )
+    msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
+    fix = FIXES.get(err["type"], "correct the value")
+    if err["type"] == "extra_forbidden":
+        msg, fix = "unknown field", unknown_field_fix(model, raw_loc)
+    if union:
+        msg = "a flag value must be a string, number or boolean"
+        fix = 'write e.g. 1024, "auto" or true (false removes the flag)'
+    if err["type"] == "value_error":
+        msg, _, fix = msg.partition("; ") if "; " in msg else (msg, "", fix)
+    extra = f" ({len(errors) - 1} more problem(s) after this one)" if len(errors) > 1 else ""
+    return SpecabError(msg + extra, file=file, field=loc, fix=fix)

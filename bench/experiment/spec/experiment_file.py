@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import tomllib
 from itertools import pairwise
 from pathlib import Path
@@ -19,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bench.errors import SpecabError
 from bench.experiment.spec.bisect_section import BisectSection, check_history
-from bench.experiment.spec.error_lines import FIXES, UNION_TAGS, render_loc, unknown_field_fix
+from bench.experiment.spec.error_lines import spec_error
 from bench.experiment.spec.git_history import expand_history
 from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment.spec.probes_section import ProbesSection
@@ -179,6 +178,11 @@ class ArmSpec(_Model):
     container: ContainerSpec | None = Field(
         None, description="Container image for this arm's server (replaces [server].container)."
     )
+    commit: str | None = Field(
+        None,
+        description="The commit this arm serves ([bisect] git fills it; with its `build`, "
+        "`python` is that commit's build, made when a boot first needs it).",
+    )
 
     @field_validator("speculative_config", mode="before")
     @classmethod
@@ -222,13 +226,8 @@ class Experiment(_Model):
 
     @model_validator(mode="after")
     def _a_history(self) -> Experiment:
-        undrafted = [
-            a.name
-            for a in self.arms
-            if a.speculative_config is False
-            or not (self.server.speculative_config or a.speculative_config)
-        ]
-        check_history(self.bisect, self.sweep is not None, [a.name for a in self.arms], undrafted)
+        drafters = {a.name: a.speculative_config for a in self.arms}
+        check_history(self.bisect, self.sweep is not None, drafters, self.server.speculative_config)
         return self
 
     @model_validator(mode="after")
@@ -275,30 +274,7 @@ def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
     try:
         return Experiment.model_validate(data)
     except ValidationError as exc:
-        # Unknown fields first: a misspelt table explains the "missing" one it replaced.
-        errors = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-        err = errors[0]
-        raw_loc = tuple(err["loc"])
-        union = bool(raw_loc) and str(raw_loc[-1]) in UNION_TAGS
-        if union:
-            raw_loc = raw_loc[:-1]
-            errors = [e for e in errors if tuple(e["loc"])[:-1] != raw_loc] + [err]
-        loc = render_loc(raw_loc, data) or (
-            "experiment.baseline"
-            if err["msg"].startswith("Value error, baseline")
-            else "(top level)"
-        )
-        msg = re.sub(r"^(Value error|Assertion failed), ", "", err["msg"])
-        fix = FIXES.get(err["type"], "correct the value")
-        if err["type"] == "extra_forbidden":
-            msg, fix = "unknown field", unknown_field_fix(Experiment, raw_loc)
-        if union:
-            msg = "a flag value must be a string, number or boolean"
-            fix = 'write e.g. 1024, "auto" or true (false removes the flag)'
-        if err["type"] == "value_error":
-            msg, _, fix = msg.partition("; ") if "; " in msg else (msg, "", fix)
-        extra = f" ({len(errors) - 1} more problem(s) after this one)" if len(errors) > 1 else ""
-        raise SpecabError(msg + extra, file=file, field=loc, fix=fix) from None
+        raise spec_error(exc, data, file, Experiment) from None
 
 
 def load_spec(path: str | Path) -> Experiment:

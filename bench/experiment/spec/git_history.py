@@ -3,7 +3,9 @@ are `good` and the first-parent commits of good..bad that touch the package, old
 each is the arm's own build (which must be `good`) plus the cumulative diff good..commit,
 served through the diff-arm path (`patches`). The diffs are written once per commit under
 specab's cache (content stays what git says; the arm definition hashes it). A range that
-changes compiled code is refused: such a commit needs its own build.
+changes compiled code is refused: such a commit needs its own build. With `build`, every
+point is instead its own build's interpreter (`build_cache/<commit>/bin/python`), which the
+first boot that needs it makes (`bench.run.commit_builds`); any change can then be searched.
 """
 
 from __future__ import annotations
@@ -46,13 +48,26 @@ def _git(repo: Path, *args: str, file: Path, field: str) -> str:
 
 
 def _cache(good: str) -> Path:
-    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return root / "specab" / "bisect" / good
+    return _specab_cache() / "bisect" / good
+
+
+def _specab_cache() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "specab"
+
+
+def build_cache(git: dict[str, Any], file: Path) -> Path:
+    """Where `[bisect] git.build` keeps its builds: build_cache/<commit> per commit."""
+    value = str(git.get("build_cache") or "")
+    if not value:
+        return _specab_cache() / "builds"
+    v = Path(value).expanduser()
+    return v if v.is_absolute() else (file.parent / v).resolve()
 
 
 def history_points(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
     """Each point: its commit, subject, date, the files it touches and the diff good..it
-    (None for good itself), oldest first; bad input is one SpecabError naming the field."""
+    (None for good itself, and for every point when each is built), oldest first; bad input
+    is one SpecabError naming the field."""
     repo = (file.parent / str(git.get("repo", ""))).resolve()
     package = str(git.get("package", "vllm"))
     if not (repo / ".git").exists():
@@ -86,7 +101,11 @@ def history_points(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
             fix="give a bad commit after good",
         )  # fmt: skip
     out: list[dict[str, Any]] = [_point(repo, good, None, file)]
+    built = git.get("build") is not None
     for commit in listed:
+        if built:  # each commit is its own build: nothing is served as a diff
+            out.append(_point(repo, commit, None, file))
+            continue
         touched = _git(repo, "diff", "--name-only", good, commit, file=file,
                        field="bisect.git").split()  # fmt: skip
         if compiled := [p for p in touched if needs_build(p)]:
@@ -94,8 +113,8 @@ def history_points(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
                 f"commit {commit[:12]} changes compiled code ({', '.join(compiled[:3])})",
                 file=file,
                 field="bisect.git",
-                fix="bisect a range of Python changes, or give each commit its own build "
-                "(an arm's `python =` or `container =`) as a [bisect] history of arms",
+                fix="give [bisect] git a build command (each commit built, cached and "
+                "skipped if it fails), or bisect a range of Python changes",
             )
         out.append(_point(repo, commit, good, file))
     return out
@@ -133,9 +152,21 @@ def expand_history(data: dict[str, Any], file: Path) -> dict[str, Any]:
             fix="keep one [[arms]] (its fields apply to every point) or none",
         )
     template = {k: v for k, v in hand[0].items() if k != "name"}
+    builds = build_cache(git, file) if git.get("build") is not None else None
+    if builds is not None and ({"python", "container"} & set(template)):
+        raise SpecabError(
+            "[bisect] git.build makes every point's interpreter: the template arm cannot "
+            "set python or container",
+            file=file,
+            field="arms",
+            fix="remove python/container from the [[arms]] template, or drop build",
+        )
     arms = []
     for i, p in enumerate(history_points(git, file)):
         arm = {**template, "name": f"{i:02d}-{p['commit'][:8]}", "description": p["subject"]}
+        arm["commit"] = p["commit"]
+        if builds is not None:
+            arm["python"] = str(builds / p["commit"] / "bin" / "python")
         if p["diff"] is not None:
             arm["patches"] = [*template.get("patches", []), str(p["diff"])]
             arm["allow_noop_patches"] = True  # a point may change no executed code

@@ -5,6 +5,7 @@ loop (`probe_loop`, in lanes at concurrency > 1: `lanes`), one request per probe
 cross-checked (`counters`), and a duet's barrier before the probes (`start_gate`). Runtime
 failures become a failed `BootRecord`, never an exception."""
 
+from bench.run.boot.commit_builds import built_for_preflight
 from bench.run.boot.counters import (
     SpecCounts,
     check_counts,
@@ -40,6 +41,7 @@ __all__ = [
     "Sampling",
     "SpecCounts",
     "StartGates",
+    "built_for_preflight",
     "check_boot_total",
     "check_counts",
     "counts_from_response",

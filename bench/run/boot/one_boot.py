@@ -36,6 +36,7 @@ from bench.experiment import (
 )
 from bench.records import BootRecord, FailedPhase, ProbeRecord
 from bench.run.attempt import Attempt
+from bench.run.boot.commit_builds import commit_build
 from bench.run.boot.counters import SpecCounts, scrape_k, vllm_version
 from bench.run.boot.failure_reason import one_line, with_root_cause
 from bench.run.boot.node_prep import image_at_head, prepare_node
@@ -81,8 +82,7 @@ class NodeSetup:
 class BootOutcome:
     record: BootRecord
     probes: list[ProbeRecord]  # measured probes of an ok boot (empty if failed)
-    # /metrics delta around each measured probe (same order as probes); with source
-    # per_request these were checked equal to the per-request counts.
+    # /metrics delta around each probe (probes' order; per_request: checked equal to it)
     probe_deltas: list[SpecCounts] = field(default_factory=list)
 
 
@@ -137,6 +137,7 @@ def run_boot(
     """
     arm, sets = _arm_and_probes(req)
     unread, here = image_at_head(arm, req.attempt.host, req.image)
+    unread = unread or commit_build(req.spec, arm)  # a commit's interpreter, built if not yet
     if unread is not None:  # its definition and measurement would be guessed: fail instead
         return BootOutcome(failed_record(req, unread, started_at=_now(), node=node), [])
     t = _Timeline(
@@ -242,13 +243,9 @@ def _measure_served(
             concurrency=how.concurrency,
             speculative=how.speculative,
         )
-        return measure(
-            client,
-            sets,
-            probing,
-            on_response=lambda: setattr(t, "phase", "probes"),
-            before_probes=None if req.gate is None else partial(_at_gate, req, t),
-        )
+        gate = None if req.gate is None else partial(_at_gate, req, t)
+        on = partial(setattr, t, "phase", "probes")
+        return measure(client, sets, probing, on_response=on, before_probes=gate)
 
 
 def _at_gate(req: BootRequest, t: _Timeline) -> None:

@@ -35,6 +35,7 @@ from bench.experiment import (
     resume_changes,
 )
 from bench.records import BOOT_SCHEMA, PROBE_SCHEMA, Manifest, Results
+from bench.run.boot import built_for_preflight
 from bench.run.driver.bisection_run import BisectRun
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.elimination import SelectionRun
@@ -99,7 +100,8 @@ class Driver:
     def _preflight(self) -> Preflight:
         """Every user mistake before anything is written."""
         cluster = self.opts.address is not None
-        return preflight(self.spec_file, spec=self.spec, cluster=cluster)
+        arms = built_for_preflight(self.spec, self.spec_file)  # the rest: checked when built
+        return preflight(self.spec_file, spec=self.spec, arms=arms, cluster=cluster)
 
     def _lint(self, checked: Preflight) -> None:
         """Preflight's warnings and lint's findings (known draft/target config mismatches),
