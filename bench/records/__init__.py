@@ -18,7 +18,13 @@ from bench.records.boots_and_probes import (
 from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
 from bench.records.count_lists import list_lengths, list_matrix
 from bench.records.loaded_results import Results
-from bench.records.manifest import Manifest, ManifestBisect, ManifestSweep, SweepCell
+from bench.records.manifest import (
+    Manifest,
+    ManifestBisect,
+    ManifestScreen,
+    ManifestSweep,
+    SweepCell,
+)
 from bench.records.metrics import (
     ACCEPTANCE_METRICS,
     ALL_METRICS,
@@ -67,6 +73,7 @@ __all__ = [
     "Machine",
     "Manifest",
     "ManifestBisect",
+    "ManifestScreen",
     "ManifestSweep",
     "Metric",
     "ProbeRecord",

@@ -104,6 +104,14 @@ class ManifestBisect(_Read):
     )
 
 
+class ManifestScreen(_Read):
+    """The `[screen]` table as resolved: every arm but the baseline is a candidate."""
+
+    metric: str = Field(description="The metric no candidate may lower by more than margin.")
+    margin: float = Field(description="How much worse a candidate may be and still clear.")
+    looks: list[int] = Field(description="Boots per arm at which candidates are tested.")
+
+
 class Manifest(_Read):
     """A results directory's manifest.json."""
 
@@ -127,6 +135,7 @@ class Manifest(_Read):
     primary_metrics: list[str] | None = Field(None, description="The primary Holm family.")
     sweep: ManifestSweep | None = Field(None, description="The sweep, for sweep experiments.")
     bisect: ManifestBisect | None = Field(None, description="The history, for [bisect].")
+    screen: ManifestScreen | None = Field(None, description="The screening, for [screen].")
     orchestration: dict[str, Any] | None = Field(
         None, description="How boots were ordered and seeded (run-ab)."
     )

@@ -35,6 +35,7 @@ from bench.stats.schema import (
     SelftestResult,
     SplitCheck,
 )
+from bench.stats.screen import screen_dropped
 from bench.stats.select import selection_dropped
 
 __all__ = [
@@ -43,5 +44,6 @@ __all__ = [
     "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "Prior", "Selection",
     "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_selftest",
     "count_checks", "decide", "gate_check", "groups_clause", "level_name", "per_boot",
-    "plan_from_results", "pooled_ratios", "prior_from_results", "selection_dropped", "split_arm",
+    "plan_from_results", "pooled_ratios", "prior_from_results", "screen_dropped",
+    "selection_dropped", "split_arm",
 ]  # fmt: skip

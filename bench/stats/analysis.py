@@ -53,6 +53,7 @@ from bench.stats.schema import (
     Comparison,
     PriorInfo,
 )
+from bench.stats.screen import screening
 from bench.stats.select import selection, sweep_looks
 
 BEFF_WARN = 0.75  # warn when Kish effective boots fall below this share of the boots
@@ -81,6 +82,8 @@ def analyze(
         update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
     if manifest.bisect is not None:
         update["bisection"] = bisection(results, s.alpha)
+    if manifest.screen is not None:
+        update["screening"] = screening(ds.arms, arms, s.baseline, manifest.screen, s.alpha)
     sharing = shared_machine(boots)
     if sharing is not None and (share := group_share(ds.arms, arms)) is not None:
         carried, df = share

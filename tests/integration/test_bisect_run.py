@@ -106,7 +106,8 @@ if git cat-file -e "$commit:vllm/broken" 2>/dev/null; then
 fi
 level=$(git show "$commit:vllm/level")
 mkdir -p "$out/bin"
-printf '#!/bin/sh\\nexport SPECAB_FAKE_ACCEPT=%s\\nexec %s "$@"\\n' "$level" "{python}" > "$out/bin/python"
+printf '#!/bin/sh\\nexport SPECAB_FAKE_ACCEPT=%s\\nexec %s "$@"\\n' "$level" "{python}" \\
+    > "$out/bin/python"
 chmod +x "$out/bin/python"
 echo "built $commit"
 """

@@ -72,6 +72,7 @@ LAYERS = {
         "checks",
         "gate",
         "bisect",
+        "screen",
         "plan",
         "analysis",
     ],

@@ -65,6 +65,10 @@ def build_manifest(
             "endpoint_looks": list(b.endpoint_looks),
             "commits": _commits(spec, Path(spec_file)),
         }
+    if (sc := spec.screen) is not None:
+        margin = sc.margin or getattr(spec.experiment.margins, sc.metric)
+        looks = list(sc.design_looks(spec.experiment.boots_per_arm))
+        body["screen"] = {"metric": sc.metric, "margin": margin, "looks": looks}
     if orchestration is not None:
         body["orchestration"] = {"order": ORDER, **orchestration}
     return Manifest.model_validate(body)

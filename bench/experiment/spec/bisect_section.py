@@ -5,7 +5,7 @@ first point where the metric changed (docs/statistics.md, "Which change did it")
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -91,16 +91,11 @@ class BisectSection(BaseModel):
 
 
 def check_history(
-    bisect: BisectSection | None,
-    sweep: bool,
-    drafters: dict[str, dict[str, Any] | Literal[False]],
-    server_drafter: dict[str, Any],
+    bisect: BisectSection | None, sweep: bool, names: list[str], undrafted: list[str]
 ) -> None:
     """A history needs its two ends and a point between them, no sweep beside it, and a
-    metric its probes measure at every point (`drafters`: each arm's speculative_config; an
-    arm without speculative decoding counts no drafts)."""
-    names = list(drafters)
-    undrafted = [a for a, d in drafters.items() if d is False or not (server_drafter or d)]
+    metric its probes measure at every point (`undrafted`: arms without speculative
+    decoding, whose probes count no drafts)."""
     if bisect is None:
         return
     if sweep:

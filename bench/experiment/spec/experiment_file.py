@@ -23,6 +23,7 @@ from bench.experiment.spec.git_history import expand_history
 from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
+from bench.experiment.spec.screen_section import ScreenSection, check_screen, expand_screen
 from bench.experiment.spec.secret_settings import (
     REDACTED,
     is_secret_env,
@@ -214,6 +215,11 @@ class Experiment(_Model):
         description="The arms, in file order, as an ordered history from the good end to the "
         "bad end: find the first point where the metric changed (`specab bisect`).",
     )
+    screen: ScreenSection | None = Field(
+        None,
+        description="Candidates without an order, each against the baseline: which are not "
+        "worse by more than a margin, which lowered the metric; decided ones get no more boots.",
+    )
 
     @field_validator("arms")
     @classmethod
@@ -226,8 +232,16 @@ class Experiment(_Model):
 
     @model_validator(mode="after")
     def _a_history(self) -> Experiment:
-        drafters = {a.name: a.speculative_config for a in self.arms}
-        check_history(self.bisect, self.sweep is not None, drafters, self.server.speculative_config)
+        names = [a.name for a in self.arms]
+        # arms whose probes count no drafts: no acceptance metric is measured there
+        server = self.server.speculative_config
+        undrafted = [a.name for a in self.arms if a.speculative_config is False or not (
+            server or a.speculative_config)]  # fmt: skip
+        check_history(self.bisect, self.sweep is not None, names, undrafted)
+        if self.screen is not None and (self.sweep is not None or self.bisect is not None):
+            raise ValueError("[screen] asks its own question: keep it without [sweep] or [bisect]")
+        others = [a.name for a in self.arms if a.name != self.baseline]
+        check_screen(self.screen, others, self.experiment.boots_per_arm, undrafted)
         return self
 
     @model_validator(mode="after")
@@ -270,7 +284,7 @@ class Experiment(_Model):
 
 def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
     """Validate a parsed TOML document; raise SpecabError for the first problem."""
-    data = expand_history(expand_sweep(data, file), file)
+    data = expand_screen(expand_history(expand_sweep(data, file), file), file)
     try:
         return Experiment.model_validate(data)
     except ValidationError as exc:

@@ -1,6 +1,7 @@
 """Elimination across looks for a sweep (`[sweep]` with experiment.looks, see
-docs/statistics.md "Selection"): after every finished boot the looks are replayed on the boots
-on disk (`bench.stats.selection_dropped`, the code `analyze` reports with) and the planned
+docs/statistics.md "Selection") or a screening (`[screen]`, "Screening candidates"): after
+every finished boot the looks are replayed on the boots on disk (`bench.stats.
+selection_dropped` or `screen_dropped`, the code `analyze` reports with) and the planned
 boots of arms that need no more are taken out of the queue. The replay reads each look's
 first n boots by boot index, so its outcome never changes as later boots arrive, and
 `--resume` recomputes it from the directory: there is no state file to drift.
@@ -30,6 +31,9 @@ class SelectionRun:
     _seen: dict[str, int] = field(default_factory=dict)
     # the results so far (the driver's, in memory); None reads the directory
     current: Callable[[], Results] | None = None
+    # the arms the looks so far need no more boots of, and why
+    drop: Callable[[Results], Mapping[str, str]] = selection_dropped
+    label: str = "selection"
 
     def check(self, ok: Mapping[str, int], note: Callable[[str], None]) -> bool:
         """Replay the looks when the ok counts changed; True once no arm needs more boots."""
@@ -39,9 +43,9 @@ class SelectionRun:
         if max(ok.values(), default=0) < self.looks[0]:
             return False
         res = self.current() if self.current else load_results(self.root)
-        now = selection_dropped(res)
+        now = dict(self.drop(res))
         for arm in sorted(set(now) - set(self.dropped)):
-            note(f"selection: no more boots for {arm}: {now[arm]}")
+            note(f"{self.label}: no more boots for {arm}: {now[arm]}")
         self.dropped = now
         return self.finished
 

@@ -20,6 +20,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from types import FrameType
 
@@ -57,6 +58,7 @@ from bench.run.placement import (
     run_attempt,
     task_options,
 )
+from bench.stats import screen_dropped
 from bench.store import ResultsWriter
 
 Task = Callable[[AttemptSpec], TaskResult]
@@ -227,7 +229,13 @@ class Driver:
             search.advance(todo, False, self.console.print)
             return search
         seq: SequentialRun | SelectionRun | None = None
-        if exp.looks and self.spec.sweep is not None:  # the looks eliminate configurations
+        if self.spec.screen is not None:  # decided candidates get no more boots
+            looks = self.spec.screen.design_looks(exp.boots_per_arm)
+            drop = partial(screen_dropped, alpha=exp.alpha)
+            seq = SelectionRun(
+                root, looks, self.arms, current=self._results, drop=drop, label="screening"
+            )
+        elif exp.looks and self.spec.sweep is not None:  # the looks eliminate configurations
             seq = SelectionRun(root, tuple(exp.looks), self.arms, current=self._results)
         elif exp.looks:
             seq = SequentialRun.open(root, exp.looks, self.arms, current=self._results)

@@ -8,7 +8,8 @@ import no computation: the packages that compute these import them, never the re
 - `variance_components`, `sequential_decision`, `conditions` (drift within boots, hosts),
   `selection_result` (sweeps), `analysis_result` (the whole object).
 - `check_results` (selftest, split-arm A/A), `plan_result` (`specab plan`),
-  `gate_check` (`specab gate`), `bisection_result` (a history's culprit).
+  `gate_check` (`specab gate`), `bisection_result` (a history's culprit),
+  `screening_result` (candidates without an order).
 """
 
 from bench.stats.schema.analysis_result import Analysis, AnalysisSettings, PriorInfo
@@ -42,6 +43,7 @@ from bench.stats.schema.comparison import (
 from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
 from bench.stats.schema.gate_check import GateCheck, GateResult, GateVerdict
 from bench.stats.schema.plan_result import Plan
+from bench.stats.schema.screening_result import ScreenCandidate, Screening, ScreenStatus
 from bench.stats.schema.selection_result import Selection, SelectionConfig, SelectionGroup
 from bench.stats.schema.sequential_decision import Decision, SequentialRow
 from bench.stats.schema.variance_components import (
@@ -80,6 +82,9 @@ __all__ = [
     "PositionComparison",
     "PositionEstimate",
     "PriorInfo",
+    "ScreenCandidate",
+    "ScreenStatus",
+    "Screening",
     "Selection",
     "SelectionConfig",
     "SelectionGroup",

@@ -12,6 +12,7 @@ from bench.stats.schema.arm_result import ArmResult
 from bench.stats.schema.bisection_result import Bisection
 from bench.stats.schema.comparison import Breakdown, Comparison, PositionComparison, Speedup
 from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
+from bench.stats.schema.screening_result import Screening
 from bench.stats.schema.selection_result import Selection
 from bench.stats.schema.sequential_decision import Decision
 from bench.stats.schema.strict_json import Frozen, Int
@@ -77,6 +78,9 @@ class Analysis(Frozen):
     )
     bisection: Bisection | None = Field(
         None, description="Where the metric changed along the history, for [bisect]."
+    )
+    screening: Screening | None = Field(
+        None, description="Each candidate against the baseline, one-sided, for [screen]."
     )
 
     def to_json(self) -> dict[str, Any]:

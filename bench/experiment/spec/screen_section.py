@@ -1,0 +1,113 @@
+"""`[screen]`: candidates without an order (patches, pins, settings), each against the
+baseline, one-sided: which of them is not worse than the baseline by more than the margin
+("cleared"), and which lowered the metric ("lowered"). A candidate decided at a look gets no
+more boots; the boots go to the unresolved ones (docs/statistics.md, "Screening candidates").
+
+The candidates are the experiment's arms other than the baseline, or, with `patches`, one
+arm per patch made from the file's one `[[arms]]` table (the baseline: that arm as written).
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from bench.errors import SpecabError
+from bench.records import METRIC, PRIMARY_DEFAULT, REGISTRY
+
+if TYPE_CHECKING:
+    ScreenMetric = str
+else:
+    ScreenMetric = Literal[tuple(m.name for m in REGISTRY)]
+
+
+class ScreenSection(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    metric: ScreenMetric = Field(
+        PRIMARY_DEFAULT[0], description="The metric no candidate may lower by more than margin."
+    )
+    margin: float | None = Field(
+        None,
+        gt=0,
+        description="How much worse than the baseline a candidate may be and still clear (in "
+        "the metric's units; relative for a ratio metric). Default: the metric's margin in "
+        "[experiment.margins].",
+    )
+    looks: list[int] = Field(
+        default_factory=list,
+        description="Boots per arm at which every unresolved candidate is tested, increasing, "
+        "the last = experiment.boots_per_arm. Default: 3, 6, 10, 16 (those below "
+        "boots_per_arm), then boots_per_arm.",
+    )
+    patches: list[str] = Field(
+        default_factory=list,
+        description="One candidate per patch (a .py patch or a diff, relative to the file), "
+        "each the file's one [[arms]] table plus that patch; that table as written is the "
+        "baseline. Empty: the candidates are the arms other than the baseline.",
+    )
+
+    def design_looks(self, boots_per_arm: int) -> tuple[int, ...]:
+        if self.looks:
+            return tuple(self.looks)
+        looks = tuple(n for n in (3, 6, 10, 16) if n < boots_per_arm)
+        return (*looks, boots_per_arm)
+
+
+def check_screen(
+    screen: ScreenSection | None, others: list[str], boots_per_arm: int, undrafted: list[str]
+) -> None:
+    """Candidates to screen, looks that end at boots_per_arm, and a metric every arm has."""
+    if screen is None:
+        return
+    if not others:
+        raise ValueError("[screen] needs at least one candidate besides the baseline")
+    looks = screen.design_looks(boots_per_arm)
+    if looks[0] < 2 or any(b <= a for a, b in pairwise(looks)):
+        raise ValueError(f"[screen] looks {list(looks)} must increase from 2 boots or more")
+    if looks[-1] != boots_per_arm:
+        raise ValueError(
+            f"[screen] looks end at {looks[-1]}, experiment.boots_per_arm is {boots_per_arm}; "
+            "make the last look boots_per_arm"
+        )
+    if METRIC[screen.metric].acceptance and undrafted:
+        raise ValueError(
+            f"metric {screen.metric!r} is not measured at {', '.join(undrafted[:3])}: it runs "
+            "without speculative decoding; give every arm a drafter, or screen "
+            'metric = "output_tokens_per_s"'
+        )
+
+
+def expand_screen(data: dict[str, Any], file: Path) -> dict[str, Any]:
+    """The document with one candidate arm per `[screen] patches` entry (the one hand-written
+    arm is the baseline and their template); unchanged without them."""
+    screen = data.get("screen")
+    patches = screen.get("patches") if isinstance(screen, dict) else None
+    if not patches:
+        return data
+    hand = data.get("arms") or []
+    if not isinstance(hand, list) or len(hand) != 1 or not isinstance(hand[0], dict):
+        raise SpecabError(
+            "[screen] patches makes the candidates: give exactly one [[arms]] table, the "
+            "baseline they are made from",
+            file=file,
+            field="arms",
+            fix="keep one [[arms]] (the baseline), or list the candidates as arms and drop patches",
+        )
+    base = hand[0]
+    arms = [base]
+    for i, patch in enumerate(patches):
+        stem = re.sub(r"[^A-Za-z0-9.-]+", "-", Path(str(patch)).stem).strip("-.") or "patch"
+        arms.append(
+            {
+                **{k: v for k, v in base.items() if k not in ("name", "description")},
+                "name": f"{i + 1:02d}-{stem}"[:64],
+                "description": f"{base.get('name', '')} + {patch}",
+                "patches": [*base.get("patches", []), patch],
+            }
+        )
+    return {**data, "arms": arms}

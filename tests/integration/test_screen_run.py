@@ -1,0 +1,41 @@
+"""`[screen]` on real Ray with the fake server: candidates without an order, each against
+the baseline; a candidate decided at a look gets no more boots, the boots go to the
+unresolved ones, and `analyze --json` reports the same decisions (additive `screening`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from bench.cli import run
+from bench.store import load_results
+
+pytestmark = [pytest.mark.ray, pytest.mark.timeout(600), pytest.mark.usefixtures("shared_ray")]
+
+
+def test_screening_stops_booting_decided_candidates_and_reports_them(
+    tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    levels = {"base": "0.6", "same-a": "0.6", "same-b": "0.6", "worse": "0.1"}
+    spec = fake_experiment(
+        tmp_path, {a: {"SPECAB_FAKE_ACCEPT": v} for a, v in levels.items()}, boots_per_arm=10
+    )
+    with spec.open("a") as f:
+        f.write('\n[screen]\nmetric = "acceptance_pos0"\nmargin = 0.25\nlooks = [3, 6, 10]\n')
+    root = tmp_path / "results"
+    assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "screening: no more boots for worse: lowered" in out
+    ok = load_results(root).ok_boots().groupby("arm").size().to_dict()
+    assert max(ok.values()) == 10 and sum(ok.values()) < 40  # decided arms stopped early
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    s = json.loads(capsys.readouterr().out)["screening"]
+    status = {c["arm"]: c["status"] for c in s["candidates"]}
+    assert status == {"same-a": "cleared", "same-b": "cleared", "worse": "lowered"}
+    assert s["finished"] and s["boots_used"] == sum(ok.values()) < s["boots_fixed_design"]
+    n = len(list((root / "boots").glob("*.parquet")))
+    assert run(["run-ab", str(spec), "--results-dir", str(root), "--resume", "--quiet"]) == 0
+    assert len(list((root / "boots").glob("*.parquet"))) == n  # decided: nothing more to boot
