@@ -17,6 +17,7 @@ from bench.report.tables import (
     output_identity,
     probe_temperature,
     provenance,
+    screening_section,
     selection_section,
     speed_table,
     speedup_table,
@@ -122,6 +123,7 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
     by = analysis.breakdown
     return [
         *([bisection_section(analysis.bisection)] if analysis.bisection else []),
+        *([screening_section(analysis.screening)] if analysis.screening else []),
         *([selection_section(analysis.selection)] if analysis.selection else []),
         _verdicts(analysis),
         _arms(analysis),

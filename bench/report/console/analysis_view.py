@@ -8,7 +8,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from bench.records import METRIC, REGISTRY, short_name
-from bench.report.console.bisect_view import render_bisection
+from bench.report.console.bisect_view import render_bisection, render_screening
 from bench.report.console.verdict_view import print_verdicts
 from bench.report.tables import (
     data_row,
@@ -109,6 +109,8 @@ def render_analysis(result: Analysis, out: Console) -> None:
         render_selection(result.selection, out)
     if result.bisection is not None:
         render_bisection(result.bisection, out)
+    if result.screening is not None:
+        render_screening(result.screening, out)
     if result.sequential:
         out.print(
             f"sequential: [bold]{result.sequential.action}[/bold]: {result.sequential.reason}"

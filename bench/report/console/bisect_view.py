@@ -1,6 +1,7 @@
 """A culprit search on a terminal (`analyze`, the end of `specab bisect`): every point of the
 history with its boots, estimate, the probability that the change lies at or before it and
-its decision, then the answer and the A/B that reruns it."""
+its decision, then the answer and the A/B that reruns it. A screening of unordered
+candidates likewise: each candidate's decision, then the rule and the boots it took."""
 
 from __future__ import annotations
 
@@ -8,8 +9,14 @@ from rich.console import Console
 
 from bench.records import METRIC
 from bench.report.console.verdict_view import print_frame
-from bench.report.tables import bisection_table
+from bench.report.tables import bisection_table, screening_summary, screening_table
 from bench.stats import Bisection
+from bench.stats.schema import Screening
+
+
+def render_screening(s: Screening, out: Console) -> None:
+    print_frame(out, screening_table(s), f"Screening: which candidates lowered {s.metric}?")
+    out.print(screening_summary(s), markup=False)
 
 
 def render_bisection(b: Bisection, out: Console) -> None:

@@ -14,7 +14,7 @@ from rich.console import Console
 
 from bench.errors import SpecabError
 from bench.records import Results
-from bench.report.console.bisect_view import render_bisection
+from bench.report.console.bisect_view import render_bisection, render_screening
 from bench.report.console.verdict_view import print_frame, print_verdicts
 from bench.report.tables import arm_summary, render_selection
 from bench.stats import Analysis, groups_clause, pooled_ratios
@@ -91,6 +91,9 @@ def print_end(
         return
     if analysis.bisection is not None:  # a history: the answer, not each point vs the first
         render_bisection(analysis.bisection, console)
+        return
+    if analysis.screening is not None:  # one-sided per candidate, not two-sided verdicts
+        render_screening(analysis.screening, console)
         return
     print_verdicts(console, analysis)
     _print_summary(console, analysis)

@@ -2,7 +2,7 @@
 the loaded results: verdicts, variance, failed attempts and output identity
 (`verdict_tables`), speed and accepted lengths (`speed_tables`), draft lengths
 (`drafting_table`), a sweep's choice (`selection_tables`), a history's culprit
-(`bisection_table`) and what was run where
+(`bisection_table`), a screening's candidates (`screening_table`) and what was run where
 (`provenance`)."""
 
 from bench.report.tables.bisection_table import bisection_section, bisection_table
@@ -10,6 +10,11 @@ from bench.report.tables.drafting_table import draft_length_table
 from bench.report.tables.literal_rows import data_row
 from bench.report.tables.markdown_tables import md_table, verdict_markdown
 from bench.report.tables.provenance import provenance
+from bench.report.tables.screening_table import (
+    screening_section,
+    screening_summary,
+    screening_table,
+)
 from bench.report.tables.selection_tables import render_selection, selection_section
 from bench.report.tables.speed_tables import (
     accepted_length_table,
@@ -33,6 +38,7 @@ __all__ = [
     "accepted_length_table", "arm_summary", "bisection_section", "bisection_table",
     "category_table", "data_row", "difference", "draft_length_table", "estimate_text",
     "failed_attempts", "identity_summary", "md_table", "output_identity", "probe_temperature",
-    "provenance", "render_selection", "selection_section", "speed_table", "speedup_table",
+    "provenance", "render_selection", "screening_section", "screening_summary",
+    "screening_table", "selection_section", "speed_table", "speedup_table",
     "variance_table", "verdict_markdown", "verdict_table",
 ]  # fmt: skip

@@ -1,0 +1,100 @@
+"""Screening candidates without an order: the error rates by simulation through the
+product's own rule (`decide_candidates`, which `analyze` and the driver replay), fewer boots
+than booting every arm to the last look, and `[screen]` files (patches as candidates, bad
+input in one line)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.cli import run
+from bench.experiment import load_spec
+from bench.stats.screen import ScreenDesign, boots_spent, decide_candidates
+
+CLEARED, LOWERED = 1, 2
+REPS = 4000
+MCSE2 = 2 * math.sqrt(0.05 * 0.95 / REPS)
+
+
+def _screen(effects: list[float], design: ScreenDesign, seed: int) -> tuple[np.ndarray, float]:
+    """Statuses (REPS x candidates) and mean boots, boots normal with SD 1."""
+    rng = np.random.default_rng(seed)
+    n, m = design.looks[-1], len(effects)
+    base = rng.standard_normal((REPS, n))
+    cands = np.asarray(effects)[None, :, None] + rng.standard_normal((REPS, m, n))
+    dec = decide_candidates(base, cands, np.full(REPS, n), np.full((REPS, m), n), design)
+    return dec.status, float(boots_spent(dec, design).mean())
+
+
+@pytest.mark.parametrize("margin", [1.0, 2.0])
+def test_a_candidate_worse_by_the_margin_is_cleared_at_most_alpha_of_the_time(
+    margin: float,
+) -> None:
+    design = ScreenDesign((3, 6, 10, 16), 0.05, margin, 4)
+    status, _ = _screen([-margin] * 4, design, seed=1)
+    assert (status == CLEARED).any(axis=1).mean() <= 0.05 + MCSE2  # any of the four
+
+
+def test_harmless_candidates_are_called_lowered_at_most_alpha_of_the_time() -> None:
+    status, _ = _screen([0.0] * 4, ScreenDesign((3, 6, 10, 16), 0.05, 1.0, 4), seed=2)
+    assert (status == LOWERED).any(axis=1).mean() <= 0.05 + MCSE2
+
+
+def test_screening_clears_harmless_and_finds_the_harmful_one_in_fewer_boots() -> None:
+    design = ScreenDesign((3, 6, 10, 16), 0.05, 2.0, 4)
+    status, boots = _screen([0.0, 0.0, 0.0, -4.0], design, seed=3)
+    assert (status[:, :3] == CLEARED).mean() >= 0.95
+    assert (status[:, 3] == LOWERED).mean() >= 0.99
+    assert boots < 0.75 * 5 * 16  # every arm to the last look: 80
+
+
+BASE = """[experiment]
+name = "s"
+boots_per_arm = 6
+[server]
+model = "m"
+speculative_config = { method = "ngram", num_speculative_tokens = 2 }
+[probes]
+sets = ["p.jsonl"]
+"""
+
+
+def _file(tmp_path: Path, screen: str, arms: str) -> Path:
+    (tmp_path / "p.jsonl").write_text('{"id": "a", "prompt": "x"}\n')
+    f = tmp_path / "e.toml"
+    f.write_text(BASE + "[screen]\n" + screen + "\n" + arms)
+    return f
+
+
+def test_patches_become_one_candidate_each_beside_the_baseline(tmp_path: Path) -> None:
+    spec = load_spec(
+        _file(tmp_path, 'patches = ["fix_rope.py", "p2/tidy up.diff"]', '[[arms]]\nname = "b"\n')
+    )
+    assert [a.name for a in spec.arms] == ["b", "01-fix-rope", "02-tidy-up"]
+    assert spec.arms[2].patches == ["p2/tidy up.diff"] and spec.baseline == "b"
+    assert spec.screen is not None and spec.screen.design_looks(6) == (3, 6)
+
+
+@pytest.mark.parametrize(
+    ("screen", "arms", "words"),
+    [
+        ("looks = [3, 5]", '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "boots_per_arm"),
+        ("looks = [1, 6]", '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "increase"),
+        ("", '[[arms]]\nname = "a"\n', "at least one candidate"),
+        ('patches = ["x.py"]', '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "exactly one"),
+        ("", '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\nspeculative_config = false\n', "b"),
+        ("margin = 0", '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "screen.margin"),
+    ],
+)
+def test_bad_screens_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], screen: str, arms: str, words: str
+) -> None:
+    out = tmp_path / "results"
+    assert run(["run-ab", str(_file(tmp_path, screen, arms)), "--results-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1, err
+    assert not out.exists()
