@@ -207,6 +207,14 @@ def plan(
     power: Annotated[float, typer.Option(help="Target power.")] = 0.8,
     alpha: Alpha = None,
     as_json: Json = False,
+    arms: Annotated[
+        int | None,
+        typer.Option(
+            min=1,
+            help="Also size a [screen] of this many candidates against the baseline, with "
+            "--effect as its margin (from this pilot's boot-to-boot spread).",
+        ),
+    ] = None,
 ) -> None:
     """Boots per arm and prompts per boot for a target effect, from measured variance."""
     from bench.records import PRIMARY_DEFAULT
@@ -223,6 +231,7 @@ def plan(
             power=power,
             alpha=alpha,
             source=str(results_dir),
+            screen_arms=arms,
         )
     if as_json:
         typer.echo(json.dumps(p.to_json(), indent=2, allow_nan=False))

@@ -23,11 +23,13 @@ from bench.stats.inputs import (
     ArmData,
     Prior,
     arm_data,
+    boot_values,
     check_prior_design,
     resolve_settings,
 )
 from bench.stats.methods import F, estimate
-from bench.stats.schema import Plan
+from bench.stats.schema import Plan, ScreenPlan
+from bench.stats.screen import screen_boots
 
 
 def plan_from_results(
@@ -38,9 +40,11 @@ def plan_from_results(
     power: float = 0.8,
     alpha: float | None = None,
     source: str | None = None,
+    screen_arms: int | None = None,
 ) -> Plan:
     """Boots per arm for `effect` at `power` (pooled between-boot SD over arms) and the
-    Kalibera & Jones prompts per boot from measured boot_seconds and probe latency_s."""
+    Kalibera & Jones prompts per boot from measured boot_seconds and probe latency_s; with
+    `screen_arms`, a screening of that many candidates sized for `effect` as its margin."""
     if metric not in PLANNABLE:
         raise SpecabError(
             f"unknown metric {metric!r}",
@@ -100,8 +104,37 @@ def plan_from_results(
             "alpha_given": alpha is not None,
             "boots_measured": {a: data[a].n_boots for a in arms if data[a].speculative},
             "components": pooled,
+            **(
+                {"screening": _screen_plan(data, metric, effect, screen_arms, s.alpha, power)}
+                if screen_arms
+                else {}
+            ),
         }
     )
+
+
+def _screen_plan(
+    data: Mapping[str, ArmData], metric: str, effect: float, n: int, alpha: float, power: float
+) -> ScreenPlan:
+    """A screening of n candidates: the pilot's boot-value SD (the test's own scale), sized
+    by simulating harmless candidates through the screening rule."""
+    values = [boot_values(ad, metric) for ad in data.values() if ad.n_boots >= 2]
+    values = [v[np.isfinite(v)] for v in values]
+    sd, _ = pooled_sd([float(v.std(ddof=1)) for v in values if v.size >= 2],
+                      [float(v.size - 1) for v in values if v.size >= 2])  # fmt: skip
+    margin = -math.log1p(-effect) if METRIC[metric].relative else effect
+    sized = screen_boots(sd or math.nan, margin, n, alpha, power)
+    if sd is None or sized is None:
+        raise SpecabError(
+            "the pilot cannot size a screening: " + ("no arm has 2 ok boots" if sd is None
+            else f"more than 200 boots per arm for an effect of {effect:g}"),
+            field="arms", fix="plan from a pilot with 2+ boots per arm, or a larger --effect",
+        )  # fmt: skip
+    design, boots, cleared = sized
+    return ScreenPlan(
+        candidates=n, margin=effect, boot_value_sd=sd, looks=list(design.looks),
+        cleared=cleared, boots_expected=boots, boots_fixed_design=(n + 1) * design.looks[-1],
+    )  # fmt: skip
 
 
 PLANNABLE = tuple(m.name for m in REGISTRY if m.plannable)

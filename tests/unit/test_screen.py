@@ -5,6 +5,7 @@ input in one line)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -13,7 +14,8 @@ import pytest
 
 from bench.cli import run
 from bench.experiment import load_spec
-from bench.stats.screen import ScreenDesign, boots_spent, decide_candidates
+from bench.simulate import simulate_results
+from bench.stats.screen import ScreenDesign, boots_spent, decide_candidates, screen_boots
 
 CLEARED, LOWERED = 1, 2
 REPS = 4000
@@ -98,3 +100,26 @@ def test_bad_screens_are_refused_in_one_line(
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1, err
     assert not out.exists()
+
+
+def test_plan_sizes_a_screening_that_reaches_its_power_in_simulation() -> None:
+    sized = screen_boots(0.01, 0.02, 4, 0.05, 0.8)
+    assert sized is not None
+    design, boots, cleared = sized
+    assert cleared >= 0.8 and boots < 5 * design.looks[-1]
+    # checked on fresh draws: the plan's boots clear a harmless candidate as often as planned
+    status, _ = _screen([0.0] * 4, ScreenDesign(design.looks, 0.05, 2.0, 4), seed=9)
+    assert (status == CLEARED).mean() >= 0.8 - 2 * math.sqrt(0.8 * 0.2 / (REPS * 4))
+    smaller = screen_boots(0.01, 0.01, 4, 0.05, 0.8)
+    assert smaller is not None and smaller[0].looks[-1] > design.looks[-1]  # a finer margin
+
+
+def test_plan_arms_prints_the_screening_from_a_pilot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pilot = simulate_results(tmp_path / "pilot", {"base": 0.0, "same": 0.0}, boots=5, prompts=40)
+    assert run(["plan", str(pilot), "--effect", "0.03", "--arms", "3", "--json"]) == 0
+    sc = json.loads(capsys.readouterr().out)["screening"]
+    assert sc["candidates"] == 3 and sc["cleared"] >= 0.8
+    assert sc["boots_expected"] < sc["boots_fixed_design"] == 4 * sc["looks"][-1]
+    assert run(["plan", str(pilot), "--effect", "0.03", "--arms", "0"]) == 2

@@ -239,3 +239,11 @@ def render_plan(p: Plan, out: Console) -> None:
             )
     if p.note:
         out.print(f"note: {p.note}", markup=False)
+    if (sc := p.screening) is not None:
+        out.print(
+            f"screening {sc.candidates} candidates ([screen] margin = {sc.margin:g}, boot SD "
+            f"{sc.boot_value_sd:.4g}): boots_per_arm = {sc.looks[-1]}, looks = {sc.looks}; "
+            f"a harmless candidate clears {sc.cleared:.0%} of the time; ≈ {sc.boots_expected:.0f} "
+            f"boots when all are harmless (every arm to the last look: {sc.boots_fixed_design})",
+            markup=False,
+        )

@@ -42,7 +42,7 @@ from bench.stats.schema.comparison import (
 )
 from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
 from bench.stats.schema.gate_check import GateCheck, GateResult, GateVerdict
-from bench.stats.schema.plan_result import Plan
+from bench.stats.schema.plan_result import Plan, ScreenPlan
 from bench.stats.schema.screening_result import ScreenCandidate, Screening, ScreenStatus
 from bench.stats.schema.selection_result import Selection, SelectionConfig, SelectionGroup
 from bench.stats.schema.sequential_decision import Decision, SequentialRow
@@ -83,6 +83,7 @@ __all__ = [
     "PositionEstimate",
     "PriorInfo",
     "ScreenCandidate",
+    "ScreenPlan",
     "ScreenStatus",
     "Screening",
     "Selection",

@@ -13,6 +13,19 @@ from bench.stats.schema.strict_json import Frozen, Int, Num
 from bench.stats.schema.variance_components import PooledComponents
 
 
+class ScreenPlan(Frozen):
+    candidates: int = Field(description="Candidates screened against the baseline (--arms).")
+    margin: float = Field(description="How much worse a candidate may be and still clear.")
+    boot_value_sd: float = Field(description="The pilot's SD of boot values (the test's scale).")
+    looks: list[int] = Field(description="Boots per arm at each look; the last is the plan.")
+    cleared: float = Field(description="Share of harmless candidates cleared, simulated.")
+    boots_expected: float = Field(
+        description="Mean boots of the whole screening when every candidate is harmless "
+        "(decided candidates stop), simulated through the product's rule."
+    )
+    boots_fixed_design: int = Field(description="Every arm booted to the last look.")
+
+
 class Plan(Frozen):
     effect: float = Field(description="Smallest effect worth detecting (metric units).")
     alpha: float = Field(description="Two-sided level.")
@@ -39,6 +52,9 @@ class Plan(Frozen):
         "the manifest's alpha over this (Holm's first step), so every comparison is covered.",
     )
     alpha_given: bool | None = Field(None, description="Whether --alpha set the level.")
+    screening: ScreenPlan | None = Field(
+        None, description="With --arms N: a screening of N candidates sized for the effect."
+    )
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude_unset=True)

@@ -9,10 +9,11 @@ from bench.stats.screen.design import (
     ScreenDesign,
     boots_spent,
     decide_candidates,
+    screen_boots,
 )
 from bench.stats.screen.replay import screen_design, screen_dropped, screening
 
 __all__ = [
     "STATUS_NAMES", "Decisions", "ScreenDesign", "boots_spent", "decide_candidates",
-    "screen_design", "screen_dropped", "screening",
+    "screen_boots", "screen_design", "screen_dropped", "screening",
 ]  # fmt: skip

@@ -17,6 +17,7 @@ simulation through `decide_candidates` (tests/unit/test_screen.py, benchmarks/be
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -100,3 +101,26 @@ def boots_spent(dec: Decisions, design: ScreenDesign) -> Ints:
     last = len(design.looks) - 1
     n = np.asarray(design.looks)[np.where(dec.look >= 0, dec.look, last)]
     return np.asarray(n.sum(axis=-1) + n.max(axis=-1), dtype=np.int64)
+
+
+def screen_boots(
+    sd: float, margin: float, candidates: int, alpha: float, power: float, *, reps: int = 2000
+) -> tuple[ScreenDesign, float, float] | None:
+    """The smallest screening (looks 3, 6, 10, 16, … up to its last) in which a harmless
+    candidate (no true difference) clears with probability ≥ `power`, by simulation through
+    `decide_candidates` with boot values normal with SD `sd`: its design, the mean boots
+    it takes when every candidate is harmless, and the share cleared. None past 200 boots."""
+    if not (sd > 0 and margin > 0 and math.isfinite(sd)):
+        return None
+    rng = np.random.default_rng(0)  # the same draws for every size: a monotone search
+    noise = rng.standard_normal((reps, candidates + 1, 200))
+    for last in range(3, 201):
+        looks = (*(n for n in (3, 6, 10, 16, 25, 40, 64, 100) if n < last), last)
+        design = ScreenDesign(looks, alpha, margin / sd, candidates)
+        base, cands = noise[:, 0, :last], noise[:, 1:, :last]
+        n_cands = np.full((reps, candidates), last)
+        dec = decide_candidates(base, cands, np.full(reps, last), n_cands, design)
+        cleared = float((dec.status == CLEARED).mean())
+        if cleared >= power:
+            return design, float(boots_spent(dec, design).mean()), cleared
+    return None
