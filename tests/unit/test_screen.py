@@ -41,6 +41,15 @@ def test_a_candidate_worse_by_the_margin_is_cleared_at_most_alpha_of_the_time(
     assert (status == CLEARED).any(axis=1).mean() <= 0.05 + MCSE2  # any of the four
 
 
+@pytest.mark.parametrize("margin", [1.0, 2.0])
+def test_clears_of_harmless_candidates_do_not_let_a_harmful_one_through(margin: float) -> None:
+    # Holm: each clear raises the others' level; the one worse by the margin still clears
+    # at most alpha of the time
+    status, _ = _screen([0.0, 0.0, 0.0, -margin], ScreenDesign((3, 6, 10, 16), 0.05, margin, 4), 5)
+    assert (status[:, :3] == CLEARED).mean() > 0.5  # the recycling is exercised
+    assert (status[:, 3] == CLEARED).mean() <= 0.05 + MCSE2
+
+
 def test_harmless_candidates_are_called_lowered_at_most_alpha_of_the_time() -> None:
     status, _ = _screen([0.0] * 4, ScreenDesign((3, 6, 10, 16), 0.05, 1.0, 4), seed=2)
     assert (status == LOWERED).any(axis=1).mean() <= 0.05 + MCSE2

@@ -7,12 +7,16 @@ nominal level. **cleared** when L > −margin (not worse by more than the margin
 when U < 0 (worse than the baseline), else unresolved. A decided candidate gets no more
 boots; the baseline is booted while any candidate is unresolved.
 
-Error control: each candidate's looks spend α/m one-sided (Bonferroni over the m
-candidates) by O'Brien–Fleming, on each side. So the chance of clearing any candidate that
-is worse by the margin or more is ≤ α, and so is the chance of calling lowered any candidate
-that is not worse, over every candidate and look — whatever the other candidates do, since a
-candidate's decisions rest on its own boots and the baseline's first n_k. Calibrated by
-simulation through `decide_candidates` (tests/unit/test_screen.py, benchmarks/bench_screen.py).
+Error control: two families of m hypotheses, "worse by the margin or more" (rejected: the
+candidate clears) and "not worse" (rejected: lowered). Each family is tested by Holm over the
+candidates, each candidate's looks spending its share by O'Brien–Fleming (the group
+sequential Holm procedure, Maurer & Bretz 2013): with j of a family's hypotheses rejected,
+every other one is tested at α/(m − j) one-sided, its boundaries recomputed for that level,
+and a rejection at a look lets the others be tested again at that look. So the chance of
+clearing any candidate that is worse by the margin or more is ≤ α, and so is the chance of
+calling lowered any candidate that is not worse, over every candidate and look. Calibrated
+by simulation through `decide_candidates` (tests/unit/test_screen.py,
+benchmarks/bench_screen.py).
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.stats.gate import gate_bounds
-from bench.stats.methods import obf_boundaries
+from bench.stats.methods import obf_boundaries, t_quantile, welch
 
 F = NDArray[np.float64]
 Ints = NDArray[np.int64]
@@ -44,11 +47,17 @@ class ScreenDesign:
     candidates: int
 
     @cached_property
+    def level_table(self) -> F:
+        """[j, k]: the one-sided nominal level at look k of a hypothesis whose family has j
+        rejected already (O'Brien–Fleming spending of alpha / (candidates − j))."""
+        rows = [obf_boundaries(self.looks, 2 * self.alpha / (self.candidates - j))[1]
+                for j in range(self.candidates)]  # fmt: skip
+        return np.asarray(rows, dtype=np.float64) / 2
+
+    @property
     def levels(self) -> tuple[float, ...]:
-        """Each side's one-sided nominal level per look: O'Brien–Fleming spending of
-        alpha / candidates."""
-        _, nominal = obf_boundaries(self.looks, 2 * self.alpha / self.candidates)
-        return tuple(p / 2 for p in nominal)
+        """Each look's level before any rejection: alpha / candidates spent over the looks."""
+        return tuple(float(x) for x in self.level_table[0])
 
 
 @dataclass(frozen=True)
@@ -73,8 +82,8 @@ def decide_candidates(
     base, cands = np.asarray(base, np.float64), np.asarray(cands, np.float64)
     shape = cands.shape[:-1]
     look = np.full(shape, -1, np.int64)
-    status = np.full(shape, UNRESOLVED, np.int64)
     reached = np.full(shape, -1, np.int64)
+    cleared, lowered = np.zeros(shape, bool), np.zeros(shape, bool)  # each family's rejections
     d, lo, hi = (np.full(shape, np.nan) for _ in range(3))
     n_base = np.asarray(n_base)[..., None]
     for k, n in enumerate(design.looks):
@@ -83,16 +92,39 @@ def decide_candidates(
         usable = (np.asarray(n_cands) >= n) & (n_base >= n) & (look < 0)
         if not usable.any():
             continue
-        with np.errstate(invalid="ignore", divide="ignore"):
-            dk, lk, hk = gate_bounds(cands[..., :n], base[..., None, :n], design.levels[k])
-        lowered = hk < 0
-        code = np.where(lowered, LOWERED, np.where(lk > -design.margin, CLEARED, UNRESOLVED))
+        dk, se, df = _welch(cands[..., :n], base[..., None, :n])
+        while True:  # Holm: each rejection raises the others' level, at this look too
+            lk = dk - _t(design, cleared, k, df) * se
+            hk = dk + _t(design, lowered, k, df) * se
+            new_clear = usable & ~cleared & ~lowered & (lk > -design.margin)
+            new_low = usable & ~cleared & ~lowered & (hk < 0)
+            if not (new_clear.any() or new_low.any()):
+                break
+            cleared, lowered = cleared | new_clear, lowered | new_low
+            look = np.where(new_clear | new_low, k, look)
         d, lo, hi = (np.where(usable, new, old) for new, old in ((dk, d), (lk, lo), (hk, hi)))
         reached = np.where(usable, k, reached)
-        decided = usable & (code != UNRESOLVED)
-        look = np.where(decided, k, look)
-        status = np.where(decided, code, status)
-    return Decisions(look, status, reached, d, lo, hi)
+    status = np.where(lowered, LOWERED, np.where(cleared, CLEARED, UNRESOLVED))
+    return Decisions(look, status.astype(np.int64), reached, d, lo, hi)
+
+
+def _welch(cands: F, base: F) -> tuple[F, F, F]:
+    """Candidate − baseline along the last axis: difference, Welch SE and df."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        n_c, n_b = cands.shape[-1], base.shape[-1]
+        se, df = welch(
+            np.std(cands, axis=-1, ddof=1) / np.sqrt(n_c), n_c - 1,
+            np.std(base, axis=-1, ddof=1) / np.sqrt(n_b), n_b - 1,
+        )  # fmt: skip
+        return cands.mean(axis=-1) - base.mean(axis=-1), se, df
+
+
+def _t(design: ScreenDesign, rejected: NDArray[np.bool_], k: int, df: F) -> F:
+    """Each candidate's one-sided t quantile at look k, at its family's Holm level."""
+    j = np.minimum(rejected.sum(axis=-1), design.candidates - 1)
+    level = np.broadcast_to(design.level_table[j, k][..., None], rejected.shape)
+    with np.errstate(invalid="ignore"):
+        return t_quantile(1 - level, np.broadcast_to(df, rejected.shape))
 
 
 def boots_spent(dec: Decisions, design: ScreenDesign) -> Ints:
