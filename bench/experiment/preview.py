@@ -21,6 +21,7 @@ from bench.experiment.launch import (
     launch_plan,
     member_command,
     redact_env,
+    resolve_arm,
 )
 from bench.experiment.preflight import Preflight, preflight
 
@@ -47,7 +48,8 @@ def inspect_experiment(
     views: list[ArmView] = []
     base_env_names = set(base_env())
     plans = [launch_plan(a, PLACEHOLDER_WORKDIR, engine_seed=None, create=False) for a in arms]
-    baseline = next(a for a in arms if a.name == spec.baseline)
+    # the baseline may be a point not built yet ([bisect.git] build): resolved, not checked
+    baseline = resolve_arm(spec, Path(spec_file), spec.baseline)
     for arm, plan in zip(arms, plans, strict=True):
         diff: dict[str, tuple[str | None, str | None]] = {}
         red_b, red_a = redact_env(baseline.env), redact_env(arm.env)

@@ -100,6 +100,14 @@ def preflight(
     resolved = tuple(resolve_arm(spec, spec_file, n) for n in names)
     env = os.environ if environ is None else environ
     warnings: list[str] = []
+    unbuilt = [a.name for a in resolved if a.built_from and not Path(a.python).exists()]
+    if unbuilt:  # [bisect.git] build: a point's interpreter exists once a boot needs it
+        resolved = tuple(a for a in resolved if a.name not in unbuilt)
+        warnings.append(
+            f"{len(unbuilt)} point(s) not built yet ({', '.join(unbuilt[:3])}"
+            f"{', …' if len(unbuilt) > 3 else ''}): each is built from its commit when the "
+            "search first boots it, and checked by that boot"
+        )
     unchecked: list[str] = []
     compiled: set[Path] = set()
     for arm in resolved:
