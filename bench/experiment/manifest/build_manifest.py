@@ -29,7 +29,8 @@ def build_manifest(
     (run-ab), absent for `specab boot`. Building it also validates arms and probe sets."""
     resolved = [resolve_arm(spec, spec_file, a.name) for a in spec.arms]
     for arm in resolved:  # what no server can measure (concurrency without per-request counts)
-        measurement(spec, spec_file, arm)
+        if not (arm.built_from and not Path(arm.python).exists()):  # a build: its boot checks
+            measurement(spec, spec_file, arm)
     sets = load_probe_sets(spec, spec_file)
     body: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
