@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
@@ -66,7 +66,11 @@ Margin = Annotated[
 ]
 By = Annotated[
     str | None,
-    typer.Option("--by", help="Also break results down by category or probe_set."),
+    typer.Option(
+        "--by",
+        help="Also break results down by category, probe_set or prompt_tokens (quartiles of "
+        "the prompts' lengths; prompt_tokens:128,256 for your own bin edges).",
+    ),
 ]
 
 FLAGS = {
@@ -142,11 +146,16 @@ def results_dir_not_spec(path: Path) -> None:
     )
 
 
-def parse_by(text: str | None) -> Literal["category", "probe_set"] | None:
-    """`--by`: category, probe_set or nothing."""
-    if text is None or text in ("category", "probe_set"):
-        return text  # type: ignore[return-value]
-    raise SpecabError(f"{text!r}", field="--by", fix="use --by category or --by probe_set")
+def parse_by(text: str | None) -> str | None:
+    """`--by`: category, probe_set, prompt_tokens[:EDGES] or nothing (checked by the
+    analysis's own rule, one line naming --by)."""
+    from bench.stats import check_by
+
+    try:
+        check_by(text)
+    except SpecabError as exc:
+        raise SpecabError(exc.problem, field="--by", fix=exc.fix) from None
+    return text
 
 
 def deprecated(old: str, new: str) -> None:

@@ -15,7 +15,7 @@ an A/A run. Simulated results with a known truth for tests: `bench.simulate`."""
 
 from bench.stats.analysis import analyze, per_boot
 from bench.stats.checks import check_selftest, count_checks, split_arm
-from bench.stats.compare import decide, level_name
+from bench.stats.compare import check_by, decide, level_name
 from bench.stats.describe import groups_clause, pooled_ratios
 from bench.stats.gate import boots_for_gate, gate_check
 from bench.stats.inputs import PROBE_COLUMNS, AnalysisOptions, Prior
@@ -42,7 +42,7 @@ __all__ = [
     "PROBE_COLUMNS", "VERDICTS", "Analysis", "AnalysisOptions", "Bisection", "BootMetrics",
     "Comparison",
     "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "Prior", "Selection",
-    "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_selftest",
+    "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_by", "check_selftest",
     "count_checks", "decide", "gate_check", "groups_clause", "level_name", "per_boot",
     "plan_from_results", "pooled_ratios", "prior_from_results", "screen_dropped",
     "selection_dropped", "split_arm",

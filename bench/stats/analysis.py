@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from bench.errors import SpecabError
 from bench.records import ALL_METRICS, SPEED_METRIC, Results, replication_advice
 from bench.stats.bisect import bisection
 from bench.stats.compare import (
     breakdown,
+    check_by,
     comparisons,
     group_share,
     host_summary,
@@ -71,8 +71,7 @@ def analyze(
         # a sweep's looks are the selection's, not the A/B design's
         options = replace(options, looks=())
     arms, s, ds = prepare(results, options, source)
-    if options.by not in (None, "category", "probe_set"):
-        raise SpecabError(f"{options.by!r}", field="by", fix="group by category or probe_set")
+    check_by(options.by)
     result = analyze_data(
         ds, arms, s, options, failed=failed_counts(boots, arms), experiment=manifest.experiment
     )

@@ -383,3 +383,32 @@ def test_analyze_reads_only_the_probe_columns_it_uses_and_answers_the_same(resul
     assert not {"output_sha256", "ttft_s"} & set(lean.probes.columns)
     opts = AnalysisOptions(n_resamples=200)
     assert stats.analyze(lean, opts).to_json() == stats.analyze(full, opts).to_json()
+
+
+def test_by_prompt_tokens_groups_prompts_by_length_bins(
+    results: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from bench.store import load_results
+
+    tokens = load_results(results).probes.groupby("probe_id")["prompt_tokens"].first()
+    assert (
+        run(["analyze", str(results), "--json", "--resamples", "0", "--by", "prompt_tokens"]) == 0
+    )
+    b = json.loads(capsys.readouterr().out)["breakdown"]
+    assert b["by"] == "prompt_tokens" and [g["group"][:2] for g in b["groups"]] == [
+        "1:",
+        "2:",
+        "3:",
+        "4:",
+    ]  # quartiles, in order
+    assert sum(g["probes"] for g in b["groups"]) == len(tokens)
+    cut = int(tokens.median())
+    assert (
+        run(["analyze", str(results), "--json", "--resamples", "0", "--by", f"prompt_tokens:{cut}"])
+        == 0
+    )
+    groups = json.loads(capsys.readouterr().out)["breakdown"]["groups"]
+    assert [g["probes"] for g in groups] == [(tokens < cut).sum(), (tokens >= cut).sum()]
+    for bad in ("output_position", "prompt_tokens:x", "length"):
+        assert run(["analyze", str(results), "--by", bad]) == 2
+    assert "per output window" in capsys.readouterr().err

@@ -5,7 +5,7 @@ comparisons within hosts when hosts differ (`hosts`), speed within co-run groups
 measured at once (`duets`), speedups over no-speculation arms
 (`speedups`), per-position differences (`position_differences`) and the `--by` breakdown."""
 
-from bench.stats.compare.breakdown import breakdown
+from bench.stats.compare.breakdown import breakdown, check_by
 from bench.stats.compare.comparisons import comparisons
 from bench.stats.compare.duets import (
     MIN_DF,
@@ -30,7 +30,8 @@ from bench.stats.compare.why import level_name
 
 __all__ = [
     "MIN_DF", "adjusted_difference", "arm_metrics", "balanced", "blocked_contrasts",
-    "breakdown", "comparison_keys", "comparisons", "decide", "duet_pairs", "group_share",
+    "breakdown", "check_by", "comparison_keys", "comparisons", "decide", "duet_pairs",
+    "group_share",
     "host_effect_p", "host_summary", "level_name", "order_notes", "pairwise_contrasts",
     "position_comparisons", "prepare", "primary", "pseudo_pair",
     "slot_note", "speed_notes", "speedups",

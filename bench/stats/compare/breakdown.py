@@ -1,4 +1,6 @@
-"""`analyze --by category|probe_set`: the analysis repeated on each group of probes.
+"""`analyze --by category|probe_set|prompt_tokens`: the analysis repeated on each group of
+probes (prompt_tokens: bins of the prompts' lengths, quartiles or the edges given after a
+colon, `prompt_tokens:128,256`).
 
 Each group gets the same boot-level statistics as the whole run, on that group's probes only:
 a boot's acceptance and tokens/s are its ratios of sums over the group's probes; arms are
@@ -13,6 +15,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from bench.errors import SpecabError
 from bench.stats.compare.comparisons import build_comparison, explain
 from bench.stats.compare.families import estimates, family_rows
 from bench.stats.compare.primary import Primary
@@ -29,11 +32,59 @@ NOTE = (
 )
 
 
+def check_by(by: str | None) -> None:
+    """A grouping `--by` knows, in one SpecabError line otherwise."""
+    if by is None or by in ("category", "probe_set") or _edges(by) is not None:
+        return
+    if by == "output_position":
+        raise SpecabError(
+            "acceptance by output position needs counts per output window; the stored counts "
+            "are per request (vLLM's per-request metrics and /metrics give no per-step counts)",
+            field="by",
+            fix="use --by prompt_tokens (acceptance along the prompt's length), or category",
+        )
+    raise SpecabError(
+        f"{by!r}", field="by", fix="group by category, probe_set, prompt_tokens or "
+        "prompt_tokens:E1,E2 (bin edges in tokens)",
+    )  # fmt: skip
+
+
+def _edges(by: str) -> list[float] | None:
+    """The bin edges of prompt_tokens[:E1,E2,...] ([] for quartiles), None otherwise."""
+    name, colon, text = by.partition(":")
+    if name != "prompt_tokens":
+        return None
+    if not colon:
+        return []
+    try:
+        edges = sorted({float(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        return None
+    return edges or None
+
+
 def labels(ds: Dataset, by: str) -> list[str]:
     """Each compared prompt's group."""
     if by == "category":
         return [NONE if c is None else c for c in ds.categories]
-    return [k.split("/", 1)[0] for k in ds.keys]
+    if by == "probe_set":
+        return [k.split("/", 1)[0] for k in ds.keys]
+    return length_bins(np.asarray(ds.prompt_tokens, dtype=np.float64), _edges(by) or [])
+
+
+def length_bins(tokens: np.ndarray, edges: list[float]) -> list[str]:
+    """Each prompt's length bin, named by the lengths it holds ("2: 96–180 tokens"); by
+    quartiles of the known lengths when no edges are given."""
+    known = tokens[np.isfinite(tokens)]
+    if not known.size:
+        return [NONE] * tokens.size
+    cuts = edges or sorted(set(np.quantile(known, [0.25, 0.5, 0.75]).tolist()))
+    index = np.searchsorted(np.asarray(cuts), tokens, side="right")
+    names: dict[int, str] = {}
+    for i in np.unique(index[np.isfinite(tokens)]):
+        held = tokens[(index == i) & np.isfinite(tokens)]
+        names[int(i)] = f"{int(i) + 1}: {held.min():.0f}–{held.max():.0f} tokens"
+    return [names[int(i)] if np.isfinite(t) else NONE for i, t in zip(index, tokens, strict=True)]
 
 
 def breakdown(

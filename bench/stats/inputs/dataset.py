@@ -25,6 +25,7 @@ from bench.stats.inputs.probe_attributes import (
     concurrency,
     drafted_cells,
     histograms,
+    prompt_lengths,
     rows_where,
     speculative_arms,
 )
@@ -145,6 +146,7 @@ class Dataset:
     notes: list[str]
     keys: list[str] = field(default_factory=list)  # "probe_set/probe_id" per prompt column
     categories: list[str | None] = field(default_factory=list)  # per prompt column
+    prompt_tokens: list[float] = field(default_factory=list)  # per prompt column (NaN: unknown)
 
 
 @dataclass(frozen=True)
@@ -252,7 +254,8 @@ def arm_data(
     groups = corun_groups(ok)
     out = {a: _one_arm(a, ok, rows, source, spec[a], groups) for a in arms}
     cats = categories(pr, p_codes, len(p_uniques))
-    return Dataset(out, len(p_uniques), notes, [str(k) for k in p_uniques], cats)
+    lengths_in = prompt_lengths(pr, p_codes, len(p_uniques))
+    return Dataset(out, len(p_uniques), notes, [str(k) for k in p_uniques], cats, lengths_in)
 
 
 def _one_arm(

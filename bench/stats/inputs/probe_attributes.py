@@ -22,7 +22,7 @@ Rows = TypeVar("Rows", pd.DataFrame, pd.Series)
 PROBE_COLUMNS = (
     "arm", "boot", "boot_id", "probe_set", "probe_id", "category", "pass_index",
     "num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_pos",
-    "acceptance_histogram", "drafted_per_pos", "completion_tokens", "latency_s",
+    "acceptance_histogram", "drafted_per_pos", "completion_tokens", "latency_s", "prompt_tokens",
 )  # fmt: skip
 
 
@@ -126,6 +126,16 @@ def categories(pr: pd.DataFrame, p_codes: NDArray[np.integer], n_p: int) -> list
         return [None] * n_p
     first = pr["category"].groupby(p_codes).first()  # as stored: no object per row
     return [None if pd.isna(v) else str(v) for v in first.reindex(range(n_p)).to_numpy()]
+
+
+def prompt_lengths(pr: pd.DataFrame, p_codes: NDArray[np.integer], n_p: int) -> list[float]:
+    """Each compared prompt's length in tokens as the server counted it (its median over
+    rows: one prompt, one length), NaN where no row recorded it."""
+    if "prompt_tokens" not in pr.columns or not len(pr):
+        return [float("nan")] * n_p
+    tokens = pd.to_numeric(pr["prompt_tokens"], errors="coerce")
+    med = tokens.groupby(p_codes).median().reindex(range(n_p))
+    return [float(v) for v in med.to_numpy(dtype=np.float64)]
 
 
 def concurrency(rows: pd.DataFrame) -> int:

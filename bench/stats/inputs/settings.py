@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any, Literal
+from typing import Any
 
 from bench.errors import SpecabError
 from bench.records import (
@@ -117,7 +117,8 @@ class AnalysisOptions:
     margins: Mapping[str, float] = field(default_factory=dict)  # metric -> margin given
     looks: Sequence[int] | None = None
     prior: Prior | None = None
-    by: Literal["category", "probe_set"] | None = None
+    # category, probe_set, or prompt_tokens (quartile bins) / prompt_tokens:E1,E2,... (edges)
+    by: str | None = None
     n_resamples: int = 10_000
     seed: int = 0
     power: float = 0.8

@@ -130,6 +130,9 @@ class Group(Frozen):
 
 
 class Breakdown(Frozen):
-    by: Literal["category", "probe_set"] = Field(description="What the probes are grouped by.")
+    by: str = Field(
+        description="What the probes are grouped by: category, probe_set, or prompt_tokens "
+        "(bins of the prompts' lengths; prompt_tokens:E1,E2 with the edges given)."
+    )
     groups: list[Group] = Field(description="One per group, sorted by name.")
     note: str = Field(description="How to read it (secondary; multiplicity).")
