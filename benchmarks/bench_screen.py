@@ -30,7 +30,7 @@ import numpy as np
 from scipy import optimize
 
 from bench.records import ManifestScreen, Results
-from bench.run.driver.looks import first_boots
+from bench.run.driver import first_boots
 from bench.simulate import simulate_run, simulated_manifest
 from bench.stats import AnalysisOptions, decide
 from bench.stats.inputs import arm_data

@@ -9,7 +9,7 @@ repeat (`repeat_guard`); sequential looks (`looks`) and a sweep's elimination
 from bench.run.driver.dispatch import Dispatcher
 from bench.run.driver.duet_schedule import Pairing
 from bench.run.driver.ledger import Ledger, RunOptions, RunSummary
-from bench.run.driver.looks import SequentialRun
+from bench.run.driver.looks import SequentialRun, first_boots
 from bench.run.driver.orchestrator import Driver, run_ab
 from bench.run.driver.order import (
     InFlight,
@@ -23,8 +23,25 @@ from bench.run.driver.progress import ProgressState, Running, make_progress
 from bench.run.driver.repeat_guard import RepeatGuard, failure_signature, stop_message
 
 __all__ = [
-    "Dispatcher", "Driver", "InFlight", "Ledger", "Pairing", "ProgressState", "RepeatGuard",
-    "RunOptions", "RunSummary", "Running", "SequentialRun", "boot_seed", "engine_seed",
-    "failure_signature", "make_progress", "missing_boots", "pick_next", "plan_order", "run_ab",
+    "Dispatcher",
+    "Driver",
+    "InFlight",
+    "Ledger",
+    "Pairing",
+    "ProgressState",
+    "RepeatGuard",
+    "RunOptions",
+    "RunSummary",
+    "Running",
+    "SequentialRun",
+    "boot_seed",
+    "engine_seed",
+    "failure_signature",
+    "first_boots",
+    "make_progress",
+    "missing_boots",
+    "pick_next",
+    "plan_order",
+    "run_ab",
     "stop_message",
 ]  # fmt: skip

@@ -8,8 +8,8 @@ import no computation: the packages that compute these import them, never the re
 - `variance_components`, `sequential_decision`, `conditions` (drift within boots, hosts),
   `selection_result` (sweeps), `analysis_result` (the whole object).
 - `check_results` (selftest, split-arm A/A), `plan_result` (`specab plan`),
-  `gate_check` (`specab gate`), `bisection_result` (a history's culprit),
-  `screening_result` (candidates without an order).
+  `gate_check` (`specab gate`), `which_change` (a history's culprit, a screening of
+  candidates without an order).
 """
 
 from bench.stats.schema.analysis_result import Analysis, AnalysisSettings, PriorInfo
@@ -22,7 +22,6 @@ from bench.stats.schema.arm_result import (
     PeerLengths,
     PositionEstimate,
 )
-from bench.stats.schema.bisection_result import Bisection, BisectPoint
 from bench.stats.schema.check_results import (
     ComparisonCheck,
     CountCheck,
@@ -43,13 +42,18 @@ from bench.stats.schema.comparison import (
 from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
 from bench.stats.schema.gate_check import GateCheck, GateResult, GateVerdict
 from bench.stats.schema.plan_result import Plan, ScreenPlan
-from bench.stats.schema.screening_result import ScreenCandidate, Screening, ScreenStatus
 from bench.stats.schema.selection_result import Selection, SelectionConfig, SelectionGroup
 from bench.stats.schema.sequential_decision import Decision, SequentialRow
 from bench.stats.schema.variance_components import (
     ArmComponents,
     PooledComponents,
     VarianceComponents,
+)
+from bench.stats.schema.which_change import (
+    Bisection,
+    BisectPoint,
+    ScreenCandidate,
+    Screening,
 )
 
 __all__ = [
@@ -84,7 +88,6 @@ __all__ = [
     "PriorInfo",
     "ScreenCandidate",
     "ScreenPlan",
-    "ScreenStatus",
     "Screening",
     "Selection",
     "SelectionConfig",

@@ -9,14 +9,13 @@ from typing import Any, Literal
 from pydantic import Field
 
 from bench.stats.schema.arm_result import ArmResult
-from bench.stats.schema.bisection_result import Bisection
 from bench.stats.schema.comparison import Breakdown, Comparison, PositionComparison, Speedup
 from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
-from bench.stats.schema.screening_result import Screening
 from bench.stats.schema.selection_result import Selection
 from bench.stats.schema.sequential_decision import Decision
 from bench.stats.schema.strict_json import Frozen, Int
 from bench.stats.schema.variance_components import VarianceComponents
+from bench.stats.schema.which_change import Bisection, Screening
 
 
 class PriorInfo(Frozen):

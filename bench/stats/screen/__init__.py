@@ -1,19 +1,12 @@
 """Screening candidates without an order (which of these patches lowered acceptance?): each
 candidate against the baseline, one-sided, cleared or lowered at a look and then booted no
 more (`design`: the rule on boot values, vectorized for calibration), and a results
-directory's screening (`replay`: `Analysis.screening`, what `run-ab` stops booting)."""
+directory's screening (`screening_replay`: `Analysis.screening`, what `run-ab` stops booting)."""
 
-from bench.stats.screen.design import (
-    STATUS_NAMES,
-    Decisions,
-    ScreenDesign,
-    boots_spent,
-    decide_candidates,
-    screen_boots,
-)
-from bench.stats.screen.replay import screen_design, screen_dropped, screening
+from bench.stats.screen.design import ScreenDesign, boots_spent, decide_candidates, screen_boots
+from bench.stats.screen.screening_replay import screen_dropped, screening
 
 __all__ = [
-    "STATUS_NAMES", "Decisions", "ScreenDesign", "boots_spent", "decide_candidates",
-    "screen_boots", "screen_design", "screen_dropped", "screening",
+    "ScreenDesign", "boots_spent", "decide_candidates", "screen_boots", "screen_dropped",
+    "screening",
 ]  # fmt: skip
