@@ -27,6 +27,7 @@ from bench.report.figures import (
     plot_categories,
     plot_drift,
     plot_forest,
+    plot_history,
     plot_output_identity,
     plot_positions,
     plot_selection,
@@ -90,6 +91,7 @@ def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
     arms = results.arms()
     base = analysis.baseline
     return {
+        **({"fig0_history": plot_history(analysis.bisection)} if analysis.bisection else {}),
         "fig1_boots": plot_boot_strip(analysis),
         "fig2_forest": plot_forest(analysis),
         "fig3_positions": plot_positions(analysis),

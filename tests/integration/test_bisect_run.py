@@ -53,6 +53,7 @@ def test_bisect_names_the_first_changed_point_and_boots_only_what_it_asks(
     md = (root / "report" / "report.md").read_text()
     assert md.index("## Which change did it") < md.index("## Verdicts")  # the answer leads
     assert "p3 holds P ≥ 0.95 of being the first changed point" in md
+    assert md.index("fig0_history") < md.index("fig1_boots")  # the history leads the figures
     n = len(list((root / "boots").glob("*.parquet")))
     assert run([*argv, "--resume"]) == 0  # the answer stands: nothing more to boot
     assert len(list((root / "boots").glob("*.parquet"))) == n

@@ -54,6 +54,13 @@ CAPTIONS = {
         "histograms where the server reported them, else from the cumulative per-position "
         "counts, which give the same numbers); intervals over boots, per bar.",
     ),
+    "fig0_history": (
+        "Where the metric changed along the history",
+        "Each visited point's mean over its boots with its interval (the number: its boots); "
+        "squares: the ends; blue: like the good end, red: like the bad end, grey: neither or "
+        "undecided; ticks on the axis: points never booted (x: skipped, its build or boot "
+        "failed); shaded: the culprit, or the range of points the search ended with.",
+    ),
     "fig10_drift": (
         "Drift within boots",
         "Each arm's acceptance and tokens/s on each pass over the probe set ([probes] passes), "
