@@ -13,6 +13,7 @@ from bench.commands.options import (
     Alpha,
     Baseline,
     By,
+    ExcludeBoot,
     Json,
     Margin,
     ResultsDir,
@@ -103,6 +104,7 @@ def analyze(
     alpha: Alpha = None,
     margin: Margin = None,
     by: By = None,
+    exclude_boot: ExcludeBoot = None,
     prior_between_boot_sd: Annotated[
         str | None,
         typer.Option(help="A/A-measured between-boot SD for 1-boot arms: X (pos0) or X,Y."),
@@ -162,6 +164,7 @@ def analyze(
             looks=_looks(looks),
             prior=_prior(prior_between_boot_sd, prior_df, prior_from, results),
             by=parse_by(by),
+            exclude_boots=tuple(exclude_boot or ()),
             n_resamples=resamples,
             seed=seed,
             power=power,

@@ -64,6 +64,14 @@ Margin = Annotated[
         "ratio metric's is relative (output_tokens_per_s=0.02: 2 %). Repeat per metric.",
     ),
 ]
+ExcludeBoot = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--exclude-boot",
+        help="Analyze without this boot (its id, as arms[].per_boot lists it); repeatable. "
+        "The output says which boots were left out.",
+    ),
+]
 By = Annotated[
     str | None,
     typer.Option(

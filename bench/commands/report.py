@@ -11,6 +11,7 @@ from bench.commands.options import (
     Alpha,
     Baseline,
     By,
+    ExcludeBoot,
     Margin,
     ResultsDir,
     parse_by,
@@ -27,6 +28,7 @@ def report(
     alpha: Alpha = None,
     margin: Margin = None,
     by: By = None,
+    exclude_boot: ExcludeBoot = None,
 ) -> None:
     """Render the verdicts, provenance and figures of a results directory (broken down by
     category by default when the probes carry categories)."""
@@ -42,6 +44,7 @@ def report(
             alpha=alpha,
             margins=margins,
             by=parse_by(by),
+            exclude_boots=tuple(exclude_boot or ()),
         )
         page = render_report(results_dir, out, options)
     typer.echo(f"report {page}")

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.errors import SpecabError
 from bench.records import ALL_METRICS, SPEED_METRIC, Results, replication_advice
 from bench.stats.bisect import bisection
 from bench.stats.compare import (
@@ -40,8 +41,10 @@ from bench.stats.describe import (
     components,
     draft_length_notes,
     drift,
+    modes_note,
     shared_machine,
     sharing_note,
+    two_modes,
 )
 from bench.stats.inputs import AnalysisOptions, Dataset, Prior, VerdictSettings, failed_counts
 from bench.stats.methods import CLAIMED
@@ -52,6 +55,7 @@ from bench.stats.schema import (
     BootMetrics,
     Comparison,
     PriorInfo,
+    Selection,
 )
 from bench.stats.screen import screening
 from bench.stats.select import selection, sweep_looks
@@ -66,6 +70,7 @@ def analyze(
     source: str | None = None,
 ) -> Analysis:
     """The analysis of loaded results (only status == "ok" boots count)."""
+    results = _without(results, options.exclude_boots)
     probes, boots, manifest = results.probes, results.boots, results.manifest
     if manifest.sweep is not None and options.looks is None:
         # a sweep's looks are the selection's, not the A/B design's
@@ -77,8 +82,14 @@ def analyze(
     )
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)
     update: dict[str, Any] = {"drift": within} if within else {}
+    notes = list(result.notes)
+    if options.exclude_boots:
+        update["excluded_boots"] = list(options.exclude_boots)
+        notes.insert(0, f"boots left out by --exclude-boot: {', '.join(options.exclude_boots)}; "
+                     "every verdict rests on the others")  # fmt: skip
     if manifest.sweep is not None:
-        update["selection"] = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
+        update["selection"] = sel = selection(ds.arms, manifest, s.alpha, sweep_looks(manifest))
+        notes += _chosen_apart(sel, result)
     if manifest.bisect is not None:
         update["bisection"] = bisection(results, s.alpha)
     if manifest.screen is not None:
@@ -89,8 +100,41 @@ def analyze(
         sharing = sharing.model_copy(update={"groups_share": carried, "groups_residual_df": df})
     if sharing is not None:
         update["shared_machine"] = sharing
-        update["notes"] = [*result.notes, sharing_note(sharing)]
+        notes.append(sharing_note(sharing))
+    if notes != result.notes:
+        update["notes"] = notes
     return result.model_copy(update=update) if update else result
+
+
+def _chosen_apart(sel: Selection | None, result: Analysis) -> list[str]:
+    """A sweep never picks an arm whose boots are not one population without saying so."""
+    if sel is None:
+        return []
+    apart = {e.arm for e in result.arms if two_modes(e)}
+    chosen = [g.chosen for g in sel.groups if g.chosen in apart]
+    return [
+        f"the sweep chose {c}, whose boots are not one population (its 2 modes are named "
+        "above): a start-up that differs between boots can decide a choice"
+        for c in chosen
+    ]
+
+
+def _without(results: Results, boot_ids: tuple[str, ...]) -> Results:
+    """The results without the named boots (each must exist: a typo is refused)."""
+    if not boot_ids:
+        return results
+    known = set(results.boots["boot_id"])
+    if unknown := [b for b in boot_ids if b not in known]:
+        near = ", ".join(sorted(known)[:4])
+        raise SpecabError(
+            f"no boot {unknown[0]!r} in these results", field="--exclude-boot",
+            fix=f"give a boot id as analyze --json lists it under arms[].per_boot (e.g. {near})",
+        )  # fmt: skip
+    keep_b = ~results.boots["boot_id"].isin(boot_ids)
+    keep_p = ~results.probes["boot_id"].isin(boot_ids)
+    return results.with_frames(
+        results.boots[keep_b].reset_index(drop=True), results.probes[keep_p].reset_index(drop=True)
+    )
 
 
 def per_boot(results: Results) -> dict[str, list[BootMetrics]]:
@@ -120,6 +164,9 @@ def analyze_data(
     notes += speed_notes(data, s)
     notes += draft_length_notes(data, arms, s.baseline)
     notes += arm_notes(arm_entries, prior)
+    notes += [
+        modes_note(e.arm, m, e.boots) for e in arm_entries for m in e.modes[:1] if m.modes > 1
+    ]
     comps, said = comparisons(prim, s, power, n_resamples, np.random.default_rng(seed))
     notes += said
     comps = [_say_prior(c, prior) for c in comps]

@@ -72,4 +72,6 @@ def render_gate(ref: Reference, new: dict[str, ReferenceArm], answer: GateResult
                     f"{getattr(n, key)}",
                     markup=False,
                 )
+    for line in answer.modes:
+        out.print(f"two modes: {line}", markup=False)
     out.print(f"note: {answer.caveat}", markup=False)

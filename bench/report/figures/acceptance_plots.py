@@ -41,6 +41,22 @@ def per_boot_frame(analysis: Analysis) -> pd.DataFrame:
     return df.sort_values(["order", "arm", "boot"], kind="stable").reset_index(drop=True)
 
 
+def _apart(analysis: Analysis, arm: str, metric: str) -> list[str]:
+    """The arm's boots in a second mode of this metric (none: one population)."""
+    entry = analysis.arm(arm)
+    modes = [m for m in (entry.modes if entry else []) if m.metric == metric]
+    return modes[0].other_boots if modes else []
+
+
+def _ring(ax: Any, d: pd.DataFrame, apart: list[str], metric: str) -> None:
+    ring = d[d["boot_id"].isin(apart)]
+    style = {"markerfacecolor": "none", "markeredgecolor": "#d62728", "markeredgewidth": 1.5}
+    ax.plot(ring["order"], ring[metric], linestyle="none", marker="o", markersize=15, **style)
+    for order, value, boot_id in zip(ring["order"], ring[metric], ring["boot_id"], strict=True):
+        ax.annotate(f"{boot_id}: apart", (order, value), fontsize=7, xytext=(8, -10),
+                    textcoords="offset points", color="#d62728")  # fmt: skip
+
+
 def plot_boot_strip(analysis: Analysis) -> Figure:
     """Figure 1: each boot's metric in launch order (drift shows), and each arm's estimate.
 
@@ -70,6 +86,7 @@ def plot_boot_strip(analysis: Analysis) -> Figure:
                 markeredgewidth=0.4,
                 label=arm,
             )
+            _ring(ax, d, _apart(analysis, arm, metric), metric)  # a second mode, named
         ax.set_ylabel(METRIC_LABELS[metric])
         ax.set_title(f"{METRIC_TITLES[metric]}: each boot", loc="left", fontsize=10)
         ax.grid(axis="y", alpha=0.3)

@@ -2,10 +2,12 @@
 acceptance per draft position with simultaneous bands (`positions`), variance components and
 the power plan they give (`variance`), speed and the accepted-length distribution (`speed`),
 draft lengths (`drafting`), mean accepted length as other tools define it (`peer_lengths`),
-drift from the first to the last pass within boots (`drift`), and whether boots measured
-speed with the machine shared (`machine_sharing`)."""
+drift from the first to the last pass within boots (`drift`), whether boots measured
+speed with the machine shared (`machine_sharing`), and boots that are not one population
+(`boot_modes`)."""
 
 from bench.stats.describe.arm_estimates import arm_metrics, arm_result, boot_metrics, pooled_ratios
+from bench.stats.describe.boot_modes import boot_modes, mode_split, modes_note, two_modes
 from bench.stats.describe.drafting import draft_length_notes
 from bench.stats.describe.drift import drift
 from bench.stats.describe.machine_sharing import groups_clause, shared_machine, sharing_note
@@ -21,8 +23,9 @@ from bench.stats.describe.variance import (
 )
 
 __all__ = [
-    "arm_components", "arm_metrics", "arm_result", "boot_metrics", "components",
-    "draft_length_notes", "drift", "groups_clause", "peer_lengths", "plan_boots_and_prompts",
-    "pooled_components", "pooled_ratios", "pooled_sd", "position_pseudo_values",
-    "shared_machine", "sharing_note", "simultaneous_band", "speed_est",
+    "arm_components", "arm_metrics", "arm_result", "boot_metrics", "boot_modes", "components",
+    "draft_length_notes", "drift", "groups_clause", "mode_split", "modes_note", "peer_lengths",
+    "plan_boots_and_prompts", "pooled_components", "pooled_ratios", "pooled_sd",
+    "position_pseudo_values", "shared_machine", "sharing_note", "simultaneous_band",
+    "speed_est", "two_modes",
 ]  # fmt: skip

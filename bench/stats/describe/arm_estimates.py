@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from bench.records import ACCEPTANCE_METRICS, ALL_METRICS, METRIC, too_few_boots
+from bench.stats.describe.boot_modes import boot_modes
 from bench.stats.describe.drafting import draft_lengths, drafted_shares, mean_draft_length
 from bench.stats.describe.peer_lengths import peer_lengths
 from bench.stats.describe.positions import conditional_band, cumulative_band, drafted_band
@@ -130,6 +131,7 @@ def arm_result(ad: ArmData, alpha: float, prior: Prior, failed: int) -> ArmResul
         peer_lengths=peer_lengths(ad),
         mean_draft_length=mean_draft_length(ad) if spec else None,
         draft_lengths=draft_lengths(ad) if spec else [],
+        modes=boot_modes(ad, alpha),
     )
 
 

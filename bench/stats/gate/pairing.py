@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+import numpy as np
+
 from bench.errors import SpecabError
-from bench.records import REGISTRY, Reference, ReferenceArm
+from bench.records import ACCEPTANCE_METRICS, REGISTRY, Reference, ReferenceArm, short_name
+from bench.stats.describe import mode_split
 from bench.stats.gate.noninferiority import gate_check
 from bench.stats.schema import GateCheck, GateResult
 
@@ -107,10 +110,29 @@ def gate(
         checks += pair_checks(a, r, new_arms[a], reference.arms[r], margins, alpha, also)
     if not checks:
         raise SpecabError("nothing to gate: fewer than 2 boots", file=source, fix="run more boots")
+    said = []
+    for a, r in arm_pairs(list(new_arms), list(reference.arms), requested):
+        said += _modes(f"new run's {a}", new_arms[a], alpha)
+        said += _modes(f"reference's {r}", reference.arms[r], alpha)
     return GateResult(
         reference=reference.name,
         passed=all(c.verdict == "pass" for c in checks),
         alpha=alpha,
         caveat=CAVEAT,
         checks=checks,
+        modes=said,
     )
+
+
+def _modes(who: str, arm: ReferenceArm, alpha: float) -> list[str]:
+    """A sentence per acceptance metric whose boots lie apart in two modes (`boot_modes`'s
+    rule), naming the boots apart."""
+    out = []
+    for metric in ACCEPTANCE_METRICS if arm.speculative else ():
+        pairs = [(b.boot_id, v) for b in arm.boots if (v := getattr(b, metric)) is not None]
+        apart, p = mode_split(np.asarray([v for _, v in pairs]), alpha)
+        if apart.any():
+            names = ", ".join(i for (i, _), f in zip(pairs, apart, strict=True) if f)
+            out.append(f"{who}: 2 modes across boots in {short_name(metric)} (p = {p:.2g}): "
+                       f"{names} apart from the other boots; the gate used every boot")  # fmt: skip
+    return out

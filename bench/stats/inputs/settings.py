@@ -122,6 +122,7 @@ class AnalysisOptions:
     n_resamples: int = 10_000
     seed: int = 0
     power: float = 0.8
+    exclude_boots: tuple[str, ...] = ()  # boot ids left out by the user (said in the output)
 
 
 def resolve_settings(

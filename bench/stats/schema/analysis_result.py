@@ -78,6 +78,11 @@ class Analysis(Frozen):
     bisection: Bisection | None = Field(
         None, description="Where the metric changed along the history, for [bisect]."
     )
+    excluded_boots: list[str] = Field(
+        default_factory=list,
+        description="Boot ids left out by `analyze --exclude-boot` (every figure above rests "
+        "on the other boots).",
+    )
     screening: Screening | None = Field(
         None, description="Each candidate against the baseline, one-sided, for [screen]."
     )

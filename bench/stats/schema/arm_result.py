@@ -96,6 +96,19 @@ class DraftLengthShare(Frozen):
     share: Num = Field(description="Share of the arm's verify steps that drafted that many.")
 
 
+class BootModes(Frozen):
+    """Whether an arm's boots are one population in one acceptance metric."""
+
+    metric: str = Field(description="The acceptance metric tested.")
+    modes: Int = Field(description="1: one population; 2: some boots lie apart (named).")
+    p_adjusted: Num = Field(description="Smallest leave-one-out t p, Bonferroni over boots.")
+    main_boots: Int = Field(description="Boots of the main mode.")
+    main_mean: Num = Field(description="Their mean value (the metric's scale).")
+    main_sd: Num = Field(description="Their SD over boots.")
+    other_boots: list[str] = Field(description="Boot ids in a second mode (empty: one mode).")
+    other_values: list[float] = Field(description="Their values, in that order.")
+
+
 class ArmResult(Frozen):
     arm: str = Field(description="Arm name.")
     boots: Int = Field(description="Ok boots analyzed.")
@@ -124,4 +137,9 @@ class ArmResult(Frozen):
         None,
         description="Mean accepted length as vLLM, specdec_bench and AIPerf define it, on "
         "the same requests (reconciling tools; statistics use specab's estimate).",
+    )
+    modes: list[BootModes] = Field(
+        default_factory=list,
+        description="Per acceptance metric (arms with 4+ ok boots): whether its boots are one "
+        "population or some lie apart (docs/statistics.md, two-mode arms).",
     )

@@ -41,3 +41,8 @@ class GateResult(BaseModel):
     alpha: float = Field(description="One-sided level of every check.")
     caveat: str = Field(description="What a stored reference cannot rule out.")
     checks: list[GateCheck] = Field(description="One per paired arm and metric.")
+    modes: list[str] = Field(
+        default_factory=list,
+        description="Gated arms (new run or reference) whose boots are not one population, "
+        "one sentence each: a pass or a failure rests on those boots too.",
+    )

@@ -1,0 +1,77 @@
+"""Arms whose boots are not one population: the rule's false flags and power by simulation
+through the product's code (`mode_split`, which `analyze` runs per arm and metric), an arm
+with one broken boot found and named in `analyze --json`, its note and figure, and
+`--exclude-boot`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.cli import run
+from bench.simulate import simulate_results, simulate_run
+from bench.stats.describe import boot_modes, mode_split
+from bench.stats.inputs import arm_data
+
+REPS = 4000
+
+
+@pytest.mark.parametrize("boots", [4, 6, 10])
+def test_one_population_is_flagged_at_most_alpha_of_the_time(boots: int) -> None:
+    rng = np.random.default_rng(boots)
+    flagged = np.mean([mode_split(rng.standard_normal(boots), 0.05)[0].any() for _ in range(REPS)])
+    assert flagged <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / REPS)
+
+
+def test_well_behaved_simulated_arms_are_rarely_flagged() -> None:
+    # the generative model's boot values (ratios of sums over probes), not normal draws
+
+    reps, flagged = 200, 0
+    for seed in range(reps):
+        run_ = simulate_run({"a": 0.0}, boots=6, prompts=40, seed=seed)
+        ad = arm_data(run_.probes, run_.boots_frame, ["a"], None).arms["a"]
+        flagged += any(m.modes > 1 for m in boot_modes(ad, 0.05))
+    # two metrics tested per arm: at most 2 alpha, plus 2 MCSE
+    assert flagged / reps <= 0.10 + 2 * math.sqrt(0.1 * 0.9 / reps)
+
+
+def test_one_boot_in_a_second_mode_is_found_at_six_boots() -> None:
+    rng = np.random.default_rng(7)
+    hits = [
+        mode_split(np.concatenate([rng.standard_normal(5), [10 + rng.standard_normal()]]), 0.05)
+        for _ in range(2000)
+    ]
+    assert np.mean([f[-1] for f, _ in hits]) >= 0.95  # the apart boot, named
+    assert np.mean([f[:-1].any() for f, _ in hits]) <= 0.05  # the others stay in
+
+
+def test_a_broken_boot_is_named_in_the_analysis_and_can_be_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hosts = {"base": ["h"] * 6, "fix": ["h"] * 5 + ["broken"]}
+    root = simulate_results(
+        tmp_path / "r", {"base": 0.0, "fix": 0.0}, boots=6, prompts=60, hosts=hosts,
+        host_effect={"broken": -3.0},
+    )  # fmt: skip
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    fix = next(a for a in out["arms"] if a["arm"] == "fix")
+    pos0 = next(m for m in fix["modes"] if m["metric"] == "acceptance_pos0")
+    assert pos0["modes"] == 2 and len(pos0["other_boots"]) == 1
+    broken = pos0["other_boots"][0]
+    assert broken.startswith("fix__b005")
+    assert any(n.startswith("arm fix: 2 modes across boots") and broken in n for n in out["notes"])
+    base = next(a for a in out["arms"] if a["arm"] == "base")
+    assert all(m["modes"] == 1 for m in base["modes"])
+    assert run(["analyze", str(root), "--json", "--resamples", "0", "--exclude-boot", broken]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["excluded_boots"] == [broken] and broken in out["notes"][0]
+    fix = next(a for a in out["arms"] if a["arm"] == "fix")
+    assert fix["boots"] == 5 and all(m["modes"] == 1 for m in fix["modes"])
+    assert run(["report", str(root), "--exclude-boot", broken]) == 0
+    md = (root / "report" / "report.md").read_text()
+    assert f"boots left out by --exclude-boot: {broken}" in md
