@@ -14,6 +14,7 @@ import pytest
 
 from bench.demo import DemoModels
 from bench.run import BootOutcome
+from bench.run.driver import RepeatGuard
 
 pytestmark = [pytest.mark.vllm, pytest.mark.slow]
 
@@ -43,3 +44,26 @@ def test_server_dying_at_startup_fails_fast(
     assert "no-such-model" in (tmp_path / "w" / "baseline.log").read_text()
     assert rec.finished_at and rec.started_at and rec.finished_at >= rec.started_at
     assert rec.ready_at is None and rec.boot_seconds is None
+
+
+def test_a_boot_that_drafts_nothing_fails_quoting_the_engines_speculation(
+    tiny_models: DemoModels,
+    real_experiment: Callable[..., Path],
+    boot_once: Callable[..., BootOutcome],
+    tmp_path: Path,
+) -> None:
+    # ngram that needs a 60-token match: the probes' short outputs never repeat one, so the
+    # engine runs with speculation configured and proposes nothing
+    never = {"method": "ngram", "num_speculative_tokens": 4,
+             "prompt_lookup_min": 60, "prompt_lookup_max": 60}  # fmt: skip
+    spec_file = real_experiment(
+        tmp_path, tiny_models, name="never-drafts", server={"speculative_config": never}
+    )
+    rec = boot_once(spec_file, "baseline", tmp_path / "w", engine_seed=1).record
+    assert rec.status == "failed" and rec.error is not None and "\n" not in rec.error
+    assert rec.error.startswith("no drafts: speculative decoding off?"), rec.error
+    assert "server log: engine speculative_config=" in rec.error and "ngram" in rec.error
+    assert RepeatGuard().repeats(rec) is False and RepeatGuard().suspect(rec.arm) is False
+    guard = RepeatGuard()
+    guard.repeats(rec)
+    assert guard.repeats(rec)  # the same failure twice: the run stops instead of retrying

@@ -25,13 +25,14 @@ from bench.run.boot.one_boot import (
     guarded_boot,
     run_boot,
 )
-from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
+from bench.run.boot.probe_loop import NO_DRAFTS, Measured, ProbePass, check_boot_total, measure
 from bench.run.boot.requests import API_KEY_REFUSED, Sampling, request_body, run_probe
 from bench.run.boot.start_gate import GateTicket, StartGates, start_gates
 
 __all__ = [
     "API_KEY_REFUSED",
     "IMAGE_UNREAD",
+    "NO_DRAFTS",
     "BootOutcome",
     "BootRequest",
     "GateTicket",

@@ -41,6 +41,9 @@ class Measured:
     speculative: bool = True  # False: a no-speculation boot (all counts must be zero)
 
 
+NO_DRAFTS = "no drafts"  # a speculative boot that drafted nothing: its reason starts so
+
+
 def check_boot_total(m: Measured, k: int) -> None:
     """The boot's whole /metrics delta must equal the sum over its probes; a speculative boot
     must have drafted, a no-speculation one must not have."""
@@ -55,7 +58,7 @@ def check_boot_total(m: Measured, k: int) -> None:
             raise BootFailed(f"drafts in a no-speculation boot: {m.total.as_row()}")
         return
     if m.total.num_drafts == 0:
-        raise BootFailed("no drafts: speculative decoding off?")
+        raise BootFailed(f"{NO_DRAFTS}: speculative decoding off?")
     check_counts(m.total, "the boot")
 
 

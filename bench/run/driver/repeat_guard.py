@@ -1,7 +1,7 @@
 """Failures certain to repeat: an arm that has never booted ok and fails twice in a row, the
-same way, before anything was measured, and a failure certain from its first occurrence (an
-API key the server requires and the probes lack). See the run loop's docstring for why the run
-stops.
+same way, before anything was measured (or measured, but drafted nothing), and a failure
+certain from its first occurrence (an API key the server requires and the probes lack). See
+the run loop's docstring for why the run stops.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from bench.experiment import IMAGE_DIFFERS
 from bench.records import BootRecord
-from bench.run.boot import API_KEY_REFUSED, IMAGE_UNREAD
+from bench.run.boot import API_KEY_REFUSED, IMAGE_UNREAD, NO_DRAFTS
 from bench.run.process import CAUSE_LINES, NOT_HEALTHY, cause_context, log_tail
 
 TAIL_LINES = 8  # server log lines shown when a repeating failure stops the run
@@ -30,7 +30,9 @@ def failure_signature(record: BootRecord) -> str | None:
     without the arm's image: nothing about the arm)."""
     text = (record.error or "").strip()
     line = text.splitlines()[0] if text else ""
-    if record.failed_phase is not None:
+    if line.startswith(NO_DRAFTS):  # speculation off in this arm's setup: not transient
+        early = True
+    elif record.failed_phase is not None:
         early = record.failed_phase in _BEFORE_MEASURING
     else:  # a record written before failed_phase existed
         early = record.ready_at is None or line.startswith("patch ")
