@@ -152,7 +152,8 @@ def log_boot(runs: TrackedRuns, arm: str, boot: BootMetrics) -> None:
 
 def finish_runs(runs: TrackedRuns, result: Analysis, report_dir: Path) -> None:
     """The end of a run: the analysis' settings, the analysis and the report on the parent;
-    estimates, counts and verdicts on each arm; every run marked finished."""
+    estimates, counts, verdicts and whether its boots are one population on each arm; every
+    run marked finished."""
     from mlflow.entities import Metric
 
     client, now = runs.client, int(time.time() * 1000)
@@ -183,6 +184,11 @@ def finish_runs(runs: TrackedRuns, result: Analysis, report_dir: Path) -> None:
             Metric("failed_boots", arm.failed_boots, now, 0),
         ]
         client.log_batch(run, metrics=metrics)
+        modes = max((m.modes for m in arm.modes), default=1)
+        client.set_tag(run, "boot_modes", str(modes))  # 2: some boots lie apart (named)
+        if modes > 1:
+            apart = sorted({b for m in arm.modes for b in m.other_boots})
+            client.set_tag(run, "boots_apart", ", ".join(apart))
         for c in result.comparisons:
             if c.arm == arm.arm:
                 client.set_tag(run, f"verdict.{c.metric}", c.verdict)

@@ -83,6 +83,7 @@ def test_a_tracked_campaign_is_logged_as_it_runs_and_equals_the_export(
     for name in arms:
         assert _content(client, arms[name]) == _content(client, e_arms[name]), name
     assert arms["fix"].data.tags["verdict.acceptance_pos0"] == "improved"
+    assert arms["fix"].data.tags["boot_modes"] == "1"  # one population (2: the boots apart named)
     assert {"analysis.json", "report/report.html"} <= _artifacts(client, parent.info.run_id)
 
     # live: the first boot to land was in MLflow before the last boot ended
