@@ -7,12 +7,10 @@ written file by file atomically: a failure leaves no half-written report.
 
 from __future__ import annotations
 
-import base64
-import html
 import io
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -35,20 +33,11 @@ from bench.report.figures import (
     plot_timing,
     plot_variance,
 )
-from bench.report.sections import Section, sections
-from bench.report.tables import md_table, output_identity, probe_temperature, variance_table
+from bench.report.page import ReportFigure, html_page, markdown_page
+from bench.report.sections import sections
+from bench.report.tables import output_identity, probe_temperature, variance_table
 from bench.stats import Analysis, AnalysisOptions, analyze
 from bench.store import atomic_write_bytes, load_results
-
-
-@dataclass(frozen=True)
-class ReportFigure:
-    """One rendered figure: file stem, heading, one-line caption and PNG bytes."""
-
-    stem: str
-    title: str
-    caption: str
-    png: bytes
 
 
 def figure_png(fig: Figure) -> bytes:
@@ -137,8 +126,8 @@ def write_report(results: Results, analysis: Analysis, out_dir: str | Path | Non
         raise ValueError("results built in memory have no directory: pass out_dir")
     figures = render_figures(build_figures(results, analysis))
     parts = sections(results, analysis)
-    md = _markdown(results, analysis, parts, figures)
-    page = _html(results, analysis, parts, figures)
+    title = f"specab report: {results.experiment}"
+    md, page = markdown_page(title, parts, figures), html_page(title, parts, figures)
     for f in figures:
         atomic_write_bytes(out / f"{f.stem}.png", f.png)
     atomic_write_bytes(
@@ -148,68 +137,3 @@ def write_report(results: Results, analysis: Analysis, out_dir: str | Path | Non
     atomic_write_bytes(out / "report.md", md.encode())
     atomic_write_bytes(out / "report.html", page.encode())
     return out / "report.html"
-
-
-def _markdown(
-    results: Results,
-    analysis: Analysis,
-    sections: list[Section],
-    figures: list[ReportFigure],
-) -> str:
-    parts = [f"# specab report: {results.experiment}", ""]
-    for heading, text, table in sections:
-        parts += [f"## {heading}", "", text, ""]
-        if table is not None and len(table):
-            parts += [md_table(table), ""]
-    parts += ["## Figures", ""]
-    for f in figures:
-        parts += [f"### {f.title}", "", f.caption, "", f"![{f.title}]({f.stem}.png)", ""]
-    return "\n".join(parts)
-
-
-_CSS = """
-body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}
-th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}
-th{background:#f3f3f3} img{max-width:100%;border:1px solid #eee}
-.caption{color:#444;max-width:60em}
-"""
-
-
-def _inline_md(text: str) -> str:
-    """Escape, then turn **bold** into <strong>; the only markup the sections use."""
-    out, bold = [], False
-    for i, piece in enumerate(html.escape(text).split("**")):
-        if i:
-            out.append("</strong>" if bold else "<strong>")
-            bold = not bold
-        out.append(piece)
-    return "".join(out)
-
-
-def _html(
-    results: Results,
-    analysis: Analysis,
-    sections: list[Section],
-    figures: list[ReportFigure],
-) -> str:
-    title = html.escape(f"specab report: {results.experiment}")
-    parts = [
-        "<!doctype html>",
-        f'<html lang="en"><head><meta charset="utf-8"><title>{title}</title>',
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>{title}</h1>",
-    ]
-    for heading, text, table in sections:
-        parts.append(f"<h2>{html.escape(heading)}</h2><p>{_inline_md(text)}</p>")
-        if table is not None and len(table):
-            parts.append(table.to_html(index=False, escape=True, border=0, na_rep="—"))
-    parts.append("<h2>Figures</h2>")
-    for f in figures:
-        data = base64.b64encode(f.png).decode()
-        parts.append(
-            f"<h3>{html.escape(f.title)}</h3><p class='caption'>{html.escape(f.caption)}</p>"
-            f'<img alt="{html.escape(f.title)}" src="data:image/png;base64,{data}">'
-        )
-    parts.append("</body></html>")
-    return "\n".join(parts)

@@ -13,6 +13,8 @@ from bench.report.tables import (
     draft_length_table,
     estimate_text,
     failed_attempts,
+    grouped_notes,
+    headlines,
     identity_summary,
     output_identity,
     probe_temperature,
@@ -109,7 +111,7 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
     prov = provenance(results, base)
     identity = output_identity(results.probes, base, arms)
     failed = failed_attempts(results.boots)
-    notes = analysis.notes
+    notes = grouped_notes(analysis.notes, arms)  # one per kind, with the arms it applies to
     ident_text = identity_summary(identity, base, probe_temperature(results.manifest))
     where = (
         f"vLLM {', '.join(prov['vllm_versions']) or '—'}; hosts "
@@ -121,7 +123,9 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
     lengths = accepted_length_table(analysis)
     drafting = draft_length_table(analysis)
     by = analysis.breakdown
+    said = headlines(results, analysis)
     return [
+        *([("Answer", "\n".join(f"- {x}" for x in said), None)] if said else []),
         *([bisection_section(analysis.bisection)] if analysis.bisection else []),
         *([screening_section(analysis.screening)] if analysis.screening else []),
         *([selection_section(analysis.selection)] if analysis.selection else []),
@@ -161,7 +165,7 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
         ),
         ("Provenance", where, prov["arms"]),
         ("Output identity", ident_text, identity),
-        *([("Notes", " ".join(f"{n.rstrip('.')}." for n in notes), None)] if notes else []),
+        *([("Notes", "\n".join(f"- {n.rstrip('.')}." for n in notes), None)] if notes else []),
         (
             "Failed attempts",
             f"{len(failed)} failed boot attempt(s); they are kept as records and excluded.",

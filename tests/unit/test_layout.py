@@ -81,6 +81,7 @@ LAYERS = {
         "figures",
         "tables",
         "sections",
+        "page",
         "render",
         "console",
     ],

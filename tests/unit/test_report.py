@@ -54,9 +54,9 @@ def test_report_has_every_file_and_a_self_contained_html(rendered: Path) -> None
     assert len(images) == 8
     assert all(src.startswith("data:image/png;base64,") for src in images)
     assert not re.search(r"<(link|script)\b", page)  # nothing fetched from elsewhere
-    # The embedded images are the PNGs written beside it, in the same order.
+    # The embedded images are the PNGs written beside it; the forest of differences leads.
     first = base64.b64decode(images[0].split(",", 1)[1])
-    assert first == (rendered / "fig1_boots.png").read_bytes()
+    assert first == (rendered / "fig2_forest.png").read_bytes()
     assert first[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -1,0 +1,72 @@
+"""What the report says first: one sentence per compared arm and primary metric (verdict,
+effect, interval, margin), an arm that runs the baseline's own definition named as the A/A
+control it is; and the notes said once per kind, with the arms each applies to."""
+
+from __future__ import annotations
+
+import re
+
+from bench.records import METRIC, Results
+from bench.stats import Analysis, Comparison
+
+_WORDS = {
+    "improved": "improved beyond the ±{m} margin",
+    "regressed": "regressed beyond the ±{m} margin",
+    "small_improvement": "improved, by less than the ±{m} margin",
+    "small_regression": "regressed, by less than the ±{m} margin",
+    "equivalent": "equivalent: within the ±{m} margin",
+    "inconclusive": "inconclusive: the interval holds no change and a change beyond ±{m}",
+}
+
+
+def _fmt(metric: str, x: float | None) -> str:
+    m = METRIC[metric]
+    if x is None:
+        return "—"
+    return f"{x:+.1%}" if m.relative else f"{x:+.{m.digits}f}"
+
+
+def headline(c: Comparison, aa: bool) -> str:
+    m = METRIC[c.metric]
+    lo, hi = c.verdict_ci if c.verdict_ci is not None else (c.ci_low, c.ci_high)
+    margin = f"{c.margin:.1%}" if m.relative else f"{c.margin:g}"
+    said = _WORDS[c.verdict].format(m=margin)
+    control = ""
+    if aa:  # the same definition as the baseline: any claimed difference is a false one
+        claimed = c.verdict not in ("inconclusive", "equivalent")
+        control = f" — an A/A control (it runs {c.baseline}'s own definition)" + (
+            ": a claimed difference here is a false positive" if claimed else ", as expected"
+        )
+    return (
+        f"**{c.arm}** vs {c.baseline}, {m.short}: {_fmt(c.metric, c.difference)} "
+        f"[{_fmt(c.metric, lo)}, {_fmt(c.metric, hi)}]: {said}{control}."
+    )
+
+
+def headlines(results: Results, analysis: Analysis) -> list[str]:
+    """One sentence per primary comparison, in the analysis' order."""
+    sha = {a.name: a.definition_sha256 for a in results.manifest.arms}
+    base = sha.get(analysis.baseline)
+    return [
+        headline(c, base is not None and sha.get(c.arm) == base)
+        for c in analysis.comparisons
+        if c.family == "primary"
+    ]
+
+
+def grouped_notes(notes: list[str], arms: list[str]) -> list[str]:
+    """Notes that differ only in the one arm they name, said once with every arm listed."""
+    names = sorted(arms, key=len, reverse=True)
+    pattern = re.compile(r"\barm (" + "|".join(map(re.escape, names)) + r")\b") if names else None
+    groups: dict[str, list[str]] = {}
+    for note in notes:
+        found = pattern.findall(note) if pattern else []
+        key = pattern.sub("arm {ARM}", note) if pattern and len(found) == 1 else note
+        groups.setdefault(key, []).extend(found if len(found) == 1 else [])
+    out = []
+    for key, who in groups.items():
+        if len(who) > 1:
+            out.append(key.replace("arm {ARM}", f"arms {', '.join(who)}", 1))
+        else:
+            out.append(key.replace("arm {ARM}", f"arm {who[0]}") if who else key)
+    return out
