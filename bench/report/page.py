@@ -19,7 +19,8 @@ from bench.report.tables import md_table
 
 LEAD_SECTIONS = ("Answer", "Which change did it", "Which candidates lowered it", "Selection")
 LEAD_FIGURES = ("fig0_history", "fig2_forest", "fig1_boots")
-FOLD_ROWS = 8  # a longer table is folded under a one-line summary
+FOLD_ROWS = 8  # a longer table is folded under a one-line summary, except these
+UNFOLDED = ("Verdicts", "Arms")
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#222}
@@ -107,9 +108,9 @@ def _html_section(heading: str, text: str, table: pd.DataFrame | None) -> str:
     if table is None or not len(table):
         return out
     grid = table.to_html(index=False, escape=True, border=0, na_rep="—")
-    if len(table) <= FOLD_ROWS:
+    if len(table) <= FOLD_ROWS or heading in UNFOLDED:
         return out + grid
-    first = text.split(". ")[0].rstrip(".")
+    first = text.replace("**", "").split(". ")[0].rstrip(".")
     summary = f"{len(table)} rows: {first[:160]}" if first else f"{len(table)} rows"
     return out + f"<details><summary>{html.escape(summary)}</summary>{grid}</details>"
 
