@@ -16,7 +16,7 @@ an A/A run. Simulated results with a known truth for tests: `bench.simulate`."""
 from bench.stats.analysis import analyze, per_boot
 from bench.stats.checks import check_selftest, count_checks, split_arm
 from bench.stats.compare import check_by, decide, level_name
-from bench.stats.describe import groups_clause, pooled_ratios
+from bench.stats.describe import groups_clause, modes_note, pooled_ratios, two_modes
 from bench.stats.gate import boots_for_gate, gate_check
 from bench.stats.inputs import PROBE_COLUMNS, AnalysisOptions, Prior
 from bench.stats.methods import VERDICTS
@@ -39,11 +39,38 @@ from bench.stats.screen import screen_dropped
 from bench.stats.select import selection_dropped
 
 __all__ = [
-    "PROBE_COLUMNS", "VERDICTS", "Analysis", "AnalysisOptions", "Bisection", "BootMetrics",
+    "PROBE_COLUMNS",
+    "VERDICTS",
+    "Analysis",
+    "AnalysisOptions",
+    "Bisection",
+    "BootMetrics",
     "Comparison",
-    "Decision", "GateCheck", "GateResult", "MetricEstimate", "Plan", "Prior", "Selection",
-    "SelftestResult", "SplitCheck", "analyze", "boots_for_gate", "check_by", "check_selftest",
-    "count_checks", "decide", "gate_check", "groups_clause", "level_name", "per_boot",
-    "plan_from_results", "pooled_ratios", "prior_from_results", "screen_dropped",
-    "selection_dropped", "split_arm",
+    "Decision",
+    "GateCheck",
+    "GateResult",
+    "MetricEstimate",
+    "Plan",
+    "Prior",
+    "Selection",
+    "SelftestResult",
+    "SplitCheck",
+    "analyze",
+    "boots_for_gate",
+    "check_by",
+    "check_selftest",
+    "count_checks",
+    "decide",
+    "gate_check",
+    "groups_clause",
+    "level_name",
+    "modes_note",
+    "per_boot",
+    "plan_from_results",
+    "pooled_ratios",
+    "prior_from_results",
+    "screen_dropped",
+    "selection_dropped",
+    "split_arm",
+    "two_modes",
 ]  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -75,3 +76,14 @@ def test_a_broken_boot_is_named_in_the_analysis_and_can_be_left_out(
     assert run(["report", str(root), "--exclude-boot", broken]) == 0
     md = (root / "report" / "report.md").read_text()
     assert f"boots left out by --exclude-boot: {broken}" in md
+
+
+def test_a_boot_whose_drafter_proposes_on_few_requests_lies_apart() -> None:
+    run_ = simulate_run({"a": 0.0}, boots=6, prompts=40, seed=3)
+    ad = arm_data(run_.probes, run_.boots_frame, ["a"], None).arms["a"]
+    drafts = ad.drafts.copy()
+    drafts[2, ::3] = 0  # boot 2 drafted on two thirds of its requests only
+    modes = {m.metric: m for m in boot_modes(replace(ad, drafts=drafts), 0.05)}
+    share = modes["requests_drafted"]
+    assert share.modes == 2 and share.other_boots == [ad.boot_ids[2]]
+    assert all(m.modes == 1 for m in boot_modes(ad, 0.05))  # untouched: one population

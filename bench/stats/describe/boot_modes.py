@@ -25,6 +25,10 @@ from bench.stats.inputs import ArmData, boot_values
 from bench.stats.schema import ArmResult, BootModes
 
 MIN_BOOTS = 4  # the others' SD needs 2 df
+# Not a metric of the registry: the share of a boot's requests that drafted at all. A boot
+# whose drafter proposes on far fewer requests than the arm's other boots (a fallback path,
+# speculation off for some requests) lies apart on it even where its acceptance does not.
+REQUESTS_DRAFTED = "requests_drafted"
 
 
 def mode_split(values: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
@@ -50,8 +54,8 @@ def boot_modes(ad: ArmData, alpha: float) -> list[BootModes]:
     if not ad.speculative or ad.n_boots < MIN_BOOTS:
         return []
     out = []
-    for metric in ACCEPTANCE_METRICS:
-        v = np.asarray(boot_values(ad, metric), dtype=np.float64) + METRIC[metric].offset
+    for metric in (*ACCEPTANCE_METRICS, REQUESTS_DRAFTED):
+        v = _values(ad, metric)
         keep = np.isfinite(v)
         if keep.sum() < MIN_BOOTS:
             continue
@@ -70,20 +74,33 @@ def boot_modes(ad: ArmData, alpha: float) -> list[BootModes]:
     return out
 
 
+def _values(ad: ArmData, metric: str) -> np.ndarray:
+    if metric == REQUESTS_DRAFTED:
+        with np.errstate(invalid="ignore"):
+            return np.asarray((ad.drafts > 0).mean(axis=1), dtype=np.float64)
+    return np.asarray(boot_values(ad, metric), dtype=np.float64) + METRIC[metric].offset
+
+
 def two_modes(arm: ArmResult) -> list[BootModes]:
     """The arm's metrics whose boots are not one population."""
     return [m for m in arm.modes if m.modes > 1]
 
 
+def _said(metric: str) -> str:
+    return (
+        "the share of requests that drafted" if metric == REQUESTS_DRAFTED else short_name(metric)
+    )
+
+
 def modes_note(arm: str, m: BootModes, boots: int) -> str:
     """The sentence every place that shows the arm's verdicts says about it."""
-    digits = METRIC[m.metric].digits
+    digits = METRIC[m.metric].digits if m.metric in METRIC else 3
     others = ", ".join(
         f"{b} at {x:.{digits}f}" for b, x in zip(m.other_boots, m.other_values, strict=True)
     )
     sd = f" ± {m.main_sd:.{digits}f}" if m.main_sd is not None else ""
     return (
-        f"arm {arm}: 2 modes across boots in {short_name(m.metric)} (p = {m.p_adjusted:.2g}, "
+        f"arm {arm}: 2 modes across boots in {_said(m.metric)} (p = {m.p_adjusted:.2g}, "
         f"Bonferroni over boots) — {m.main_boots} boots at {m.main_mean:.{digits}f}{sd}; "
         f"{len(m.other_boots)} apart: {others}. The verdicts use all {boots} boots; a start-up "
         "that differs between boots is itself a finding: read those boots' server logs "

@@ -99,7 +99,10 @@ class DraftLengthShare(Frozen):
 class BootModes(Frozen):
     """Whether an arm's boots are one population in one acceptance metric."""
 
-    metric: str = Field(description="The acceptance metric tested.")
+    metric: str = Field(
+        description="The acceptance metric tested, or requests_drafted: the share of the "
+        "boot's requests that drafted at all."
+    )
     modes: Int = Field(description="1: one population; 2: some boots lie apart (named).")
     p_adjusted: Num = Field(description="Smallest leave-one-out t p, Bonferroni over boots.")
     main_boots: Int = Field(description="Boots of the main mode.")
