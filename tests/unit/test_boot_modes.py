@@ -14,9 +14,12 @@ import numpy as np
 import pytest
 
 from bench.cli import run
+from bench.report import analyze_results
+from bench.report.figures import plot_boot_strip
 from bench.simulate import simulate_results, simulate_run
 from bench.stats.describe import boot_modes, mode_split
 from bench.stats.inputs import arm_data
+from bench.store import load_results
 
 REPS = 4000
 
@@ -68,6 +71,9 @@ def test_a_broken_boot_is_named_in_the_analysis_and_can_be_left_out(
     assert any(n.startswith("arm fix: 2 modes across boots") and broken in n for n in out["notes"])
     base = next(a for a in out["arms"] if a["arm"] == "base")
     assert all(m["modes"] == 1 for m in base["modes"])
+    strip = plot_boot_strip(analyze_results(load_results(root)))
+    rings = [ln for ax in strip.axes for ln in ax.get_lines() if ln.get_gid() == "apart"]
+    assert sum(len(ln.get_xdata()) for ln in rings) >= 1  # the boot apart, ringed
     assert run(["analyze", str(root), "--json", "--resamples", "0", "--exclude-boot", broken]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["excluded_boots"] == [broken] and broken in out["notes"][0]

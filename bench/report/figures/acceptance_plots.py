@@ -51,7 +51,8 @@ def _apart(analysis: Analysis, arm: str, metric: str) -> list[str]:
 def _ring(ax: Any, d: pd.DataFrame, apart: list[str], metric: str) -> None:
     ring = d[d["boot_id"].isin(apart)]
     style = {"markerfacecolor": "none", "markeredgecolor": "#d62728", "markeredgewidth": 1.5}
-    ax.plot(ring["order"], ring[metric], linestyle="none", marker="o", markersize=15, **style)
+    ax.plot(ring["order"], ring[metric], linestyle="none", marker="o", markersize=15,
+            gid="apart", **style)  # fmt: skip
     for order, value, boot_id in zip(ring["order"], ring[metric], ring["boot_id"], strict=True):
         ax.annotate(f"{boot_id}: apart", (order, value), fontsize=7, xytext=(8, -10),
                     textcoords="offset points", color="#d62728")  # fmt: skip
