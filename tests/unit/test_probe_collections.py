@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from bench.cli import run
+from bench.demo import committed_models
 from bench.experiment import load_probe_set
-from bench.experiment.probes import humaneval_tasks, spread
+from bench.experiment.probes import humaneval_tasks, spread, spread_by_length
 
 
 def test_spread_takes_an_even_subset_of_distinct_indices() -> None:
@@ -61,3 +62,28 @@ def test_probe_lines_carry_an_optional_category(tmp_path: Path) -> None:
     f.write_text(json.dumps({"id": "a", "prompt": "x", "category": ""}) + "\n")
     with pytest.raises(Exception, match="category"):
         load_probe_set(f)
+
+
+def test_spread_by_length_picks_prompts_evenly_from_shortest_to_longest() -> None:
+    lengths = [5, 7, 9, 40, 41, 42, 43, 80, 120, 500]
+    pick = spread_by_length(lengths, 4, most=200)
+    assert [lengths[i] for i in pick] == [5, 43, 80, 120]  # nearest to 5, 43.3, 81.7, 120
+    assert len(set(pick)) == 4 and spread_by_length(lengths, 50) == sorted(
+        range(10), key=lambda i: lengths[i]
+    )  # never more than there are
+    assert spread_by_length(lengths, 3, most=4) == []
+
+
+@pytest.mark.skipif(committed_models() is None, reason="needs arms/demo/models")
+def test_cli_spreads_humaneval_over_prompt_lengths(tmp_path: Path) -> None:
+    models = committed_models()
+    assert models is not None
+    out = tmp_path / "by-length.jsonl"
+    argv = ["probes", "humaneval", str(out), "--limit", "8", "--spread-lengths"]
+    assert run([*argv, str(models.target), "--max-prompt-tokens", "300"]) == 0
+    ps = load_probe_set(out)
+    source = (tmp_path / "by-length.jsonl.source.json").read_text()
+    assert ps.count == 8 and "spread over prompt lengths" in source
+    chars = [len(p.prompt or "") for p in ps.probes]
+    assert chars[0] < chars[-1]  # shortest first
+    assert run(["probes", "humaneval", str(tmp_path / "x.jsonl"), "--spread-lengths", "."]) == 2
