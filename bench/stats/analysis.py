@@ -164,9 +164,7 @@ def analyze_data(
     notes += speed_notes(data, s)
     notes += draft_length_notes(data, arms, s.baseline)
     notes += arm_notes(arm_entries, prior)
-    notes += [
-        modes_note(e.arm, m, e.boots) for e in arm_entries for m in e.modes[:1] if m.modes > 1
-    ]
+    notes += [modes_note(e.arm, m[0], e.boots) for e in arm_entries if (m := two_modes(e))]
     comps, said = comparisons(prim, s, power, n_resamples, np.random.default_rng(seed))
     notes += said
     comps = [_say_prior(c, prior) for c in comps]
