@@ -5,16 +5,10 @@ first point where the metric changed (docs/statistics.md, "Which change did it")
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bench.records import METRIC, PRIMARY_DEFAULT, REGISTRY
-
-if TYPE_CHECKING:
-    BisectMetric = str
-else:
-    BisectMetric = Literal[tuple(m.name for m in REGISTRY)]
+from bench.experiment.spec.margins import MetricName, check_measured
+from bench.records import PRIMARY_DEFAULT
 
 
 class GitRange(BaseModel):
@@ -48,7 +42,7 @@ class GitRange(BaseModel):
 class BisectSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    metric: BisectMetric = Field(
+    metric: MetricName = Field(
         PRIMARY_DEFAULT[0], description="The metric whose change is searched for."
     )
     margin: float | None = Field(
@@ -105,9 +99,4 @@ def check_history(
             f"[bisect] needs at least 3 arms (the good end, a point, the bad end); got "
             f"{len(names)}: {names}"
         )
-    if METRIC[bisect.metric].acceptance and undrafted:
-        raise ValueError(
-            f"metric {bisect.metric!r} is not measured at {', '.join(undrafted[:3])}: it runs "
-            "without speculative decoding, so its probes count no drafts; give every point a "
-            'drafter, or search metric = "output_tokens_per_s"'
-        )
+    check_measured(bisect.metric, undrafted, "point", "search")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, create_model
 
-from bench.records import ALL_METRICS, PRIMARY_DEFAULT, REGISTRY, Metric
+from bench.records import ALL_METRICS, METRIC, PRIMARY_DEFAULT, REGISTRY, SPEED_METRIC, Metric
 
 
 def _unique(metrics: list[str]) -> list[str]:
@@ -22,11 +22,22 @@ def _unique(metrics: list[str]) -> list[str]:
 
 # The registry's names as a Literal, so the file's schema and reference list them
 if TYPE_CHECKING:
-    PrimaryMetric = str
+    MetricName = str
 else:
-    PrimaryMetric = Literal[ALL_METRICS]
-PrimaryMetrics = Annotated[list[PrimaryMetric], Field(min_length=1), AfterValidator(_unique)]
-__all__ = ["PRIMARY_DEFAULT", "Margins", "PrimaryMetrics"]
+    MetricName = Literal[ALL_METRICS]
+PrimaryMetrics = Annotated[list[MetricName], Field(min_length=1), AfterValidator(_unique)]
+__all__ = ["PRIMARY_DEFAULT", "Margins", "MetricName", "PrimaryMetrics", "check_measured"]
+
+
+def check_measured(metric: str, undrafted: list[str], table: str, verb: str) -> None:
+    """An acceptance metric needs drafts at every arm of a [bisect] or [screen]: `undrafted`
+    arms run without speculative decoding, so their probes count none."""
+    if METRIC[metric].acceptance and undrafted:
+        raise ValueError(
+            f"metric {metric!r} is not measured at {', '.join(undrafted[:3])}: it runs "
+            "without speculative decoding, so its probes count no drafts; give every "
+            f'{table} a drafter, or {verb} metric = "{SPEED_METRIC}"'
+        )
 
 
 def _margin_field(m: Metric) -> Any:

@@ -12,23 +12,19 @@ from __future__ import annotations
 import re
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.errors import SpecabError
-from bench.records import METRIC, PRIMARY_DEFAULT, REGISTRY
-
-if TYPE_CHECKING:
-    ScreenMetric = str
-else:
-    ScreenMetric = Literal[tuple(m.name for m in REGISTRY)]
+from bench.experiment.spec.margins import MetricName, check_measured
+from bench.records import PRIMARY_DEFAULT
 
 
 class ScreenSection(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    metric: ScreenMetric = Field(
+    metric: MetricName = Field(
         PRIMARY_DEFAULT[0], description="The metric no candidate may lower by more than margin."
     )
     margin: float | None = Field(
@@ -74,12 +70,7 @@ def check_screen(
             f"[screen] looks end at {looks[-1]}, experiment.boots_per_arm is {boots_per_arm}; "
             "make the last look boots_per_arm"
         )
-    if METRIC[screen.metric].acceptance and undrafted:
-        raise ValueError(
-            f"metric {screen.metric!r} is not measured at {', '.join(undrafted[:3])}: it runs "
-            "without speculative decoding; give every arm a drafter, or screen "
-            'metric = "output_tokens_per_s"'
-        )
+    check_measured(screen.metric, undrafted, "arm", "screen")
 
 
 def expand_screen(data: dict[str, Any], file: Path) -> dict[str, Any]:
