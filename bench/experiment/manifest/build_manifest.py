@@ -11,6 +11,7 @@ from typing import Any
 from bench import __version__
 from bench.experiment.launch import measurement, resolve_arm
 from bench.experiment.manifest.history_identity import same_as
+from bench.experiment.preflight import awaits_build
 from bench.experiment.probes import load_probe_sets
 from bench.experiment.spec import Experiment, history_points, sweep_cells
 from bench.records import SCHEMA_VERSION, Manifest
@@ -29,7 +30,7 @@ def build_manifest(
     (run-ab), absent for `specab boot`. Building it also validates arms and probe sets."""
     resolved = [resolve_arm(spec, spec_file, a.name) for a in spec.arms]
     for arm in resolved:  # what no server can measure (concurrency without per-request counts)
-        if not (arm.built_from and not Path(arm.python).exists()):  # a build: its boot checks
+        if not awaits_build(arm):  # a point built later: its boot checks it
             measurement(spec, spec_file, arm)
     sets = load_probe_sets(spec, spec_file)
     body: dict[str, Any] = {

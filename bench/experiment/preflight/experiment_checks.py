@@ -100,7 +100,7 @@ def preflight(
     resolved = tuple(resolve_arm(spec, spec_file, n) for n in names)
     env = os.environ if environ is None else environ
     warnings: list[str] = []
-    unbuilt = [a.name for a in resolved if a.built_from and not Path(a.python).exists()]
+    unbuilt = [a.name for a in resolved if awaits_build(a)]
     if unbuilt:  # [bisect.git] build: a point's interpreter exists once a boot needs it
         resolved = tuple(a for a in resolved if a.name not in unbuilt)
         warnings.append(
@@ -125,6 +125,12 @@ def preflight(
     # with a cluster, by this machine's vLLM: the arm's interpreter is checked here too
     warnings += check_server_args(spec, spec_file, resolved, env, cluster=cluster)
     return Preflight(spec, resolved, tuple(warnings), tuple(unchecked), _small_campaign(spec))
+
+
+def awaits_build(arm: ResolvedArm) -> bool:
+    """A point of `[bisect.git] build` whose interpreter is built when a boot first needs it:
+    that boot checks it, not preflight or the manifest."""
+    return arm.built_from is not None and not Path(arm.python).exists()
 
 
 def _small_campaign(spec: Experiment) -> tuple[str, ...]:

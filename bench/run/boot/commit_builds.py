@@ -28,8 +28,12 @@ def commit_build(spec: Experiment, arm: ResolvedArm) -> str | None:
     git = spec.bisect.git if spec.bisect is not None else None
     if arm.built_from is None or git is None or git.build is None:
         return None
-    out = Path(arm.python).parent.parent  # <build_cache>/<commit>/bin/python
-    return ensure_built(git.build, arm.built_from, out, resolve_path(arm.spec_file, git.repo))
+    repo = resolve_path(arm.spec_file, git.repo)
+    return ensure_built(git.build, arm.built_from, _out(arm), repo)
+
+
+def _out(arm: ResolvedArm) -> Path:
+    return Path(arm.python).parent.parent  # <build_cache>/<commit>/bin/python
 
 
 def ensure_built(command: str, commit: str, out: Path, repo: Path) -> str | None:
@@ -94,4 +98,4 @@ def built_for_preflight(spec: Experiment, spec_file: Path) -> list[str] | None:
             fix="make the command build these commits (its log is named), delete the "
             ".failed file beside it, and run again",
         )
-    return [a.name for a in arms if (Path(a.python).parent.parent / DONE).is_file()]
+    return [a.name for a in arms if (_out(a) / DONE).is_file()]
