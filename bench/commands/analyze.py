@@ -153,7 +153,7 @@ def analyze(
     out_fmt = "json" if as_json else fmt or "table"
     gate = _fail_on(fail_on)
     results_dir_not_spec(results_dir)
-    results = load_results(results_dir, stats.PROBE_COLUMNS)
+    results = load_results(results_dir, stats.probe_columns(by))
     src = str(results_dir)
     margins = margins_given(margin)
     with as_flags():

@@ -76,8 +76,10 @@ By = Annotated[
     str | None,
     typer.Option(
         "--by",
-        help="Also break results down by category, probe_set or prompt_tokens (quartiles of "
-        "the prompts' lengths; prompt_tokens:128,256 for your own bin edges).",
+        help="Also break results down by category, probe_set, prompt_tokens (quartiles of "
+        "the prompts' lengths; prompt_tokens:128,256 for your own bin edges) or "
+        "output_position (windows along the output by the token each verify step starts at; "
+        "output_position:32,64,128 for your own edges).",
     ),
 ]
 
@@ -155,8 +157,8 @@ def results_dir_not_spec(path: Path) -> None:
 
 
 def parse_by(text: str | None) -> str | None:
-    """`--by`: category, probe_set, prompt_tokens[:EDGES] or nothing (checked by the
-    analysis's own rule, one line naming --by)."""
+    """`--by`: category, probe_set, prompt_tokens[:EDGES], output_position[:EDGES] or
+    nothing (checked by the analysis's own rule, one line naming --by)."""
     from bench.stats import check_by
 
     try:

@@ -16,7 +16,7 @@ from bench.records.boots_and_probes import (
     boot_file_stem,
 )
 from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
-from bench.records.count_lists import list_lengths, list_matrix
+from bench.records.count_lists import list_lengths, list_matrix, list_values
 from bench.records.loaded_results import Results
 from bench.records.manifest import (
     Manifest,
@@ -86,6 +86,7 @@ __all__ = [
     "boot_file_stem",
     "list_lengths",
     "list_matrix",
+    "list_values",
     "replication_advice",
     "short_name",
     "too_few_boots",

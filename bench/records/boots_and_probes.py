@@ -79,6 +79,17 @@ class ProbeRecord(_Record):
         "step drafts K (draft models), less where the drafter proposes fewer (ngram, dynamic "
         "speculation); null where only /metrics counts exist.",
     )
+    step_accepted: tuple[int, ...] | None = Field(
+        None,
+        description="Draft tokens accepted at each verify step, in the order of the output "
+        "(vLLM's per_step_accepted); where along the output acceptance changes. Null where the "
+        "server gives only per-request totals.",
+    )
+    step_drafted: tuple[int, ...] | None = Field(
+        None,
+        description="Draft tokens proposed at each verify step, in output order (vLLM's "
+        "per_step_drafted), aligned with step_accepted.",
+    )
 
 
 class BootRecord(_Record):
@@ -204,13 +215,15 @@ PROBE_SCHEMA = pa.schema(
         ("acceptance_histogram", pa.list_(pa.int64())),
         ("pass_index", pa.int64()),
         ("drafted_per_pos", pa.list_(pa.int64())),
+        ("step_accepted", pa.list_(pa.int64())),
+        ("step_drafted", pa.list_(pa.int64())),
     ]
 )
 # Columns a writer may leave out of a probe frame (stored as null): beyond the contract's
 # minimum and not known to every acceptance source or server build.
 PROBE_OPTIONAL = (
     "category", "ttft_s", "tpot_s", "queue_s", "sequence", "acceptance_histogram", "pass_index",
-    "drafted_per_pos",
+    "drafted_per_pos", "step_accepted", "step_drafted",
 )  # fmt: skip
 
 _TS = pa.timestamp("us", tz="UTC")

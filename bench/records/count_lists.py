@@ -71,3 +71,17 @@ def list_matrix(col: pd.Series, width: int | None = None, dtype: type = np.int64
         x: NDArray[Any] = np.asarray(cells[i], dtype=dtype)[:width]
         out[i, : len(x)] = x
     return out
+
+
+def list_values(col: pd.Series) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Every cell's entries end to end and each cell's length (0 for a null cell): the
+    variable-length columns (`step_accepted`, `step_drafted`) read without a row loop."""
+    lengths = np.maximum(list_lengths(col), 0)
+    arr = _arrow(col)
+    if arr is not None:
+        flat = arr.combine_chunks() if arr.num_chunks != 1 else arr.chunk(0)
+        values = np.asarray(flat.flatten().to_numpy(zero_copy_only=False), dtype=np.int64)
+        return values, lengths
+    held = zip(col.to_numpy(), lengths, strict=True)
+    cells = [np.asarray(x, dtype=np.int64) for x, n in held if n]
+    return (np.concatenate(cells) if cells else np.zeros(0, dtype=np.int64)), lengths

@@ -98,6 +98,8 @@ def probe_frame(sim: SimBoot, who: SimBootId, prompts: SimPrompts) -> pd.DataFra
             "drafted_per_pos": np.repeat(d[:, None], k, axis=1).tolist()
             if sim.speculative
             else None,
+            "step_accepted": None,  # steps in output order: `output_steps.with_steps`
+            "step_drafted": None,
         }
     )
 

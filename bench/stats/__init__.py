@@ -13,7 +13,7 @@ split-arm), `gate` (non-inferiority against a stored reference), then `plan` and
 `plan_from_results` the power plan; `prior_from_results` a between-boot SD with its df from
 an A/A run. Simulated results with a known truth for tests: `bench.simulate`."""
 
-from bench.stats.analysis import analyze, per_boot
+from bench.stats.analysis import analyze, per_boot, probe_columns
 from bench.stats.checks import check_selftest, count_checks, split_arm
 from bench.stats.compare import check_by, decide, level_name
 from bench.stats.describe import groups_clause, modes_note, pooled_ratios, two_modes
@@ -25,6 +25,7 @@ from bench.stats.schema import (
     Analysis,
     Bisection,
     BootMetrics,
+    Breakdown,
     Comparison,
     Decision,
     GateCheck,
@@ -45,6 +46,7 @@ __all__ = [
     "AnalysisOptions",
     "Bisection",
     "BootMetrics",
+    "Breakdown",
     "Comparison",
     "Decision",
     "GateCheck",
@@ -69,6 +71,7 @@ __all__ = [
     "plan_from_results",
     "pooled_ratios",
     "prior_from_results",
+    "probe_columns",
     "screen_dropped",
     "selection_dropped",
     "split_arm",

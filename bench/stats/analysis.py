@@ -26,6 +26,7 @@ from bench.stats.compare import (
     breakdown,
     check_by,
     comparisons,
+    edges,
     group_share,
     host_summary,
     order_notes,
@@ -34,6 +35,7 @@ from bench.stats.compare import (
     primary,
     speed_notes,
     speedups,
+    windowed,
 )
 from bench.stats.describe import (
     arm_result,
@@ -46,7 +48,17 @@ from bench.stats.describe import (
     sharing_note,
     two_modes,
 )
-from bench.stats.inputs import AnalysisOptions, Dataset, Prior, VerdictSettings, failed_counts
+from bench.stats.inputs import (
+    PROBE_COLUMNS,
+    STEP_COLUMNS,
+    AnalysisOptions,
+    Dataset,
+    Prior,
+    VerdictSettings,
+    arm_data,
+    failed_counts,
+    output_windows,
+)
 from bench.stats.methods import CLAIMED
 from bench.stats.schema import (
     Analysis,
@@ -75,11 +87,13 @@ def analyze(
     if manifest.sweep is not None and options.looks is None:
         # a sweep's looks are the selection's, not the A/B design's
         options = replace(options, looks=())
-    arms, s, ds = prepare(results, options, source)
     check_by(options.by)
+    arms, s, ds = prepare(results, options, source)
+    windows = along_output(results, ds, options.by, source)
     result = analyze_data(
-        ds, arms, s, options, failed=failed_counts(boots, arms), experiment=manifest.experiment
-    )
+        ds, arms, s, options, failed=failed_counts(boots, arms), experiment=manifest.experiment,
+        windows=windows,
+    )  # fmt: skip
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)
     update: dict[str, Any] = {"drift": within} if within else {}
     notes = list(result.notes)
@@ -137,6 +151,26 @@ def _without(results: Results, boot_ids: tuple[str, ...]) -> Results:
     )
 
 
+def probe_columns(by: str | None) -> tuple[str, ...]:
+    """The probe columns `analyze` reads: the ordered step counts only along the output
+    (10^6 rows of them are the largest column)."""
+    return (*PROBE_COLUMNS, *STEP_COLUMNS) if windowed(by) else PROBE_COLUMNS
+
+
+def along_output(
+    results: Results, ds: Dataset, by: str | None, source: str | None
+) -> Dataset | None:
+    """For `--by output_position`: the speculative arms' probe rows cut into windows along
+    the output, as a dataset on the same boots (None for any other grouping)."""
+    if not windowed(by):
+        return None
+    assert by is not None
+    frame, said = output_windows(results.probes, edges(by) or [], source)
+    spec = [a for a, ad in ds.arms.items() if ad.speculative]
+    cut = arm_data(frame, results.boots, spec, source)
+    return replace(cut, notes=[*said, *cut.notes])
+
+
 def per_boot(results: Results) -> dict[str, list[BootMetrics]]:
     """Each arm's per-boot values exactly as `analyze` reports them in `arms[].per_boot`
     (on the prompts every ok boot has), without the estimates: what a live tracker logs as
@@ -153,12 +187,14 @@ def analyze_data(
     *,
     failed: Mapping[str, int],
     experiment: str = "",
+    windows: Dataset | None = None,
 ) -> Analysis:
-    """Everything `analyze` reports, from per-arm count arrays."""
+    """Everything `analyze` reports, from per-arm count arrays (`windows`: the dataset along
+    the output, for `--by output_position`)."""
     prior, power, by = options.prior or Prior(), options.power, options.by
     n_resamples, seed = options.n_resamples, options.seed
     data = ds.arms
-    notes = list(ds.notes)
+    notes = list(ds.notes) + (windows.notes if windows is not None else [])
     prim, decision = primary(data, arms, s, prior)
     arm_entries = [arm_result(data[a], s.alpha, prior, failed.get(a, 0)) for a in arms]
     notes += speed_notes(data, s)
@@ -200,7 +236,7 @@ def analyze_data(
         notes=list(dict.fromkeys(notes)),
         primary_metrics=list(s.primary),
         speedups=ups,
-        breakdown=breakdown(ds, prim.data, arms, s, by, power) if by else None,
+        breakdown=breakdown(ds, prim.data, arms, s, by, power, windows) if by else None,
         hosts=hosts,
     )
 

@@ -76,7 +76,7 @@ LAYERS = {
         "plan",
         "analysis",
     ],
-    "simulate": ["generative", "simulated_boots", "runs", "directory"],
+    "simulate": ["generative", "simulated_boots", "output_steps", "runs", "directory"],
     "report": [
         "figures",
         "tables",

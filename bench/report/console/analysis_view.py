@@ -11,6 +11,7 @@ from bench.records import METRIC, REGISTRY, short_name
 from bench.report.console.bisect_view import render_bisection, render_screening
 from bench.report.console.verdict_view import print_verdicts
 from bench.report.tables import (
+    across_p,
     data_row,
     difference,
     draft_length_table,
@@ -168,8 +169,14 @@ def _render_peer_lengths(result: Analysis, out: Console) -> None:
 def _render_breakdown(result: Analysis, out: Console) -> None:
     b = result.breakdown
     assert b is not None
-    table = Table(title=f"By {b.by} (secondary; Holm within each group only)")
-    for col in ("group", "probes", "arm", "metric", "estimate [CI]", "vs baseline", "verdict"):
+    table = Table(
+        title=f"By {b.by} (secondary; verdicts: Holm within each group; p across: Holm across "
+        "the groups)"
+    )
+    across = across_p(b)
+    for col in (
+        "group", "probes", "arm", "metric", "estimate [CI]", "vs baseline", "verdict", "p across"
+    ):  # fmt: skip
         table.add_column(escape(col), overflow="fold")
     for g in b.groups:
         for a in g.arms:
@@ -190,6 +197,7 @@ def _render_breakdown(result: Analysis, out: Console) -> None:
                     if a.arm == result.baseline
                     else "",
                     c.verdict if c is not None else "",
+                    across.get((g.group, a.arm, metric), ""),
                 )
     out.print(table)
     out.print(f"note: {b.note}", markup=False)

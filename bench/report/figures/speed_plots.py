@@ -183,9 +183,13 @@ def plot_accepted_length(analysis: Analysis) -> Figure:
     return fig
 
 
+ALONG = ("prompt_tokens", "output_position")  # ordered bins: their estimates joined
+
+
 def plot_categories(analysis: Analysis) -> Figure:
-    """Figure 9: per category (or probe set), each arm's pos0, mean length and tokens/s with
-    its interval (secondary: nothing adjusted across groups)."""
+    """Figure 9: per group (category, probe set, prompt-length bin or output window), each
+    arm's pos0, mean length and tokens/s with its interval (secondary; along the output
+    there is no timing per window, so no tokens/s)."""
     b = analysis.breakdown
     fig = new_figure(11.0, 4.4)
     axes = fig.subplots(1, 3)
@@ -214,6 +218,8 @@ def plot_categories(analysis: Analysis) -> Figure:
             colour, marker = styles[arm]
             x = np.array([groups.index(g) for g in d["group"]], dtype=float) + offsets[arm]
             est, lo, hi = (d[c].to_numpy(dtype=float) for c in ("est", "lo", "hi"))
+            if len(groups) > 1 and b.by.partition(":")[0] in ALONG:  # ordered bins: a line
+                ax.plot(x, est, color=colour, alpha=0.5, linewidth=1)
             yerr = np.vstack([np.clip(est - lo, 0, None), np.clip(hi - est, 0, None)])
             ax.errorbar(
                 x,
@@ -230,10 +236,11 @@ def plot_categories(analysis: Analysis) -> Figure:
         ax.set_xlim(-0.5, len(groups) - 0.5)
         ax.set_title(titles[metric], loc="left", fontsize=10)
         ax.grid(axis="y", alpha=0.3)
-    add_legend(fig, *axes[-1].get_legend_handles_labels())
+        if df[df["metric"] == metric].empty:
+            no_data(ax, "no timing per output window" if metric == SPEED_METRIC else "no data")
+    add_legend(fig, *axes[0].get_legend_handles_labels())
     fig.suptitle(
-        f"By {b.by} (secondary; {1 - analysis.alpha:.0%} intervals, nothing adjusted across "
-        "groups)",
+        f"By {b.by} (secondary; {1 - analysis.alpha:.0%} intervals within each group)",
         x=0.01,
         ha="left",
         fontsize=12,

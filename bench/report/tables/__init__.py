@@ -19,6 +19,7 @@ from bench.report.tables.screening_table import (
 from bench.report.tables.selection_tables import render_selection, selection_section
 from bench.report.tables.speed_tables import (
     accepted_length_table,
+    across_p,
     arm_summary,
     category_table,
     estimate_text,
@@ -36,7 +37,7 @@ from bench.report.tables.verdict_tables import (
 )
 
 __all__ = [
-    "accepted_length_table", "arm_summary", "bisection_section", "bisection_table",
+    "accepted_length_table", "across_p", "arm_summary", "bisection_section", "bisection_table",
     "category_table", "data_row", "difference", "draft_length_table", "estimate_text",
     "failed_attempts", "grouped_notes", "headlines", "identity_summary", "md_table",
     "output_identity", "probe_temperature",

@@ -12,7 +12,7 @@ from bench.report.tables.verdict_tables import (
     pct,
     verdict_interval,
 )
-from bench.stats import Analysis, Comparison, MetricEstimate
+from bench.stats import Analysis, Breakdown, Comparison, MetricEstimate
 
 NO_BOOTS = "no ok boots"
 
@@ -109,11 +109,13 @@ def accepted_length_table(analysis: Analysis) -> pd.DataFrame:
 
 
 def category_table(analysis: Analysis) -> pd.DataFrame:
-    """Per group (category or probe set), arm and metric: the estimate with its interval
-    and, for non-baseline arms, the difference from the baseline and its verdict."""
+    """Per group (category, probe set, prompt-length bin or output window), arm and metric:
+    the estimate with its interval and, for non-baseline arms, the difference from the
+    baseline, its verdict (Holm within the group) and its p Holm-adjusted across groups."""
     b = analysis.breakdown
     if b is None:
         return pd.DataFrame()
+    across = across_p(b)
     rows = []
     for g in b.groups:
         for a in g.arms:
@@ -131,9 +133,19 @@ def category_table(analysis: Analysis) -> pd.DataFrame:
                         "estimate [CI]": estimate_text(m, METRIC[metric].digits),
                         "vs baseline [raw CI]": difference(c) if c is not None else "—",
                         "verdict": c.verdict if c is not None else "—",
+                        "p across groups": across.get((g.group, a.arm, metric), "—"),
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def across_p(b: Breakdown) -> dict[tuple[str, str, str], str]:
+    """(group, arm, metric) -> its p Holm-adjusted across the groups, as text."""
+    return {
+        (g, x.arm, x.metric): "—" if p is None else f"{p:.2g}"
+        for x in b.across_groups
+        for g, p in zip(x.groups, x.p_holm, strict=True)
+    }
 
 
 def arm_summary(analysis: Analysis) -> pd.DataFrame:

@@ -233,6 +233,16 @@ def drafted_per_position(obj: Mapping[str, Any], k: int) -> tuple[int, ...] | No
     return tuple(sum(d > p for d in drafted) for p in range(k))
 
 
+def ordered_steps(obj: Mapping[str, Any]) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """The accepted and drafted counts of each verify step in output order (vLLM's
+    `detailed` per-request metrics), or (None, None) without them; `_counts_from_response`
+    has already checked them against the summary."""
+    acc, drafted = obj.get("per_step_accepted"), obj.get("per_step_drafted")
+    if not acc or not drafted or len(acc) != len(drafted):
+        return None, None
+    return tuple(int(x) for x in acc), tuple(int(x) for x in drafted)
+
+
 def check_counts(c: SpecCounts, what: str) -> None:
     """Invariants every count set must satisfy; BootFailed naming `what` otherwise."""
     pos = c.accepted_per_pos

@@ -25,6 +25,7 @@ from bench.run.boot.counters import (
     check_counts,
     counts_from_response,
     drafted_per_position,
+    ordered_steps,
     scrape,
 )
 from bench.run.boot.lanes import LaneClient, run_lanes
@@ -107,9 +108,11 @@ class _Rows:
     ) -> ProbeRecord:
         check_counts(counts, f"probe {probe.set_name}/{probe.id}")
         hist = drafted = None
+        steps: tuple[tuple[int, ...] | None, tuple[int, ...] | None] = (None, None)
         if self.speculative and self.source == "per_request" and resp.spec_decoding:
             hist = tuple(int(x) for x in resp.spec_decoding["acceptance_histogram"])
             drafted = drafted_per_position(resp.spec_decoding, self.k)
+            steps = ordered_steps(resp.spec_decoding)
         a = self.attempt
         return ProbeRecord(
             experiment=self.experiment,
@@ -132,6 +135,8 @@ class _Rows:
             pass_index=seq // self.per_pass if self.per_pass else None,
             acceptance_histogram=hist,
             drafted_per_pos=drafted,
+            step_accepted=steps[0],
+            step_drafted=steps[1],
         )
 
 

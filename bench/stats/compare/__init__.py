@@ -3,9 +3,10 @@ the primary family and the sequential decision at a look (`primary`), the typed 
 with power, resampling extras and the one-sentence why (`comparisons`, `resampling`, `why`),
 comparisons within hosts when hosts differ (`hosts`), speed within co-run groups of boots
 measured at once (`duets`), speedups over no-speculation arms
-(`speedups`), per-position differences (`position_differences`) and the `--by` breakdown."""
+(`speedups`), per-position differences (`position_differences`) and the `--by` breakdown
+(Holm within and across its groups)."""
 
-from bench.stats.compare.breakdown import breakdown, check_by
+from bench.stats.compare.breakdown import breakdown, check_by, edges, windowed
 from bench.stats.compare.comparisons import comparisons
 from bench.stats.compare.duets import (
     MIN_DF,
@@ -30,9 +31,9 @@ from bench.stats.compare.why import level_name
 
 __all__ = [
     "MIN_DF", "adjusted_difference", "arm_metrics", "balanced", "blocked_contrasts",
-    "breakdown", "check_by", "comparison_keys", "comparisons", "decide", "duet_pairs",
+    "breakdown", "check_by", "comparison_keys", "comparisons", "decide", "duet_pairs", "edges",
     "group_share",
     "host_effect_p", "host_summary", "level_name", "order_notes", "pairwise_contrasts",
     "position_comparisons", "prepare", "primary", "pseudo_pair",
-    "slot_note", "speed_notes", "speedups",
+    "slot_note", "speed_notes", "speedups", "windowed",
 ]  # fmt: skip

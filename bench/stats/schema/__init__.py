@@ -32,6 +32,7 @@ from bench.stats.schema.check_results import (
     TruthCheck,
 )
 from bench.stats.schema.comparison import (
+    AcrossGroups,
     Breakdown,
     Comparison,
     Group,
@@ -59,6 +60,7 @@ from bench.stats.schema.which_change import (
 
 __all__ = [
     "AcceptedShare",
+    "AcrossGroups",
     "Analysis",
     "AnalysisSettings",
     "ArmComponents",

@@ -129,10 +129,24 @@ class Group(Frozen):
     comparisons: list[Comparison] = Field(description="As comparisons[], on the group.")
 
 
+class AcrossGroups(Frozen):
+    arm: str = Field(description="The arm compared with the baseline.")
+    metric: str = Field(description="Metric name.")
+    groups: list[str] = Field(description="The groups it was compared in, in groups[] order.")
+    p_values: list[Num] = Field(description="Each group's raw Welch p (as its comparison's).")
+    p_holm: list[Num] = Field(description="Those p Holm-adjusted across the groups.")
+    differ: list[str] = Field(description="Groups whose p_holm is below alpha.")
+
+
 class Breakdown(Frozen):
     by: str = Field(
-        description="What the probes are grouped by: category, probe_set, or prompt_tokens "
-        "(bins of the prompts' lengths; prompt_tokens:E1,E2 with the edges given)."
+        description="What the probes are grouped by: category, probe_set, prompt_tokens "
+        "(bins of the prompts' lengths; prompt_tokens:E1,E2 with the edges given) or "
+        "output_position (windows along the output by the token each verify step starts at; "
+        "output_position:E1,E2 with the edges given)."
     )
-    groups: list[Group] = Field(description="One per group, sorted by name.")
+    groups: list[Group] = Field(description="One per group, sorted by name (bins by their number).")
     note: str = Field(description="How to read it (secondary; multiplicity).")
+    across_groups: list[AcrossGroups] = Field(
+        [], description="Per arm and metric, the groups' p Holm-adjusted across the groups."
+    )
