@@ -5,6 +5,8 @@ of a real run.
 - `generative`: the model, vectorized over replicates (count arrays; `simulate_boot_totals`
   is the fast path the calibration suites use).
 - `simulated_boots`: one simulated boot as store rows (`BootRecord`, probe frame).
+- `output_steps`: verify steps in output order for probe rows, with a known acceptance along
+  the output (`with_steps`).
 - `runs`: a whole simulated run in memory (`simulate_run`, `simulate_frames`) and the
   manifest a real run would write for it (`simulated_manifest`).
 - `directory`: the one part that writes, a results directory through `bench.store`
@@ -23,10 +25,11 @@ from bench.simulate.generative import (
     simulate_counts,
     simulate_speed_totals,
 )
+from bench.simulate.output_steps import with_steps
 from bench.simulate.runs import SimRun, simulate_frames, simulate_run, simulated_manifest
 
 __all__ = [
     "HeldFixed", "PromptSet", "SimParams", "SimRun", "boot_effects", "draw_prompt_set", "mu_for",
     "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_results",
-    "simulate_run", "simulate_speed_totals", "simulated_manifest", "write_run",
+    "simulate_run", "simulate_speed_totals", "simulated_manifest", "with_steps", "write_run",
 ]  # fmt: skip

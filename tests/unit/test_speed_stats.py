@@ -244,13 +244,14 @@ def test_breakdown_by_category_is_the_same_statistics_on_each_group(nospec: Path
     b = out["breakdown"]
     assert b["by"] == "category" and [g["group"] for g in b["groups"]] == ["chat", "code", "math"]
     assert "across_groups adjusts" in b["note"]
+    a = out["alpha"]
     for x in b["across_groups"]:  # each arm and metric's p over the 3 groups, Holm-adjusted
         p = np.array(x["p_values"], dtype=float)
         order = np.argsort(p)
         stepped = np.maximum.accumulate(np.minimum(1, p[order] * (3 - np.arange(3))))
         assert x["groups"] == ["chat", "code", "math"]
         assert np.allclose(np.array(x["p_holm"], dtype=float)[order], stepped)
-        assert x["differ"] == [g for g, q in zip(x["groups"], x["p_holm"]) if q < out["alpha"]]
+        assert x["differ"] == [g for g, q in zip(x["groups"], x["p_holm"], strict=True) if q < a]
         found = {g["group"]: c for g in b["groups"] for c in g["comparisons"]
                  if (c["arm"], c["metric"]) == (x["arm"], x["metric"])}  # fmt: skip
         assert x["p_values"] == [found[g]["p_value"] for g in x["groups"]]
