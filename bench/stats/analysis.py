@@ -43,9 +43,11 @@ from bench.stats.describe import (
     components,
     draft_length_notes,
     drift,
+    low_drafting_boots,
     modes_note,
     shared_machine,
     sharing_note,
+    speed_of_every_boot,
     two_modes,
 )
 from bench.stats.inputs import (
@@ -89,11 +91,21 @@ def analyze(
         options = replace(options, looks=())
     check_by(options.by)
     arms, s, ds = prepare(results, options, source)
+    low, said = low_drafting_boots(ds, options.min_drafting_share)
+    every_boot = ds
+    if low:  # acceptance on the boots that drafted; speed on every boot
+        results = _without(results, tuple(b.boot_id for v in low.values() for b in v))
+        _, _, ds = prepare(results, options, source)
     windows = along_output(results, ds, options.by, source)
+    failed = failed_counts(boots, arms)
     result = analyze_data(
-        ds, arms, s, options, failed=failed_counts(boots, arms), experiment=manifest.experiment,
-        windows=windows,
-    )  # fmt: skip
+        ds, arms, s, options, failed=failed, experiment=manifest.experiment, windows=windows
+    )
+    if low:
+        speed = analyze_data(every_boot, arms, s, replace(options, by=None), failed=failed)
+        result = speed_of_every_boot(result, speed, low, options.min_drafting_share)
+    if said:
+        result = result.model_copy(update={"notes": [*result.notes, *said]})
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)
     update: dict[str, Any] = {"drift": within} if within else {}
     notes = list(result.notes)

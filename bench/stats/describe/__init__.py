@@ -3,12 +3,20 @@ acceptance per draft position with simultaneous bands (`positions`), variance co
 the power plan they give (`variance`), speed and the accepted-length distribution (`speed`),
 draft lengths (`drafting`), mean accepted length as other tools define it (`peer_lengths`),
 drift from the first to the last pass within boots (`drift`), whether boots measured
-speed with the machine shared (`machine_sharing`), and boots that are not one population
-(`boot_modes`)."""
+speed with the machine shared (`machine_sharing`), boots that are not one population
+(`boot_modes`), and boots that drafted on too few of their requests (`drafting_share`)."""
 
 from bench.stats.describe.arm_estimates import arm_metrics, arm_result, boot_metrics, pooled_ratios
 from bench.stats.describe.boot_modes import boot_modes, mode_split, modes_note, two_modes
 from bench.stats.describe.drafting import draft_length_notes
+from bench.stats.describe.drafting_share import (
+    DEFAULT_MIN_SHARE,
+    drafting_shares,
+    low_drafting,
+    low_drafting_boots,
+    low_drafting_note,
+    speed_of_every_boot,
+)
 from bench.stats.describe.drift import drift
 from bench.stats.describe.machine_sharing import groups_clause, shared_machine, sharing_note
 from bench.stats.describe.peer_lengths import peer_lengths
@@ -23,9 +31,32 @@ from bench.stats.describe.variance import (
 )
 
 __all__ = [
-    "arm_components", "arm_metrics", "arm_result", "boot_metrics", "boot_modes", "components",
-    "draft_length_notes", "drift", "groups_clause", "mode_split", "modes_note", "peer_lengths",
-    "plan_boots_and_prompts", "pooled_components", "pooled_ratios", "pooled_sd",
-    "position_pseudo_values", "shared_machine", "sharing_note", "simultaneous_band",
-    "speed_est", "two_modes",
+    "DEFAULT_MIN_SHARE",
+    "arm_components",
+    "arm_metrics",
+    "arm_result",
+    "boot_metrics",
+    "boot_modes",
+    "components",
+    "draft_length_notes",
+    "drafting_shares",
+    "drift",
+    "groups_clause",
+    "low_drafting",
+    "low_drafting_boots",
+    "low_drafting_note",
+    "mode_split",
+    "modes_note",
+    "peer_lengths",
+    "plan_boots_and_prompts",
+    "pooled_components",
+    "pooled_ratios",
+    "pooled_sd",
+    "position_pseudo_values",
+    "shared_machine",
+    "sharing_note",
+    "simultaneous_band",
+    "speed_est",
+    "speed_of_every_boot",
+    "two_modes",
 ]  # fmt: skip

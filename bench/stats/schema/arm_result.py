@@ -112,6 +112,14 @@ class BootModes(Frozen):
     other_values: list[float] = Field(description="Their values, in that order.")
 
 
+class LowDraftingBoot(Frozen):
+    """A boot that drafted on too few of its requests (kept out of acceptance)."""
+
+    boot_id: str = Field(description="The boot.")
+    share: float = Field(description="Share of its compared requests that drafted at all.")
+    requests: Int = Field(description="Its compared requests (prompts).")
+
+
 class ArmResult(Frozen):
     arm: str = Field(description="Arm name.")
     boots: Int = Field(description="Ok boots analyzed.")
@@ -145,4 +153,10 @@ class ArmResult(Frozen):
         default_factory=list,
         description="Per acceptance metric (arms with 4+ ok boots): whether its boots are one "
         "population or some lie apart (docs/statistics.md, two-mode arms).",
+    )
+    low_drafting: list[LowDraftingBoot] = Field(
+        default_factory=list,
+        description="Boots that drafted on fewer than --min-drafting-share (default 0.5) of "
+        "their requests: kept out of this arm's acceptance estimates and verdicts (boots and "
+        "per_boot are the others'), counted in its tokens/s.",
     )
