@@ -16,8 +16,10 @@ from bench.commands.options import (
     ExcludeBoot,
     Json,
     Margin,
+    MinDraftingShare,
     ResultsDir,
     as_flags,
+    check_share,
     deprecated,
     margins_given,
     parse_by,
@@ -105,6 +107,7 @@ def analyze(
     margin: Margin = None,
     by: By = None,
     exclude_boot: ExcludeBoot = None,
+    min_drafting_share: MinDraftingShare = None,
     prior_between_boot_sd: Annotated[
         str | None,
         typer.Option(help="A/A-measured between-boot SD for 1-boot arms: X (pos0) or X,Y."),
@@ -165,6 +168,9 @@ def analyze(
             prior=_prior(prior_between_boot_sd, prior_df, prior_from, results),
             by=parse_by(by),
             exclude_boots=tuple(exclude_boot or ()),
+            min_drafting_share=check_share(
+                min_drafting_share, stats.AnalysisOptions.min_drafting_share
+            ),
             n_resamples=resamples,
             seed=seed,
             power=power,

@@ -72,6 +72,29 @@ ExcludeBoot = Annotated[
         "The output says which boots were left out.",
     ),
 ]
+MinDraftingShare = Annotated[
+    float | None,
+    typer.Option(
+        "--min-drafting-share",
+        help="A boot of a speculative arm that drafted on a smaller share of its requests is "
+        "kept out of the acceptance verdicts and counted in tokens/s, labelled (default "
+        "0.5; 0: never).",
+    ),
+]
+
+
+def check_share(share: float | None, default: float) -> float:
+    """`--min-drafting-share` (none given: the analysis' `default`), one line naming the
+    flag when it is not a share."""
+    if share is None:
+        return default
+    if not 0 <= share <= 1:
+        raise SpecabError(
+            f"{share!r} is not a share", field="--min-drafting-share", fix="use 0..1, e.g. 0.5"
+        )
+    return share
+
+
 By = Annotated[
     str | None,
     typer.Option(

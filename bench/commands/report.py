@@ -13,7 +13,9 @@ from bench.commands.options import (
     By,
     ExcludeBoot,
     Margin,
+    MinDraftingShare,
     ResultsDir,
+    check_share,
     parse_by,
 )
 
@@ -29,6 +31,7 @@ def report(
     margin: Margin = None,
     by: By = None,
     exclude_boot: ExcludeBoot = None,
+    min_drafting_share: MinDraftingShare = None,
 ) -> None:
     """Render the verdicts, provenance and figures of a results directory (broken down by
     category by default when the probes carry categories)."""
@@ -45,6 +48,7 @@ def report(
             margins=margins,
             by=parse_by(by),
             exclude_boots=tuple(exclude_boot or ()),
+            min_drafting_share=check_share(min_drafting_share, AnalysisOptions.min_drafting_share),
         )
         page = render_report(results_dir, out, options)
     typer.echo(f"report {page}")

@@ -325,6 +325,13 @@ def test_per_request_counts_equal_metrics_deltas(boots: dict[str, Boot]) -> None
             d.num_accepted_tokens,
         )
         assert r.accepted_per_pos == d.accepted_per_pos
+        # the steps in output order (what --by output_position places along the output)
+        steps, drafted = r.step_accepted or (), r.step_drafted or ()
+        assert len(steps) == len(drafted) == r.num_drafts and sum(steps) == r.num_accepted_tokens
+        assert sum(drafted) == r.num_draft_tokens
+        # each step emits its accepted tokens + 1 after the prefill's token; a last step cut by
+        # max_tokens emits more than the completion keeps, never fewer
+        assert 0 <= 1 + sum(a + 1 for a in steps) - r.completion_tokens <= 4
 
 
 def test_the_boots_metrics_delta_equals_its_probes_sum(boots: dict[str, Boot]) -> None:

@@ -10,7 +10,6 @@ from bench.stats.describe.arm_estimates import arm_metrics, arm_result, boot_met
 from bench.stats.describe.boot_modes import boot_modes, mode_split, modes_note, two_modes
 from bench.stats.describe.drafting import draft_length_notes
 from bench.stats.describe.drafting_share import (
-    DEFAULT_MIN_SHARE,
     drafting_shares,
     low_drafting,
     low_drafting_boots,
@@ -31,7 +30,6 @@ from bench.stats.describe.variance import (
 )
 
 __all__ = [
-    "DEFAULT_MIN_SHARE",
     "arm_components",
     "arm_metrics",
     "arm_result",

@@ -18,8 +18,6 @@ from bench.records import METRIC
 from bench.stats.inputs import ArmData, Dataset
 from bench.stats.schema import Analysis, LowDraftingBoot
 
-DEFAULT_MIN_SHARE = 0.5
-
 
 def drafting_shares(ad: ArmData) -> list[float]:
     """Per boot, the share of its compared prompts that drafted at all."""

@@ -123,7 +123,7 @@ class AnalysisOptions:
     seed: int = 0
     power: float = 0.8
     exclude_boots: tuple[str, ...] = ()  # boot ids left out by the user (said in the output)
-    # a boot drafting on fewer of its requests is kept out of acceptance (0: never)
+    # a boot drafting on a smaller share of its requests is kept out of acceptance (0: never)
     min_drafting_share: float = 0.5
 
 
