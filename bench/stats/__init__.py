@@ -16,7 +16,13 @@ an A/A run. Simulated results with a known truth for tests: `bench.simulate`."""
 from bench.stats.analysis import analyze, per_boot, probe_columns
 from bench.stats.checks import check_selftest, count_checks, split_arm
 from bench.stats.compare import check_by, decide, level_name
-from bench.stats.describe import groups_clause, modes_note, pooled_ratios, two_modes
+from bench.stats.describe import (
+    groups_clause,
+    low_drafting_note,
+    modes_note,
+    pooled_ratios,
+    two_modes,
+)
 from bench.stats.gate import boots_for_gate, gate_check
 from bench.stats.inputs import PROBE_COLUMNS, AnalysisOptions, Prior
 from bench.stats.methods import VERDICTS
@@ -66,6 +72,7 @@ __all__ = [
     "gate_check",
     "groups_clause",
     "level_name",
+    "low_drafting_note",
     "modes_note",
     "per_boot",
     "plan_from_results",

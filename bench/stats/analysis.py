@@ -103,7 +103,7 @@ def analyze(
     )
     if low:
         speed = analyze_data(every_boot, arms, s, replace(options, by=None), failed=failed)
-        result = speed_of_every_boot(result, speed, low, options.min_drafting_share)
+        result = speed_of_every_boot(result, speed, low)
     if said:
         result = result.model_copy(update={"notes": [*result.notes, *said]})
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)

@@ -17,7 +17,14 @@ from bench.records import Results
 from bench.report.console.bisect_view import render_bisection, render_screening
 from bench.report.console.verdict_view import print_frame, print_verdicts
 from bench.report.tables import arm_summary, render_selection
-from bench.stats import Analysis, groups_clause, modes_note, pooled_ratios, two_modes
+from bench.stats import (
+    Analysis,
+    groups_clause,
+    low_drafting_note,
+    modes_note,
+    pooled_ratios,
+    two_modes,
+)
 
 
 def table_console(*, stderr: bool = False) -> Console:
@@ -33,6 +40,10 @@ def _print_summary(console: Console, analysis: Analysis) -> None:
     for arm in analysis.arms:  # an arm whose boots are not one population is said here too
         for m in two_modes(arm)[:1]:
             console.print(f"two modes: {modes_note(arm.arm, m, arm.boots)}", markup=False)
+        if arm.low_drafting:
+            console.print(
+                f"few drafts: {low_drafting_note(arm.arm, arm.low_drafting)}", markup=False
+            )
 
 
 def _balance_line(analysis: Analysis) -> str | None:

@@ -10,8 +10,6 @@ from bench.stats.describe.arm_estimates import arm_metrics, arm_result, boot_met
 from bench.stats.describe.boot_modes import boot_modes, mode_split, modes_note, two_modes
 from bench.stats.describe.drafting import draft_length_notes
 from bench.stats.describe.drafting_share import (
-    drafting_shares,
-    low_drafting,
     low_drafting_boots,
     low_drafting_note,
     speed_of_every_boot,
@@ -37,10 +35,8 @@ __all__ = [
     "boot_modes",
     "components",
     "draft_length_notes",
-    "drafting_shares",
     "drift",
     "groups_clause",
-    "low_drafting",
     "low_drafting_boots",
     "low_drafting_note",
     "mode_split",

@@ -33,7 +33,7 @@ def low_drafting(ad: ArmData, min_share: float) -> tuple[list[LowDraftingBoot], 
         return [], None
     shares = drafting_shares(ad)
     low = [
-        LowDraftingBoot(boot_id=b, share=s, requests=int(ad.drafts.shape[1]))
+        LowDraftingBoot(boot_id=b, share=s, requests=int(ad.drafts.shape[1]), min_share=min_share)
         for b, s in zip(ad.boot_ids, shares, strict=True)
         if np.isfinite(s) and s < min_share
     ]
@@ -47,8 +47,9 @@ def low_drafting(ad: ArmData, min_share: float) -> tuple[list[LowDraftingBoot], 
     return low, None
 
 
-def low_drafting_note(arm: str, low: list[LowDraftingBoot], min_share: float) -> str:
+def low_drafting_note(arm: str, low: list[LowDraftingBoot]) -> str:
     """One line for the analysis notes, the end of a run and the report."""
+    min_share = low[0].min_share
     listed = ", ".join(f"{x.boot_id} ({x.share:.0%} of {x.requests})" for x in low)
     return (
         f"{arm}: {len(low)} boot(s) drafted on fewer than {min_share:.0%} of their requests "
@@ -72,7 +73,7 @@ def low_drafting_boots(
 
 
 def speed_of_every_boot(
-    result: Analysis, speed: Analysis, low: Mapping[str, list[LowDraftingBoot]], min_share: float
+    result: Analysis, speed: Analysis, low: Mapping[str, list[LowDraftingBoot]]
 ) -> Analysis:
     """`result` (acceptance without the low-drafting boots) with tokens/s from `speed`, the
     analysis of every boot: its speed comparisons, estimates and speedups."""
@@ -87,7 +88,7 @@ def speed_of_every_boot(
                              "low_drafting": low.get(e.arm, [])})
         for e in result.arms
     ]  # fmt: skip
-    said = [low_drafting_note(a, v, min_share) for a, v in low.items()]
+    said = [low_drafting_note(a, v) for a, v in low.items()]
     return result.model_copy(
         update={
             "arms": arms,

@@ -118,6 +118,7 @@ class LowDraftingBoot(Frozen):
     boot_id: str = Field(description="The boot.")
     share: float = Field(description="Share of its compared requests that drafted at all.")
     requests: Int = Field(description="Its compared requests (prompts).")
+    min_share: float = Field(description="The --min-drafting-share it fell below.")
 
 
 class ArmResult(Frozen):
