@@ -173,6 +173,12 @@ class BootRecord(_Record):
         "ready. Null: measured without one (launched alone, duets off, or a partner that "
         "never reached the barrier).",
     )
+    no_drafts: str | None = Field(
+        None,
+        description="An ok boot of a speculative arm that drafted on none of its requests: "
+        "why, one line with the server log's words on speculation. Its probes are stored and "
+        "count in tokens/s; the analysis keeps it out of acceptance. Null: it drafted.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> BootRecord:
@@ -180,6 +186,8 @@ class BootRecord(_Record):
             raise ValueError("a failed attempt needs its error")
         counts = (self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens)
         if self.status != "ok":
+            if self.no_drafts is not None:
+                raise ValueError("no_drafts describes an ok boot (a failed one has its error)")
             return self
         if any(c is None for c in counts) or self.accepted_per_pos is None:
             raise ValueError("an ok boot needs its whole /metrics delta (counts)")
@@ -267,6 +275,7 @@ BOOT_SCHEMA = pa.schema(
         ("cpus", pa.string()),
         ("corun_group", pa.string()),
         ("image_id", pa.string()),
+        ("no_drafts", pa.string()),
     ]
 )
 

@@ -92,8 +92,8 @@ def analyze(
     check_by(options.by)
     arms, s, ds = prepare(results, options, source)
     low, said = low_drafting_boots(ds, options.min_drafting_share)
-    every_boot = ds
     if low:  # acceptance on the boots that drafted; speed on every boot
+        every_boot = arm_data(probes, boots, arms, source, keep_undrafted=True)
         results = _without(results, tuple(b.boot_id for v in low.values() for b in v))
         _, _, ds = prepare(results, options, source)
     windows = along_output(results, ds, options.by, source)
@@ -101,9 +101,13 @@ def analyze(
     result = analyze_data(
         ds, arms, s, options, failed=failed, experiment=manifest.experiment, windows=windows
     )
-    if low:
-        speed = analyze_data(every_boot, arms, s, replace(options, by=None), failed=failed)
-        result = speed_of_every_boot(result, speed, low)
+    if low:  # timed on every boot: acceptance (none where a boot drafted nothing) left aside
+        timed = {a: replace(ad, speculative=False) for a, ad in every_boot.arms.items()}
+        speed = analyze_data(
+            replace(every_boot, arms=timed), arms, s, replace(options, by=None), failed=failed
+        )
+        ups, _ = speedups(every_boot.arms, s.alpha, s.margins[SPEED_METRIC])
+        result = speed_of_every_boot(result, speed.model_copy(update={"speedups": ups}), low)
     if said:
         result = result.model_copy(update={"notes": [*result.notes, *said]})
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)

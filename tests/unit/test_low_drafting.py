@@ -89,3 +89,24 @@ def test_the_cli_takes_the_share_and_refuses_a_bad_one(
     assert run(["analyze", str(root), "--min-drafting-share", "1.5"]) == 2
     err = capsys.readouterr().err
     assert "--min-drafting-share" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_boot_that_drafted_nothing_is_left_out_of_acceptance_and_timed() -> None:
+    none_id = "b__b001__a1"
+    res = _results(0.0, [none_id])
+    out = _analysis(res, share=0.0)  # left out at any share: it has no acceptance at all
+    b = next(e for e in out.arms if e.arm == "b")
+    assert [(x.boot_id, x.share) for x in b.low_drafting] == [(none_id, 0.0)] and b.boots == 4
+    timed = stats.analyze(res.with_frames(res.boots, res.probes), stats.AnalysisOptions(
+        n_resamples=0, exclude_boots=(none_id,)))  # fmt: skip
+    assert (
+        b.metrics[SPEED_METRIC].estimate
+        != next(e for e in timed.arms if e.arm == "b").metrics[SPEED_METRIC].estimate
+    )  # its speed counts
+    # an arm whose every boot drafted nothing: no acceptance verdict, its speed still timed
+    out = _analysis(_results(0.0, [f"b__b{i:03d}__a1" for i in range(5)]))
+    b = next(e for e in out.arms if e.arm == "b")
+    assert b.boots == 0 and len(b.low_drafting) == 5
+    assert b.metrics[SPEED_METRIC].estimate is not None
+    assert {c.verdict for c in out.comparisons if c.metric != SPEED_METRIC} == {"inconclusive"}
+    json.dumps(out.to_json(), allow_nan=False)

@@ -243,6 +243,22 @@ def test_what_is_not_certain_to_repeat() -> None:
     assert not guard.repeats(_failure("y", "server not healthy after 600 s"))
 
 
+def test_an_arm_drafting_nothing_in_two_boots_stops_the_run(tmp_path: Path) -> None:
+    """A boot that drafted nothing is ok (its speed counts) but proves nothing of the arm:
+    two in a row on an arm that never drafted stop the run, naming why."""
+    said = "no drafts: speculative decoding off? (none of 20 requests drafted) (server log: x)"
+    undrafted = _failure("a", "", status="ok").model_copy(update={"no_drafts": said})
+    guard = RepeatGuard()
+    assert not guard.repeats(undrafted) and guard.suspect("a")
+    assert guard.repeats(undrafted.model_copy(update={"no_drafts": said.replace("20", "24")}))
+    assert "drafted nothing in two boots in a row" in stop_message(undrafted, tmp_path)
+    # an arm that drafted before may have a start-up that drafts only sometimes: no stop
+    guard = RepeatGuard(proven=["a"])
+    assert not guard.repeats(undrafted) and not guard.repeats(undrafted)
+    with pytest.raises(ValueError, match="no_drafts describes an ok boot"):
+        BootRecord.model_validate({**_failure("a", "x").model_dump(), "no_drafts": said})
+
+
 def test_two_readiness_timeouts_stop_the_run_naming_the_timeout(tmp_path: Path) -> None:
     """A cold start of a large model can outlast the deadline twice: the run stops (every
     retry would time out alike) and says which setting to raise, and that unset it grows

@@ -103,6 +103,7 @@ class _Timeline:
     warnings: tuple[str, ...] = ()  # went wrong without spoiling the measurement
     corun_group: str | None = None  # the duet it was measured in (every member arrived)
     image_id: str | None = None  # container arms: the image's id on this (the head's) node
+    no_drafts: str | None = None  # a speculative boot that drafted nothing: why
 
 
 def _now() -> datetime:
@@ -189,16 +190,18 @@ def run_boot(
             measured = _measure_served(req, server, plan, sets, how, t)
         t.warnings = server.lingering()
         t.phase = "counts"
-        check_boot_total(measured, t.k)
+        if reason := check_boot_total(measured, t.k):
+            t.no_drafts = one_line(with_root_cause(reason, None, node.log_file))
     except BootFailed as exc:
         error = one_line(with_root_cause(exc.reason, t.phase, node.log_file))
     except (OSError, httpx.HTTPError) as exc:  # runtime failures; a bug propagates
         error = one_line(f"{type(exc).__name__}: {exc}")
     finally:
         shutil.rmtree(cwd, ignore_errors=True)
-    if error is not None:  # a log line quoted in it may hold a secret the server was given
-        env = {**os.environ, **node.server_env, **arm.env}
-        error = scrub(error, secret_values(env, arm.args))
+    if error is not None or t.no_drafts:  # a log line quoted may hold a secret it was given
+        secrets = secret_values({**os.environ, **node.server_env, **arm.env}, arm.args)
+        error = None if error is None else scrub(error, secrets)
+        t.no_drafts = None if error or not t.no_drafts else scrub(t.no_drafts, secrets)
     record = _record(req, node, t, measured, error)
     if record.status == "ok" and measured is not None:
         return BootOutcome(record, measured.records, measured.deltas)
@@ -322,6 +325,7 @@ def _record(
         warnings=t.warnings,
         corun_group=t.corun_group if error is None else None,
         image_id=t.image_id,
+        no_drafts=t.no_drafts if error is None else None,
         slot=a.slot,
         cpus=node.server_env.get(CPU_BIND, "") if node else "",
     )

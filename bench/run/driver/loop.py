@@ -2,15 +2,11 @@
 each finished one at once, retry failures, stop on limits, sequential looks or errors.
 
 A failure certain to repeat stops the run at once instead of burning every retry
-(`RepeatGuard`): an arm that has never booted ok (in this directory) fails twice in a row
-before anything was measured — before /health, at the patch check, or at the boot's first
-request — with the same error (its first line, numbers blanked: pids, ports and times
-differ): a model that is not there, an unknown flag, a patch that raises, an engine that
-refuses the arm's settings at its first sampling step. Nothing new is launched; boots
-already running finish and are written, and `--resume` continues once the cause is fixed
-(the other arms' boots keep their interleaving: the run does not go on without the broken
-arm). Results are written only here (the driver is the only writer); Ray tasks return records.
-"""
+(`RepeatGuard`): an arm never ok here fails twice in a row before anything was measured
+(before /health, at the patch check or its first request) with the same error (first line,
+numbers blanked), or drafts nothing in two boots in a row. Nothing new is launched; running
+boots finish and are written; `--resume` goes on once the cause is fixed. The driver is the
+only writer; Ray tasks return records."""
 
 from __future__ import annotations
 
@@ -123,6 +119,8 @@ class RunLoop:
                 record = self._collect(ref, f)
                 if record.status != "ok" and self._after_failure(f.place.plan, record, todo):
                     return
+                if record.no_drafts and self.repeat.repeats(record):
+                    self._stop_repeating(record, todo)
             for f in self.dispatch.on_dead_nodes():
                 record = self._abandoned(f)
                 if self._after_failure(f.place.plan, record, todo):
@@ -215,15 +213,18 @@ class RunLoop:
         if self.repeat.repeats(record):
             if isinstance(self.seq, BisectRun) and self.seq.skip(record, todo, self.progress.note):
                 return False  # a point of a history is passed over, as git bisect skip does
-            self.summary.stopped = stop_message(record, self.writer.root)
-            self.progress.note(f"stopping: {self.summary.stopped.splitlines()[0]}")
-            todo.clear()  # launch nothing new; the boots running now finish and are written
+            self._stop_repeating(record, todo)
             return False
         if self.tries[(p.arm, p.boot)] < self.spec.experiment.max_attempts:
             todo.appendleft(p)  # retry next, keeping the block order intact
         else:
             self.summary.lost.append((p.arm, p.boot))
         return False
+
+    def _stop_repeating(self, record: BootRecord, todo: deque[PlannedBoot]) -> None:
+        self.summary.stopped = stop_message(record, self.writer.root)
+        self.progress.note(f"stopping: {self.summary.stopped.splitlines()[0]}")
+        todo.clear()  # launch nothing new; the boots running now finish and are written
 
     def _too_many_failures(self, arm: str, record: BootRecord) -> bool:
         summary = self.summary
@@ -304,7 +305,8 @@ class RunLoop:
         arm, summary = record.arm, self.summary
         if record.status == "ok":
             summary.ok[arm] += 1
-            self.repeat.ok(arm)
+            if not record.no_drafts:  # a boot that drafted nothing proves nothing of the arm
+                self.repeat.ok(arm)
             node_counts = summary.per_node.setdefault(f.place.node.label, {})
             node_counts[arm] = node_counts.get(arm, 0) + 1
         summary.busy_s += (record.boot_seconds or 0.0) + (record.probe_seconds or 0.0)

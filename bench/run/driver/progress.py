@@ -104,6 +104,8 @@ class LineProgress(_Base):
         s = self.state
         lines = (record.error or "").splitlines()
         err = "" if record.status == "ok" else f" error={(lines[0] if lines else '')[:160]!r}"
+        if record.no_drafts:  # measured, but no drafter: kept out of acceptance
+            err = f" flagged={record.no_drafts[:160]!r}"
         self.console.print(
             f"boot {record.boot_id} {record.status} host={record.host} "
             f"{wall_s:.1f}s done={sum(s.ok.values())}/{sum(s.target.values())} "

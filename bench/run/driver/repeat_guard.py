@@ -1,7 +1,8 @@
 """Failures certain to repeat: an arm that has never booted ok and fails twice in a row, the
-same way, before anything was measured (or measured, but drafted nothing), and a failure
-certain from its first occurrence (an API key the server requires and the probes lack). See
-the run loop's docstring for why the run stops.
+same way, before anything was measured (or measured, but drafted nothing: an ok boot kept
+out of acceptance, which proves nothing of the drafter), and a failure certain from its
+first occurrence (an API key the server requires and the probes lack). See the run loop's
+docstring for why the run stops.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def failure_signature(record: BootRecord) -> str | None:
     None for an ok boot, a failure after the boot's first request answered (a crash mid-run
     may be transient), or one of the infrastructure (a Ray worker or node died, a node
     without the arm's image: nothing about the arm)."""
-    text = (record.error or "").strip()
+    text = (record.error or record.no_drafts or "").strip()
     line = text.splitlines()[0] if text else ""
     if line.startswith(NO_DRAFTS):  # speculation off in this arm's setup: not transient
         early = True
@@ -36,7 +37,9 @@ def failure_signature(record: BootRecord) -> str | None:
         early = record.failed_phase in _BEFORE_MEASURING
     else:  # a record written before failed_phase existed
         early = record.ready_at is None or line.startswith("patch ")
-    if record.status == "ok" or not early or not line or line.startswith("ray:"):
+    if (record.status == "ok" and not record.no_drafts) or not early or not line:
+        return None
+    if line.startswith("ray:"):
         return None
     if IMAGE_UNREAD in line or IMAGE_DIFFERS in line:
         return None  # the node's, not the arm's: that node is barred for the arm
@@ -78,10 +81,13 @@ class RepeatGuard:
 def stop_message(record: BootRecord, root: Path) -> str:
     """Why the run stops: the repeated error and the tail of the server's log (under the
     results directory `root`)."""
-    error = (record.error or "").strip().splitlines()[0][:500]
+    error = (record.error or record.no_drafts or "").strip().splitlines()[0][:500]
     lines = [
         f"arm {record.arm!r} failed in a way no retry mends: {error}"
         if certain_to_repeat(record)
+        else f"arm {record.arm!r} drafted nothing in two boots in a row and never drafted, so "
+        f"every boot would measure no drafter: {error}"
+        if record.no_drafts
         else f"arm {record.arm!r} failed twice in a row with the same error and has not "
         f"booted ok once, so every retry would fail the same way: {error}"
     ]

@@ -54,19 +54,24 @@ def low_drafting_note(arm: str, low: list[LowDraftingBoot]) -> str:
     return (
         f"{arm}: {len(low)} boot(s) drafted on fewer than {min_share:.0%} of their requests "
         f"— {listed}: kept out of the acceptance verdicts, counted in tokens/s (a start-up "
-        "whose drafter proposes only sometimes is itself a finding: see its log)"
+        "whose drafter proposes only sometimes, or never, is itself a finding: see its log)"
     )
 
 
 def low_drafting_boots(
     ds: Dataset, min_share: float
 ) -> tuple[dict[str, list[LowDraftingBoot]], list[str]]:
-    """Per arm its boots that drafted on too few requests, and notes on arms where all did."""
+    """Per arm its boots that drafted on too few requests (those that drafted on none are out
+    of `ds` already: share 0), and notes on arms where all did."""
     low, said = {}, []
     for arm, ad in ds.arms.items():
         boots, note = low_drafting(ad, min_share)
-        if boots:
-            low[arm] = boots
+        none = [
+            LowDraftingBoot(boot_id=b, share=0.0, requests=ds.compared_probes, min_share=min_share)
+            for b in ds.undrafted.get(arm, [])
+        ]
+        if boots or none:
+            low[arm] = none + boots
         if note:
             said.append(note)
     return low, said

@@ -2,8 +2,8 @@
 
 Arms are compared on the (probe_set, probe_id) pairs that EVERY ok boot of every arm has, so
 a prompt can never be confounded with an arm; what is left out is named in a note. Boots of
-one arm that ran different probe sets, or no common prompt at all, are errors: comparing
-them would say something about the prompts, not the arms.
+one arm that ran different probe sets, or no common prompt at all, are errors (they would
+compare prompts, not arms); a speculative boot that drafted nothing is left out (`undrafted`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from bench.records import METRIC, list_lengths, list_matrix
 from bench.stats.inputs.co_runs import corun_groups
 from bench.stats.inputs.probe_attributes import (
     add_cells,
+    boot_slots,
     categories,
     cell_sums,
     concurrency,
@@ -28,6 +29,7 @@ from bench.stats.inputs.probe_attributes import (
     prompt_lengths,
     rows_where,
     speculative_arms,
+    undrafted_boots,
 )
 
 F = NDArray[np.float64]
@@ -147,6 +149,7 @@ class Dataset:
     keys: list[str] = field(default_factory=list)  # "probe_set/probe_id" per prompt column
     categories: list[str | None] = field(default_factory=list)  # per prompt column
     prompt_tokens: list[float] = field(default_factory=list)  # per prompt column (NaN: unknown)
+    undrafted: dict[str, list[str]] = field(default_factory=dict)  # arm -> boots left out
 
 
 @dataclass(frozen=True)
@@ -224,10 +227,15 @@ def _common_keys(
 
 
 def arm_data(
-    probes: pd.DataFrame, boots: pd.DataFrame, arms: list[str], source: str | None
+    probes: pd.DataFrame,
+    boots: pd.DataFrame,
+    arms: list[str],
+    source: str | None,
+    keep_undrafted: bool = False,
 ) -> Dataset:
-    """Per-arm cell arrays on the common prompts from the probes of ok boots; a boot without
-    drafts there is an error (speculative decoding did not run)."""
+    """Per-arm cell arrays on the common prompts from the probes of ok boots. A boot of a
+    speculative arm without drafts there measured no drafter: it is left out (`undrafted`),
+    unless `keep_undrafted` (its speed counts)."""
     ok = boots[boots["status"] == "ok"] if len(boots) else boots
     ok = ok[ok["arm"].isin(arms)] if len(ok) else ok
     pr = rows_where(probes, probes["boot_id"].isin(set(ok["boot_id"]))) if len(ok) else probes[:0]
@@ -236,6 +244,11 @@ def arm_data(
     if len(pr):
         common, notes = _common_keys(pr, key, names, ok, source)
         keep = np.isin(key, common)
+        pr, key = rows_where(pr, keep), key[keep]
+    spec = speculative_arms(ok, arms, source)
+    gone = {} if keep_undrafted else undrafted_boots(pr, spec)
+    if ids := [b for v in gone.values() for b in v]:
+        ok, keep = ok[~ok["boot_id"].isin(ids)], ~pr["boot_id"].isin(ids).to_numpy()
         pr, key = rows_where(pr, keep), key[keep]
     # the compared prompts in key order, each row's column among them
     used = np.unique(key)
@@ -250,12 +263,12 @@ def arm_data(
         per_pos, lengths = np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)
     b_codes, b_uniques = pd.factorize(pr["boot_id"])
     rows = _Rows(pr, p_codes, len(p_uniques), per_pos, lengths, b_codes, list(b_uniques))
-    spec = speculative_arms(ok, arms, source)
     groups = corun_groups(ok)
     out = {a: _one_arm(a, ok, rows, source, spec[a], groups) for a in arms}
     cats = categories(pr, p_codes, len(p_uniques))
     lengths_in = prompt_lengths(pr, p_codes, len(p_uniques))
-    return Dataset(out, len(p_uniques), notes, [str(k) for k in p_uniques], cats, lengths_in)
+    keys = [str(k) for k in p_uniques]
+    return Dataset(out, len(p_uniques), notes, keys, cats, lengths_in, gone)
 
 
 def _one_arm(
@@ -278,16 +291,6 @@ def _one_arm(
     d = add_cells(shape, bi, pi, pr["num_drafts"].to_numpy(dtype=np.float64)[sel])
     a = add_cells(shape, bi, pi, pr["num_accepted_tokens"].to_numpy(dtype=np.float64)[sel])
     ak = add_cells(shape, bi, pi, r.per_pos[sel][:, :k].astype(np.float64))
-    for i, bid in enumerate(ids):
-        if speculative and d[i].sum() <= 0:
-            raise SpecabError(
-                f"boot {bid} (arm {arm}) has zero drafts over its probes: speculative "
-                "decoding did not run, so the boot is invalid",
-                file=source,
-                field="probes.num_drafts",
-                fix="check the arm's speculative_config, then rerun that boot "
-                "(delete its boots/ and probes/ files and use --resume)",
-            )
     order = [int(x) for x in rows["order"]] if len(rows) else []
     boot = [int(x) for x in rows["boot"]] if len(rows) else []
     return ArmData(
@@ -301,15 +304,8 @@ def _one_arm(
         concurrency=concurrency(rows),
         hosts=[str(h) for h in rows["host"]] if len(rows) and "host" in rows.columns else [],
         corun=[(groups or {}).get(b, "") for b in ids],
-        slots=_slots(rows),
+        slots=boot_slots(rows),
     )  # fmt: skip
-
-
-def _slots(rows: pd.DataFrame) -> list[str]:
-    """Each boot's slot on its node, as text ("": not recorded, files before the column)."""
-    if not len(rows) or "slot" not in rows.columns:
-        return [""] * len(rows)
-    return ["" if pd.isna(v) else str(int(v)) for v in rows["slot"]]
 
 
 def failed_counts(boots: pd.DataFrame, arms: list[str]) -> dict[str, int]:

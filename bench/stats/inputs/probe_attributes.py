@@ -4,7 +4,7 @@ which arms ran without speculative decoding (a speed-only arm)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -45,6 +45,21 @@ def speculative_arms(ok: pd.DataFrame, arms: Sequence[str], source: str | None) 
                 "speculative_config = false) and rerun the boots of one of them",
             )
         out[str(arm)] = found.pop()
+    return out
+
+
+def undrafted_boots(pr: pd.DataFrame, speculative: Mapping[str, bool]) -> dict[str, list[str]]:
+    """Per speculative arm, its boots whose probe rows drafted nothing (speculation never ran
+    there: no acceptance to measure)."""
+    if not len(pr):
+        return {}
+    drafts = pd.to_numeric(pr["num_drafts"], errors="coerce").fillna(0)
+    per_boot = drafts.groupby([pr["arm"].to_numpy(), pr["boot_id"].to_numpy()]).sum()
+    out: dict[str, list[str]] = {}
+    for where, total in per_boot.items():
+        arm, boot = (str(x) for x in where)  # type: ignore[attr-defined]
+        if speculative.get(arm, False) and total <= 0:
+            out.setdefault(arm, []).append(boot)
     return out
 
 
@@ -144,3 +159,10 @@ def concurrency(rows: pd.DataFrame) -> int:
         return 1
     vals = pd.to_numeric(rows["concurrency"], errors="coerce").dropna()
     return int(vals.max()) if len(vals) else 1
+
+
+def boot_slots(rows: pd.DataFrame) -> list[str]:
+    """Each boot's slot on its node, as text ("": not recorded, files before the column)."""
+    if not len(rows) or "slot" not in rows.columns:
+        return [""] * len(rows)
+    return ["" if pd.isna(v) else str(int(v)) for v in rows["slot"]]
