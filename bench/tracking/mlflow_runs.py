@@ -189,6 +189,9 @@ def finish_runs(runs: TrackedRuns, result: Analysis, report_dir: Path) -> None:
         if modes > 1:
             apart = sorted({b for m in arm.modes for b in m.other_boots})
             client.set_tag(run, "boots_apart", ", ".join(apart))
+        if arm.low_drafting:  # out of acceptance, in speed
+            listed = ", ".join(f"{x.boot_id} ({x.share:.0%})" for x in arm.low_drafting)
+            client.set_tag(run, "boots_low_drafting", listed)
         for c in result.comparisons:
             if c.arm == arm.arm:
                 client.set_tag(run, f"verdict.{c.metric}", c.verdict)

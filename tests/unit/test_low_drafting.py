@@ -110,3 +110,24 @@ def test_a_boot_that_drafted_nothing_is_left_out_of_acceptance_and_timed() -> No
     assert b.metrics[SPEED_METRIC].estimate is not None
     assert {c.verdict for c in out.comparisons if c.metric != SPEED_METRIC} == {"inconclusive"}
     json.dumps(out.to_json(), allow_nan=False)
+
+
+def test_the_boot_is_named_in_the_tracker(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from bench.simulate import SimRun, write_run
+    from bench.store import ResultsWriter
+
+    monkeypatch.chdir(tmp_path)  # a sqlite store keeps its artifacts in ./mlruns
+    res = _results(0.0, ["b__b001__a1"])
+    sim = simulate_run(ARMS, boots=5, prompts=40, seed=3)
+    write_run(SimRun(res.probes, sim.boots), ResultsWriter.create(tmp_path / "r", res.manifest))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert run(["export", "mlflow", str(tmp_path / "r"), "--tracking-uri", uri]) == 0
+    client = MlflowClient(uri)
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    b = next(r for r in runs if r.data.tags.get("mlflow.runName") == "b")
+    assert b.data.tags["boots_low_drafting"] == "b__b001__a1 (0%)"
+    capsys.readouterr()
