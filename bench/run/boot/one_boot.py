@@ -200,8 +200,7 @@ def run_boot(
         shutil.rmtree(cwd, ignore_errors=True)
     if error is not None or t.no_drafts:  # a log line quoted may hold a secret it was given
         secrets = secret_values({**os.environ, **node.server_env, **arm.env}, arm.args)
-        error = None if error is None else scrub(error, secrets)
-        t.no_drafts = None if error or not t.no_drafts else scrub(t.no_drafts, secrets)
+        error, t.no_drafts = (x and scrub(x, secrets) for x in (error, t.no_drafts))
     record = _record(req, node, t, measured, error)
     if record.status == "ok" and measured is not None:
         return BootOutcome(record, measured.records, measured.deltas)
