@@ -29,6 +29,7 @@ from bench.stats.methods import VERDICTS
 from bench.stats.plan import plan_from_results, prior_from_results
 from bench.stats.schema import (
     Analysis,
+    ArmResult,
     Bisection,
     BootMetrics,
     Breakdown,
@@ -50,6 +51,7 @@ __all__ = [
     "VERDICTS",
     "Analysis",
     "AnalysisOptions",
+    "ArmResult",
     "Bisection",
     "BootMetrics",
     "Breakdown",

@@ -74,6 +74,10 @@ def test_a_broken_boot_is_named_in_the_analysis_and_can_be_left_out(
     strip = plot_boot_strip(analyze_results(load_results(root)))
     rings = [ln for ax in strip.axes for ln in ax.get_lines() if ln.get_gid() == "apart"]
     assert sum(len(ln.get_xdata()) for ln in rings) >= 1  # the boot apart, ringed
+    assert run(["report", str(root)]) == 0  # the report's answer says it beside the verdicts
+    answer = (root / "report" / "report.md").read_text().split("## Verdicts")[0]
+    assert "**fix**: 2 modes across boots" in answer and broken in answer
+    capsys.readouterr()
     assert run(["analyze", str(root), "--json", "--resamples", "0", "--exclude-boot", broken]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["excluded_boots"] == [broken] and broken in out["notes"][0]

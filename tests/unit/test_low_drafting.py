@@ -131,3 +131,13 @@ def test_the_boot_is_named_in_the_tracker(
     b = next(r for r in runs if r.data.tags.get("mlflow.runName") == "b")
     assert b.data.tags["boots_low_drafting"] == "b__b001__a1 (0%)"
     capsys.readouterr()
+
+
+def test_the_reports_answer_says_it_beside_the_verdicts() -> None:
+    from bench.report.tables import headlines
+
+    res = _results(0.0, ["b__b001__a1"])
+    said = headlines(res, _analysis(res))
+    assert said[-1].startswith("**b**: 1 boot(s) drafted on fewer than 50%")
+    assert "b__b001__a1 (0% of 40)" in said[-1]
+    assert sum("**b**" in x for x in said) == 1 + 2  # the flag, and b's 2 primary verdicts

@@ -1,13 +1,14 @@
 """What the report says first: one sentence per compared arm and primary metric (verdict,
 effect, interval, margin), an arm that runs the baseline's own definition named as the A/A
-control it is; and the notes said once per kind, with the arms each applies to."""
+control it is, then what an arm's boots say beside its verdicts (two modes, boots that
+drafted on few requests); and the notes said once per kind, with the arms each applies to."""
 
 from __future__ import annotations
 
 import re
 
 from bench.records import METRIC, Results
-from bench.stats import Analysis, Comparison
+from bench.stats import Analysis, ArmResult, Comparison, low_drafting_note, modes_note, two_modes
 
 _WORDS = {
     "improved": "improved beyond the ±{m} margin",
@@ -44,14 +45,23 @@ def headline(c: Comparison, aa: bool) -> str:
 
 
 def headlines(results: Results, analysis: Analysis) -> list[str]:
-    """One sentence per primary comparison, in the analysis' order."""
+    """One sentence per primary comparison, in the analysis' order, then one per arm whose
+    boots are not one population or drafted on few requests."""
     sha = {a.name: a.definition_sha256 for a in results.manifest.arms}
     base = sha.get(analysis.baseline)
-    return [
+    said = [
         headline(c, base is not None and sha.get(c.arm) == base)
         for c in analysis.comparisons
         if c.family == "primary"
     ]
+    return said + [f"{x}." for arm in analysis.arms for x in boots_said(arm)]
+
+
+def boots_said(arm: ArmResult) -> list[str]:
+    """What an arm's boots say beside its verdicts, its name in bold."""
+    notes = [modes_note(arm.arm, m, arm.boots) for m in two_modes(arm)[:1]]
+    notes += [low_drafting_note(arm.arm, arm.low_drafting)] if arm.low_drafting else []
+    return [re.sub(rf"^(arm )?{re.escape(arm.arm)}:", f"**{arm.arm}**:", n) for n in notes]
 
 
 def grouped_notes(notes: list[str], arms: list[str]) -> list[str]:
