@@ -257,6 +257,17 @@ def test_an_arm_drafting_nothing_in_two_boots_stops_the_run(tmp_path: Path) -> N
     assert not guard.repeats(undrafted) and not guard.repeats(undrafted)
     with pytest.raises(ValueError, match="no_drafts describes an ok boot"):
         BootRecord.model_validate({**_failure("a", "x").model_dump(), "no_drafts": said})
+    # the progress says it as the boot lands, in batch logs and on a terminal alike
+    from rich.console import Console
+
+    from bench.run.driver import ProgressState, make_progress
+
+    for terminal in (False, True):
+        console = Console(record=True, force_terminal=terminal, width=300)
+        with make_progress(ProgressState(["a"], {"a": 3}, {}), console, quiet=False) as progress:
+            progress.finished(undrafted, 1.0)
+        text = console.export_text()
+        assert "flagged" in text and "no drafts: speculative decoding off?" in text
 
 
 def test_two_readiness_timeouts_stop_the_run_naming_the_timeout(tmp_path: Path) -> None:

@@ -140,6 +140,11 @@ class LiveProgress(_Base):
     def note(self, text: str) -> None:
         self._live.console.print(text, markup=False, highlight=False)
 
+    def finished(self, record: BootRecord, wall_s: float) -> None:
+        super().finished(record, wall_s)
+        if record.no_drafts:  # counted ok (its speed counts), said at once above the table
+            self.note(f"boot {record.boot_id} ok but flagged: {record.no_drafts}")
+
     def _render(self) -> Group:
         s = self.state
         table = Table(title="specab run-ab", title_justify="left")
