@@ -21,6 +21,7 @@ import numpy as np
 from scipy import stats as st
 
 from bench.records import ACCEPTANCE_METRICS, METRIC, short_name
+from bench.stats.describe.drafting_share import drafting_shares
 from bench.stats.inputs import ArmData, boot_values
 from bench.stats.schema import ArmResult, BootModes
 
@@ -76,8 +77,7 @@ def boot_modes(ad: ArmData, alpha: float) -> list[BootModes]:
 
 def _values(ad: ArmData, metric: str) -> np.ndarray:
     if metric == REQUESTS_DRAFTED:
-        with np.errstate(invalid="ignore"):
-            return np.asarray((ad.drafts > 0).mean(axis=1), dtype=np.float64)
+        return drafting_shares(ad)
     return np.asarray(boot_values(ad, metric), dtype=np.float64) + METRIC[metric].offset
 
 

@@ -13,17 +13,17 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from bench.records import METRIC
 from bench.stats.inputs import ArmData, Dataset
 from bench.stats.schema import Analysis, LowDraftingBoot
 
 
-def drafting_shares(ad: ArmData) -> list[float]:
-    """Per boot, the share of its compared prompts that drafted at all."""
-    if not ad.n_boots or not ad.drafts.shape[1]:
-        return [float("nan")] * ad.n_boots
-    return [float(x) for x in (ad.drafts > 0).mean(axis=1)]
+def drafting_shares(ad: ArmData) -> NDArray[np.float64]:
+    """Per boot, the share of its compared prompts that drafted at all (NaN without any)."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray((ad.drafts > 0).mean(axis=1), dtype=np.float64)
 
 
 def low_drafting(ad: ArmData, min_share: float) -> tuple[list[LowDraftingBoot], str | None]:
@@ -33,7 +33,9 @@ def low_drafting(ad: ArmData, min_share: float) -> tuple[list[LowDraftingBoot], 
         return [], None
     shares = drafting_shares(ad)
     low = [
-        LowDraftingBoot(boot_id=b, share=s, requests=int(ad.drafts.shape[1]), min_share=min_share)
+        LowDraftingBoot(
+            boot_id=b, share=float(s), requests=int(ad.drafts.shape[1]), min_share=min_share
+        )
         for b, s in zip(ad.boot_ids, shares, strict=True)
         if np.isfinite(s) and s < min_share
     ]
