@@ -16,15 +16,8 @@ from bench.errors import SpecabError
 from bench.records import Results
 from bench.report.console.bisect_view import render_bisection, render_screening
 from bench.report.console.verdict_view import print_frame, print_verdicts
-from bench.report.tables import arm_summary, render_selection
-from bench.stats import (
-    Analysis,
-    groups_clause,
-    low_drafting_note,
-    modes_note,
-    pooled_ratios,
-    two_modes,
-)
+from bench.report.tables import arm_summary, boots_said, render_selection
+from bench.stats import Analysis, groups_clause, pooled_ratios
 
 
 def table_console(*, stderr: bool = False) -> Console:
@@ -37,13 +30,9 @@ def table_console(*, stderr: bool = False) -> Console:
 def _print_summary(console: Console, analysis: Analysis) -> None:
     if analysis.comparisons:
         print_frame(console, arm_summary(analysis), "per arm: acceptance verdicts and speed")
-    for arm in analysis.arms:  # an arm whose boots are not one population is said here too
-        for m in two_modes(arm)[:1]:
-            console.print(f"two modes: {modes_note(arm.arm, m, arm.boots)}", markup=False)
-        if arm.low_drafting:
-            console.print(
-                f"few drafts: {low_drafting_note(arm.arm, arm.low_drafting)}", markup=False
-            )
+    for arm in analysis.arms:  # what an arm's boots say is said beside its verdicts
+        for label, note in boots_said(arm):
+            console.print(f"{label}: {note}", markup=False)
 
 
 def _balance_line(analysis: Analysis) -> str | None:

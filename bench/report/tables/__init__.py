@@ -7,7 +7,7 @@ the loaded results: verdicts, variance, failed attempts and output identity
 
 from bench.report.tables.bisection_table import bisection_section, bisection_table
 from bench.report.tables.drafting_table import draft_length_table
-from bench.report.tables.headline import grouped_notes, headlines
+from bench.report.tables.headline import boots_said, grouped_notes, headlines
 from bench.report.tables.literal_rows import data_row
 from bench.report.tables.markdown_tables import md_table, verdict_markdown
 from bench.report.tables.provenance import provenance
@@ -38,6 +38,7 @@ from bench.report.tables.verdict_tables import (
 
 __all__ = [
     "accepted_length_table", "across_p", "arm_summary", "bisection_section", "bisection_table",
+    "boots_said",
     "category_table", "data_row", "difference", "draft_length_table", "estimate_text",
     "failed_attempts", "grouped_notes", "headlines", "identity_summary", "md_table",
     "output_identity", "probe_temperature",

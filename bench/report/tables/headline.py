@@ -54,14 +54,21 @@ def headlines(results: Results, analysis: Analysis) -> list[str]:
         for c in analysis.comparisons
         if c.family == "primary"
     ]
-    return said + [f"{x}." for arm in analysis.arms for x in boots_said(arm)]
+    return said + [
+        re.sub(rf"^(arm )?{re.escape(arm.arm)}:", f"**{arm.arm}**:", note) + "."
+        for arm in analysis.arms
+        for _, note in boots_said(arm)
+    ]
 
 
-def boots_said(arm: ArmResult) -> list[str]:
-    """What an arm's boots say beside its verdicts, its name in bold."""
-    notes = [modes_note(arm.arm, m, arm.boots) for m in two_modes(arm)[:1]]
-    notes += [low_drafting_note(arm.arm, arm.low_drafting)] if arm.low_drafting else []
-    return [re.sub(rf"^(arm )?{re.escape(arm.arm)}:", f"**{arm.arm}**:", n) for n in notes]
+def boots_said(arm: ArmResult) -> list[tuple[str, str]]:
+    """What an arm's boots say beside its verdicts, as (label, sentence): its two modes and
+    its boots that drafted on few requests (the end of a run prints the label, the report's
+    answer bolds the arm)."""
+    said = [("two modes", modes_note(arm.arm, m, arm.boots)) for m in two_modes(arm)[:1]]
+    if arm.low_drafting:
+        said.append(("few drafts", low_drafting_note(arm.arm, arm.low_drafting)))
+    return said
 
 
 def grouped_notes(notes: list[str], arms: list[str]) -> list[str]:
