@@ -95,7 +95,8 @@ def analyze(
     if low:  # acceptance on the boots that drafted; speed on every boot
         every_boot = arm_data(probes, boots, arms, source, keep_undrafted=True)
         results = _without(results, tuple(b.boot_id for v in low.values() for b in v))
-        _, _, ds = prepare(results, options, source)
+        if any(b.share > 0 for v in low.values() for b in v):  # share 0: out of `ds` already
+            _, _, ds = prepare(results, options, source)
     windows = along_output(results, ds, options.by, source)
     failed = failed_counts(boots, arms)
     result = analyze_data(
