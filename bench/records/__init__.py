@@ -19,6 +19,7 @@ from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
 from bench.records.count_lists import list_lengths, list_matrix, list_values
 from bench.records.loaded_results import Results
 from bench.records.manifest import (
+    CONFIRM_LOOKS,
     Manifest,
     ManifestBisect,
     ManifestScreen,
@@ -55,6 +56,7 @@ __all__ = [
     "ALL_METRICS",
     "BOOT_SCHEMA",
     "CLAIM_FILE",
+    "CONFIRM_LOOKS",
     "DEFAULT_MARGINS",
     "FEW_BOOTS_LABEL",
     "METRIC",

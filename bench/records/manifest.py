@@ -91,6 +91,12 @@ class ManifestSweep(_Read):
     cells: list[SweepCell] = Field(default_factory=list, description="One per generated arm.")
 
 
+# Fresh boots a side at which a proposed culprit and the point before it are compared before
+# the culprit is named (`bench.stats.bisect.confirm`); a point's plan holds the last on top of
+# its search boots.
+CONFIRM_LOOKS = (3, 6, 10)
+
+
 class ManifestBisect(_Read):
     """The `[bisect]` table as resolved: the arms, in order, are the history."""
 

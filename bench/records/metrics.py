@@ -15,6 +15,7 @@ compared as a ratio (on log boot values).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Literal
@@ -97,6 +98,14 @@ class Metric(BaseModel):
     @property
     def relative(self) -> bool:
         return self.scale == "ratio"
+
+    def margin_scale(self, margin: float) -> tuple[float, float]:
+        """A margin on the scale comparisons are computed on, (below, above) zero: a ratio
+        metric's relative margin m is -log(1 - m) for a decrease and log(1 + m) for an
+        increase (a drop of m and a rise of m as ratios); others keep it on both sides."""
+        if not self.relative:
+            return margin, margin
+        return -math.log1p(-margin), math.log1p(margin)
 
     def value_range(self, positions: int) -> tuple[float, float]:
         """The values it can take (an interval is cut there)."""

@@ -9,6 +9,8 @@ of a real run.
   the output (`with_steps`).
 - `runs`: a whole simulated run in memory (`simulate_run`, `simulate_frames`) and the
   manifest a real run would write for it (`simulated_manifest`).
+- `histories`: histories with a known culprit searched by the product's `run_search`
+  (`tally_searches`), for the calibration of "which change did it" and its benchmark.
 - `directory`: the one part that writes, a results directory through `bench.store`
   (`simulate_results`), so statistics stay free of I/O.
 """
@@ -25,11 +27,13 @@ from bench.simulate.generative import (
     simulate_counts,
     simulate_speed_totals,
 )
+from bench.simulate.histories import HistoryCase, SearchTally, tally_searches
 from bench.simulate.output_steps import with_steps
 from bench.simulate.runs import SimRun, simulate_frames, simulate_run, simulated_manifest
 
 __all__ = [
-    "HeldFixed", "PromptSet", "SimParams", "SimRun", "boot_effects", "draw_prompt_set", "mu_for",
-    "simulate_boot_totals", "simulate_counts", "simulate_frames", "simulate_results",
-    "simulate_run", "simulate_speed_totals", "simulated_manifest", "with_steps", "write_run",
+    "HeldFixed", "HistoryCase", "PromptSet", "SearchTally", "SimParams", "SimRun", "boot_effects",
+    "draw_prompt_set", "mu_for", "simulate_boot_totals", "simulate_counts", "simulate_frames",
+    "simulate_results", "simulate_run", "simulate_speed_totals", "simulated_manifest",
+    "tally_searches", "with_steps", "write_run",
 ]  # fmt: skip

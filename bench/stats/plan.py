@@ -122,7 +122,7 @@ def _screen_plan(
     values = [v[np.isfinite(v)] for v in values]
     sd, _ = pooled_sd([float(v.std(ddof=1)) for v in values if v.size >= 2],
                       [float(v.size - 1) for v in values if v.size >= 2])  # fmt: skip
-    margin = -math.log1p(-effect) if METRIC[metric].relative else effect
+    margin, _ = METRIC[metric].margin_scale(effect)
     sized = screen_boots(sd or math.nan, margin, n, alpha, power)
     if sd is None or sized is None:
         raise SpecabError(

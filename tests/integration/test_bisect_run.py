@@ -52,7 +52,7 @@ def test_bisect_names_the_first_changed_point_and_boots_only_what_it_asks(
     assert run(["report", str(root)]) == 0
     md = (root / "report" / "report.md").read_text()
     assert md.index("## Which change did it") < md.index("## Verdicts")  # the answer leads
-    assert "p3 holds P ≥ 0.95 of being the first changed point" in md
+    assert "p3 is the first changed point: 3 fresh boots of it and of p2 differ" in md
     assert md.index("fig0_history") < md.index("fig1_boots")  # the history leads the figures
     n = len(list((root / "boots").glob("*.parquet")))
     assert run([*argv, "--resume"]) == 0  # the answer stands: nothing more to boot

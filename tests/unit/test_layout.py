@@ -26,7 +26,7 @@ ALLOWED = {
     "store": set(),
     "experiment": set(),
     "stats": {"store"},
-    "simulate": {"store"},
+    "simulate": {"store", "stats"},
     "report": {"store", "stats"},
     "tracking": {"store", "stats", "report"},
     "run": {"store", "experiment", "stats"},
@@ -76,7 +76,7 @@ LAYERS = {
         "plan",
         "analysis",
     ],
-    "simulate": ["generative", "simulated_boots", "output_steps", "runs", "directory"],
+    "simulate": ["generative", "simulated_boots", "output_steps", "runs", "directory", "histories"],
     "report": [
         "figures",
         "tables",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench.experiment.spec.margins import MetricName, check_measured
-from bench.records import PRIMARY_DEFAULT
+from bench.records import CONFIRM_LOOKS, PRIMARY_DEFAULT
 
 
 class GitRange(BaseModel):
@@ -52,7 +52,12 @@ class BisectSection(BaseModel):
         "ratio metric): the ends must differ beyond it. Default: any change the ends show "
         "at the experiment's alpha.",
     )
-    boots_per_point: int = Field(10, ge=2, description="Boots at one point of the history at most.")
+    boots_per_point: int = Field(
+        10,
+        ge=2,
+        description="Search boots at one inner point at most; a culprit's confirmation "
+        "boots it and the point before it up to 10 times more.",
+    )
     endpoint_boots: int = Field(
         16,
         ge=3,
@@ -80,8 +85,9 @@ class BisectSection(BaseModel):
 
     @property
     def most_boots(self) -> int:
-        """Boots any point may take: the plan every point's boots are drawn from."""
-        return max(self.boots_per_point, self.endpoint_boots)
+        """Boots any point may take (its search boots, then a confirmation's fresh boots):
+        the plan every point's boots are drawn from."""
+        return max(self.boots_per_point, self.endpoint_boots) + CONFIRM_LOOKS[-1]
 
 
 def check_history(

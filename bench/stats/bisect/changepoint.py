@@ -32,21 +32,30 @@ def culprit_posterior(points: Ints, values: F, n_points: int, excluded: Collecti
     level, given boot values at `points` (the history's indices, 0 the good end). Needs a
     boot at both ends; uniform where the boots cannot tell candidates apart. `excluded`:
     points that cannot be the first changed (they run the same code as the point before)."""
-    order = np.argsort(points, kind="stable")
-    pts, val = np.asarray(points)[order], np.asarray(values, dtype=np.float64)[order]
-    n = val.size
-    cands = np.arange(1, n_points)
-    before = np.searchsorted(pts, cands, side="left")
-    s1 = np.concatenate([[0.0], np.cumsum(val)])
-    s2 = np.concatenate([[0.0], np.cumsum(val * val)])
-    sum_b, sq_b = s1[before], s2[before]
-    sum_a, sq_a = s1[-1] - sum_b, s2[-1] - sq_b
+    pts, val = np.asarray(points, dtype=np.int64), np.asarray(values, dtype=np.float64)
+    counts = np.bincount(pts, minlength=n_points).astype(np.float64)
+    sums: F = np.bincount(pts, weights=val, minlength=n_points).astype(np.float64)
+    squares: F = np.bincount(pts, weights=val * val, minlength=n_points).astype(np.float64)
+    return posterior_of_sums(counts, sums, squares, excluded)
+
+
+def posterior_of_sums(counts: F, sums: F, squares: F, excluded: Collection[int] = ()) -> F:
+    """`culprit_posterior` from each point's boots, their sum and sum of squares (all the
+    one-step model reads of them)."""
+    n = float(counts.sum())
+    before = np.cumsum(counts)[:-1]  # boots at points before candidate k = 1 .. N - 1
+    sum_b, sq_b = np.cumsum(sums)[:-1], np.cumsum(squares)[:-1]
+    sum_a, sq_a = sums.sum() - sum_b, squares.sum() - sq_b
     after = n - before
+    cands = np.arange(1, counts.size)
     with np.errstate(divide="ignore", invalid="ignore"):
         rss = (sq_b - sum_b**2 / before) + (sq_a - sum_a**2 / after)
         rss = np.maximum(rss, 1e-300)  # two exact levels: the data decide outright
         logp = -0.5 * (np.log(before) + np.log(after) + (n - 2) * np.log(rss))
-    logp = np.where((before > 0) & (after > 0) & ~np.isin(cands, list(excluded)), logp, -np.inf)
+    keep = (before > 0) & (after > 0)
+    if excluded:
+        keep &= ~np.isin(cands, list(excluded))
+    logp = np.where(keep, logp, -np.inf)
     logp -= logp.max()
     p = np.exp(logp)
     out: F = p / p.sum()
@@ -56,13 +65,14 @@ def culprit_posterior(points: Ints, values: F, n_points: int, excluded: Collecti
 def credible_range(posterior: F, level: float) -> tuple[int, int]:
     """The shortest run of consecutive candidates (first, last point) holding `level`."""
     cum = np.concatenate([[0.0], np.cumsum(posterior)])
-    best = (1, posterior.size)
-    width = posterior.size + 1
-    for lo in range(posterior.size):
-        hi = int(np.searchsorted(cum, cum[lo] + level - 1e-12, side="left"))
-        if hi <= posterior.size and hi - lo < width:
-            best, width = (lo + 1, hi), hi - lo
-    return best
+    starts = np.arange(posterior.size)
+    ends = np.searchsorted(cum, cum[starts] + level - 1e-12, side="left")
+    ok = ends <= posterior.size
+    if not ok.any():
+        return (1, posterior.size)
+    width = np.where(ok, ends - starts, posterior.size + 1)
+    lo = int(np.argmin(width))  # the first of the shortest, as a left-to-right scan finds
+    return (lo + 1, int(ends[lo]))
 
 
 def between_levels(

@@ -6,15 +6,17 @@ run-ab driver boots next) and the `bisection` of `analyze --json`."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
 from bench.records import METRIC, ManifestBisect, Results
 from bench.stats.bisect.changepoint import between_levels
-from bench.stats.bisect.search import BisectSettings, Step, next_step
+from bench.stats.bisect.search import Confirmation, Step, next_step
+from bench.stats.bisect.search_settings import BisectSettings
 from bench.stats.inputs import arm_data, boot_values
 from bench.stats.methods import interval
-from bench.stats.schema import Bisection, BisectPoint
+from bench.stats.schema import BisectConfirmation, Bisection, BisectPoint
 
 F = np.ndarray
 
@@ -22,6 +24,7 @@ F = np.ndarray
 def settings_of(
     section: ManifestBisect, n_points: int, alpha: float, slots: int = 1
 ) -> BisectSettings:
+    """The search's settings from the manifest's [bisect]."""
     return BisectSettings(
         n_points=n_points,
         alpha=alpha,
@@ -29,15 +32,10 @@ def settings_of(
         cap=section.boots_per_point,
         slots=slots,
         max_boots=n_points * max(section.boots_per_point, *section.endpoint_looks),
-        margin=_on_scale(section.metric, section.margin),
+        margin=None
+        if section.margin is None
+        else METRIC[section.metric].margin_scale(section.margin),
     )
-
-
-def _on_scale(metric: str, margin: float | None) -> float | None:
-    """A ratio metric's relative margin on the log scale its boots are compared on."""
-    if margin is None or not METRIC[metric].relative:
-        return margin
-    return math.log1p(margin)
 
 
 def history_values(results: Results, metric: str) -> tuple[list[str], list[F]]:
@@ -105,7 +103,7 @@ def bisection(results: Results, alpha: float) -> Bisection:
                 same_as=(section.commits.get(arm) or {}).get("same_as"),
             )
         )  # fmt: skip
-    answer = _answer(section.metric, arms, step, points, alpha, show)
+    answer = _answer(section.metric, arms, step, points, alpha)
     if step.outcome in ("culprit", "range"):
         answer = _second_change(answer, values, alpha, step.posterior)
     if answer.culprit is not None and answer.culprit in section.commits:
@@ -145,28 +143,26 @@ def _decision(i: int, n: int, boots: int, changed: float | None, alpha: float) -
     return "like bad" if changed >= 1 - alpha else "like good" if changed <= alpha else "undecided"
 
 
-def _answer(metric, arms, step, points, alpha, show) -> Bisection:  # type: ignore[no-untyped-def]
-    ends = step.endpoints
+def _answer(
+    metric: str, arms: list[str], step: Step, points: list[BisectPoint], alpha: float
+) -> Bisection:  # fmt: skip
+    rel = METRIC[metric].relative
+    as_diff: Callable[[float], float] = math.expm1 if rel else (lambda x: x)
     diff = lo = hi = None
-    if ends is not None:
-        d, lo_, hi_, _ = ends
-        rel = METRIC[metric].relative
-        diff, lo, hi = (math.expm1(x) if rel else x for x in (d, lo_, hi_))
+    if step.endpoints is not None:
+        d, lo_, hi_, _ = step.endpoints
+        diff, lo, hi = as_diff(d), as_diff(lo_), as_diff(hi_)
     outcome = "searching" if step.outcome == "boot" else step.outcome
     culprit = arms[step.first] if step.outcome == "culprit" and step.first is not None else None
     first = arms[step.first] if step.first is not None else None
     last = arms[step.last] if step.last is not None else None
-    reason = {
-        "culprit": f"{culprit} holds P ≥ {1 - alpha:g} of being the first changed point",
-        "range": f"the change lies in {first} .. {last} (P ≥ {1 - alpha:g}): {step.reason}",
-        "not_reproduced": "the change did not reproduce: the ends do not differ",
-        "searching": "boots still wanted",
-    }[outcome]
+    conf = _confirmation(step.confirmation, arms, as_diff)
+    smallest = as_diff(step.smallest_change) if step.smallest_change is not None else None
     return Bisection(
         metric=metric,
         outcome=outcome,
         culprit=culprit,
-        last_good=arms[step.first - 1] if culprit is not None and step.first else None,
+        last_good=conf.point if culprit is not None and conf is not None else None,
         range_first=first,
         range_last=last,
         alpha=alpha,
@@ -174,6 +170,52 @@ def _answer(metric, arms, step, points, alpha, show) -> Bisection:  # type: igno
         difference_ci_low=lo,
         difference_ci_high=hi,
         boots=sum(p.boots for p in points),
-        reason=reason,
+        reason=_reason(outcome, step, conf, first, last, alpha, smallest),
         points=points,
+        confirmation=conf,
+        boots_to_pin=step.boots_to_pin if outcome == "range" else None,
+        smallest_change=smallest,
     )
+
+
+def _confirmation(
+    c: Confirmation | None, arms: list[str], as_diff: Callable[[float], float]
+) -> BisectConfirmation | None:
+    if c is None:
+        return None
+    t = c.test
+    return BisectConfirmation(
+        point=arms[c.partner], culprit=arms[c.culprit], attempt=c.attempt + 1, level=c.level,
+        boots_each=t.boots, named=t.outcome == "named",
+        difference=as_diff(t.difference) if t.difference is not None else None,
+        bound=as_diff(t.ci_low) if t.ci_low is not None else None,
+    )  # fmt: skip
+
+
+def _reason(
+    outcome: str, step: Step, conf: BisectConfirmation | None, first: str | None,
+    last: str | None, alpha: float, smallest: float | None,
+) -> str:  # fmt: skip
+    """One sentence a user can act on: what was found, and what it rests on."""
+    if outcome == "culprit" and conf is not None:
+        return (
+            f"{conf.culprit} is the first changed point: {conf.boots_each} fresh boots of it "
+            f"and of {conf.point} differ (one-sided, level {conf.level:.3g}); a culprit named "
+            f"this way is wrong at most {alpha:g} of the time"
+        )
+    if outcome == "range":
+        pin = (
+            f"; ≈ {step.boots_to_pin} fresh boots at each of a candidate and the point before "
+            "it would pin a change of the ends' size"
+            if step.boots_to_pin is not None
+            else ""
+        )
+        return f"the change lies in {first} .. {last} (P ≥ {1 - alpha:g}): {step.reason}{pin}"
+    if outcome == "not_reproduced":
+        seen = (
+            f"; the ends would have shown a change of {smallest:.3g} or more (80 % power)"
+            if smallest is not None
+            else ""
+        )
+        return f"the change did not reproduce: the ends do not differ{seen}"
+    return "boots still wanted"

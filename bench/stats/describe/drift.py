@@ -110,7 +110,7 @@ def _estimate(
     lo2, hi2 = (float(v) for v in interval(mean, se, df, 2 * alpha))  # TOST
     relative = METRIC[metric].relative
     m = margins[metric]
-    up, down = (math.log1p(m), -math.log1p(-m)) if relative else (m, m)
+    down, up = METRIC[metric].margin_scale(m)
     code = int(verdict_codes(mean, lo, hi, lo2, hi2, up, margin_down=down))
     show = math.expm1 if relative else (lambda v: v)
     return DriftEstimate(

@@ -24,6 +24,7 @@ from typing import cast
 import numpy as np
 from numpy.typing import NDArray
 
+from bench.records import METRIC
 from bench.stats.methods import F, interval, t_quantile, welch
 from bench.stats.schema import GateCheck, GateVerdict
 
@@ -72,7 +73,7 @@ def gate_check(
     if relative:
         a, b = np.log(a), np.log(b)
     d, lo, hi = (float(x) for x in gate_bounds(a, b, alpha))
-    bound = math.log(1 - margin) if relative else -margin
+    bound = -(METRIC[metric].margin_scale(margin)[0] if relative else margin)
     verdict = cast(GateVerdict, str(gate_verdicts(np.array(lo), np.array(hi), bound)))
     sd = float(np.sqrt((np.var(a, ddof=1) + np.var(b, ddof=1)) / 2))
     need = boots_for_gate(sd, -bound, alpha)

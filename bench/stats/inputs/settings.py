@@ -199,9 +199,8 @@ def _primary(listed: Any, file: str | None) -> tuple[str, ...]:
 
 def margin_for(metric: str, margin: float) -> Margin:
     """The margin on the scale the comparison is computed on."""
-    if METRIC[metric].relative:
-        return (-math.log1p(-margin), math.log1p(margin))
-    return margin
+    down, up = METRIC[metric].margin_scale(margin)
+    return (down, up) if METRIC[metric].relative else margin
 
 
 def effect_scale(metric: str, x: float) -> float:

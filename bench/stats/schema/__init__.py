@@ -53,6 +53,7 @@ from bench.stats.schema.variance_components import (
     VarianceComponents,
 )
 from bench.stats.schema.which_change import (
+    BisectConfirmation,
     Bisection,
     BisectPoint,
     ScreenCandidate,
@@ -66,6 +67,7 @@ __all__ = [
     "AnalysisSettings",
     "ArmComponents",
     "ArmResult",
+    "BisectConfirmation",
     "BisectPoint",
     "Bisection",
     "BootMetrics",

@@ -41,11 +41,33 @@ class BisectPoint(Frozen):
     )
 
 
+class BisectConfirmation(Frozen):
+    point: str = Field(description="The point before the proposed culprit that was booted.")
+    culprit: str = Field(description="The proposed culprit.")
+    attempt: Int = Field(description="Which confirmation of the search this was (1-based).")
+    level: float = Field(
+        description="Its one-sided level over its looks; the levels of every attempt a "
+        "search may make sum to alpha."
+    )
+    boots_each: Int = Field(description="Fresh boots of each of the two at its last look.")
+    difference: Num = Field(
+        description="Culprit minus the point before it, on the fresh boots (relative for a "
+        "ratio metric)."
+    )
+    bound: Num = Field(
+        description="The one-sided bound at the look's level, toward zero: beyond zero (in "
+        "the ends' direction) names the culprit."
+    )
+    named: bool = Field(description="The fresh boots differ: the culprit is named.")
+
+
 class Bisection(Frozen):
     metric: str = Field(description="The metric searched.")
     outcome: Literal["culprit", "range", "not_reproduced", "searching"] = Field(
-        description="culprit: one point holds 1 - alpha; range: the shortest run of points "
-        "that does; not_reproduced: the ends do not differ; searching: boots still wanted."
+        description="culprit: fresh boots of one point and of the point before it differ "
+        "(`confirmation`); range: the shortest run of points holding 1 - alpha, where no "
+        "point could be confirmed; not_reproduced: the ends do not differ; searching: boots "
+        "still wanted."
     )
     culprit: str | None = Field(description="The first changed point (outcome culprit).")
     culprit_commit: dict[str, Any] | None = Field(
@@ -63,6 +85,21 @@ class Bisection(Frozen):
     boots: Int = Field(description="Ok boots of the search, all points.")
     reason: str = Field(description="One sentence on the outcome.")
     points: list[BisectPoint] = Field(description="Every point, in history order.")
+    confirmation: BisectConfirmation | None = Field(
+        None,
+        description="The fresh boots that named the culprit, or the last attempt that did "
+        "not name one; null when none was made.",
+    )
+    boots_to_pin: Int | None = Field(
+        None,
+        description="range: fresh boots at each of a candidate and the point before it that "
+        "would confirm a change of the ends' size with 80 % power.",
+    )
+    smallest_change: Num = Field(
+        None,
+        description="not_reproduced: the change the ends' last look would have shown with "
+        "80 % power (the metric's units, relative for a ratio metric).",
+    )
 
 
 class ScreenCandidate(Frozen):

@@ -23,8 +23,7 @@ from bench.stats.screen.design import (
 
 def screen_design(section: ManifestScreen, candidates: int, alpha: float) -> ScreenDesign:
     """The design on the comparison scale (a ratio metric's margin on log values)."""
-    relative = METRIC[section.metric].relative
-    margin = -math.log1p(-section.margin) if relative else section.margin
+    margin, _ = METRIC[section.metric].margin_scale(section.margin)
     return ScreenDesign(tuple(section.looks), alpha, margin, candidates)
 
 

@@ -166,9 +166,8 @@ def _feasible(ad: ArmData, sweep: ManifestSweep) -> bool:
 
 def margin_scale(sweep: ManifestSweep) -> tuple[float, bool]:
     """The margin on the computation's scale and whether it is relative (log scale)."""
-    m = float(sweep.margin)
-    relative = METRIC[sweep.objective].relative
-    return (-math.log1p(-m) if relative else m), relative
+    down, _ = METRIC[sweep.objective].margin_scale(float(sweep.margin))
+    return down, METRIC[sweep.objective].relative
 
 
 def group_replays(
