@@ -80,6 +80,11 @@ def run_ab(
     console = table_console()
     note = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
     tracker = LiveTracker(track, root, note) if track else None
+    if spec.bisect is not None and not quiet:
+        note(
+            f"{experiment_file} has [bisect]: its arms are a history, and this runs its "
+            "culprit search (as `specab bisect` does), booting only the points it asks for"
+        )
     opts = RunOptions(
         results_dir=root,
         resume=resume,

@@ -44,10 +44,13 @@ def validate(
     measured = {v.arm.name: measurement(spec, file, v.arm) for v in views}
     n = len(views)
     console.print(f"[bold]{exp.name}[/bold]: {file} is valid")
-    console.print(
-        f"{n} arm(s) x {exp.boots_per_arm} boot(s) = {n * exp.boots_per_arm} boots; "
-        f"baseline: {spec.baseline}; probe sets: {', '.join(spec.probes.sets)}"
-    )
+    if spec.bisect is None:
+        console.print(
+            f"{n} arm(s) x {exp.boots_per_arm} boot(s) = {n * exp.boots_per_arm} boots; "
+            f"baseline: {spec.baseline}; probe sets: {', '.join(spec.probes.sets)}"
+        )
+    else:
+        _print_history(spec, file)
     if spec.sweep is not None:
         _print_sweep(spec)
     _print_nodes(spec)
@@ -93,6 +96,32 @@ def validate(
     for line in (*checked.warnings, *checked.advice):
         console.print(f"\n{line}", markup=False)
     _print_lint(checked, file)
+
+
+def _print_history(spec: Experiment, file: Path) -> None:
+    """A [bisect] file: the history's size, what the search may boot, and what each point
+    of a git range leaves unserved over the installed build."""
+    b = spec.bisect
+    assert b is not None
+    arms = spec.arms
+    console.print(
+        f"a history of {len(arms)} points ({arms[0].name} .. {arms[-1].name}): the search "
+        f"boots the ends (at {', '.join(map(str, b.endpoint_looks))} boots each), then the "
+        f"points it asks for, at most {b.most_boots} boots a point (a culprit's "
+        "confirmation included); probe sets: " + ", ".join(spec.probes.sets),
+        markup=False,
+    )
+    if b.git is None or b.git.build is not None:
+        return
+    from bench.experiment.spec import history_points
+
+    for p in history_points(b.git.model_dump(), Path(file)):
+        if p.get("unserved"):
+            console.print(
+                f"  {p['commit'][:12]} ({p['subject']}): not served over the build: "
+                + ", ".join(p["unserved"]),
+                markup=False,
+            )
 
 
 def _print_nodes(spec: Experiment) -> None:

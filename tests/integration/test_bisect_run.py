@@ -41,7 +41,8 @@ def test_bisect_names_the_first_changed_point_and_boots_only_what_it_asks(
     argv = ["bisect", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
     assert run(argv) == 0
     out = capsys.readouterr().out
-    assert "bisect: the first changed point is p3" in out and "rerun it as an A/B" in out
+    assert "bisect: the first changed point is p3" in out and "--baseline p2" in out
+    assert out.index("bisect (") < out.index("History: where did")  # the answer leads
     ok = load_results(root).ok_boots()
     booted = set(ok["arm"])
     assert {"p0", "p5"} <= booted and len(booted) < 6  # not every point: the search chose

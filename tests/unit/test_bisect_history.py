@@ -55,19 +55,23 @@ def _file(tmp_path: Path, bisect: str, arms: str = '[[arms]]\nname = "t"\n') -> 
     return f
 
 
-def test_a_git_range_becomes_one_diff_arm_per_commit_touching_the_package(
+def test_a_git_range_becomes_one_arm_per_first_parent_commit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every first-parent commit is a point; each serves the package's Python good..commit
+    changes; a commit outside the package serves what the one before it serves."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     _repo(tmp_path)
     spec = load_spec(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "bad" }'))
     names = [a.name for a in spec.arms]
-    assert len(names) == 3 and names[0].startswith("00-")  # good, then 2 of 3 commits
-    assert spec.arms[0].patches == [] and len(spec.arms[2].patches) == 1
-    diff = Path(spec.arms[2].patches[0])
+    assert len(names) == 4 and names[0].startswith("00-")  # good, then all 3 commits
+    assert spec.arms[0].patches == [] and len(spec.arms[3].patches) == 1
+    diff = Path(spec.arms[3].patches[0])
     assert diff.suffix == ".diff" and "vllm/n.py" in diff.read_text()
     assert "vllm/m.py" in diff.read_text()  # cumulative: good..commit
     assert spec.arms[1].description == "change 0" and spec.arms[1].allow_noop_patches
+    assert spec.arms[2].patches == spec.arms[1].patches  # README only: the same served diff
+    assert "README" not in Path(spec.arms[2].patches[0]).read_text()
 
 
 @pytest.mark.parametrize(
@@ -90,6 +94,16 @@ def test_a_git_range_becomes_one_diff_arm_per_commit_touching_the_package(
             'git = { repo = "src", good = "good", bad = "bad", build = "b {commit} {out}" }',
             '[[arms]]\nname = "t"\npython = "/usr/bin/python3"\n',
             "cannot set python",
+        ),
+        (  # commit on a hand-written arm would be ignored: refused
+            'metric = "acceptance_pos0"',
+            '[[arms]]\nname = "a"\ncommit = "abc"\n[[arms]]\nname = "b"\n[[arms]]\nname = "c"\n',
+            "arms[0].commit",
+        ),
+        (
+            'git = { repo = "src", good = "good", bad = "bad" }',
+            '[[arms]]\nname = "t"\ncommit = "abc"\n',
+            "[bisect] git sets each point's commit",
         ),
         (  # a point without a drafter: its probes count no drafts
             'metric = "mean_accepted_length"',
@@ -117,17 +131,70 @@ def test_bad_histories_are_refused_in_one_line(
     assert not out.exists()
 
 
-def test_a_compiled_change_in_the_range_is_refused(
+def _commit(repo: Path, message: str, files: dict[str, str | None]) -> None:
+    for path, text in files.items():
+        if text is None:
+            _git(repo, "rm", "-q", path)
+            continue
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text(text)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", message)
+
+
+def test_a_range_shaped_like_vllms_is_searched_as_it_is(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A PNG under docs/, a tuned JSON config in the package, a renamed module, a csrc/
+    tweak, a requirements pin, the Python culprit, a kernel change with a comment in a
+    model file and a merge: every first-parent commit is a point; what a point cannot serve
+    over the build is listed; commits whose served code is unchanged are "same as"."""
+    from bench.experiment.manifest import same_as
+    from bench.experiment.spec import history_points
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     repo = _repo(tmp_path)
-    (repo / "vllm" / "ops.cu").write_text("// kernel\n")
-    _git(repo, "add", "-A")
-    _git(repo, "commit", "-qm", "a kernel")
+    _commit(repo, "docs: a figure", {"docs/fig.png": "\x89PNG"})
+    _commit(repo, "tuned MoE config", {"vllm/configs/E=64.json": "{}\n"})
+    _commit(repo, "rename n", {"vllm/n.py": None, "vllm/n2.py": "Y = 1\n"})
+    _commit(repo, "csrc tweak", {"csrc/ops.cpp": "int x;\n"})
+    _commit(repo, "pin torch", {"requirements/common.txt": "torch==2\n"})
+    _commit(repo, "the culprit", {"vllm/m.py": "X = 3\n"})
+    _commit(repo, "kernel + comment", {"csrc/k.cu": "//\n", "vllm/m.py": "X = 3  # why\n"})
+    _git(repo, "checkout", "-qb", "side")
+    _commit(repo, "side work", {"vllm/s.py": "S = 1\n"})
+    _git(repo, "checkout", "-q", "main")
+    _git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
+    f = _file(tmp_path, 'git = { repo = "src", good = "good", bad = "main" }')
+    spec = load_spec(f)  # refused before: "commit <the culprit> changes compiled code"
+    subjects = [a.description for a in spec.arms]
+    assert subjects[-8:-1] == ["docs: a figure", "tuned MoE config", "rename n", "csrc tweak",
+                               "pin torch", "the culprit", "kernel + comment"]  # fmt: skip
+    assert subjects[-1] == "merge side" and "side work" not in subjects  # first parent only
+    points = history_points({"repo": "src", "good": "good", "bad": "main"}, f)
+    unserved = {p["subject"]: p.get("unserved") for p in points}
+    assert unserved["tuned MoE config"] == ["vllm/configs/E=64.json"]
+    assert unserved["csrc tweak"] == ["csrc/ops.cpp"] and unserved["the culprit"] == []
+    assert unserved["pin torch"] == ["requirements/common.txt"]
+    assert unserved["rename n"] == ["vllm/n.py"]  # the old module stays in the build
+    assert unserved["kernel + comment"] == ["csrc/k.cu"]
+    assert "docs/fig.png" not in Path(spec.arms[-1].patches[0]).read_text()
+    commits = [p["commit"] for p in points]
+    twins = same_as(repo, commits, "vllm", [p.get("served", []) for p in points])
+    same = {p["subject"] for p, t in zip(points, twins, strict=True) if t is not None}
+    assert same == {"change 1", "docs: a figure", "tuned MoE config", "csrc tweak",
+                    "pin torch", "kernel + comment"}  # fmt: skip
+    # strict: refused, naming the commit that made the compiled change
+    strict = _file(tmp_path, 'git = { repo = "src", good = "good", bad = "main", strict = true }')
     with pytest.raises(SpecabError) as exc:
-        load_spec(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "HEAD" }'))
-    assert "compiled code" in exc.value.one_line() and "vllm/ops.cu" in exc.value.one_line()
+        load_spec(strict)
+    line = exc.value.one_line()
+    assert "(csrc tweak) changes compiled code" in line and "csrc/ops.cpp" in line
+    assert "the culprit" not in line and "build" in line and ".cache" not in line
+    # builds: every first-parent commit a point, same code over the whole tree
+    twins = same_as(repo, commits, "vllm")
+    same = {p["subject"] for p, t in zip(points, twins, strict=True) if t is not None}
+    assert same == {"docs: a figure"}  # a csrc-only commit can be the culprit with build
 
 
 def test_a_commit_that_changes_no_executed_code_runs_its_neighbours_code(
@@ -147,9 +214,16 @@ def test_a_commit_that_changes_no_executed_code_runs_its_neighbours_code(
     _git(repo, "commit", "-qm", "comment only")
     spec = load_spec(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "HEAD" }'))
     commits = [_git(repo, "rev-parse", "good")]
-    commits += _git(repo, "rev-list", "--reverse", "good..HEAD", "--", "vllm/").split()
-    assert len(spec.arms) == len(commits) == 4
-    assert same_as(repo, commits, "vllm") == [None, None, None, 2]
+    commits += _git(repo, "rev-list", "--reverse", "good..HEAD").split()
+    assert len(spec.arms) == len(commits) == 5
+    served = [
+        [],
+        ["vllm/m.py"],
+        ["vllm/m.py"],
+        ["vllm/m.py", "vllm/n.py"],
+        ["vllm/m.py", "vllm/n.py"],
+    ]
+    assert same_as(repo, commits, "vllm", served) == [None, None, 1, None, 3]
     # the search: point 3 is never asked, never the culprit (the step is at 1)
     s = BisectSettings(n_points=4, endpoint_looks=(3,), cap=4)
     pts = np.array([0, 0, 0, 3, 3, 3, 1, 2])

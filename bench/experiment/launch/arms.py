@@ -26,9 +26,15 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
-from bench.experiment.launch.code_diffs import AppliedDiff, applied_diff, is_diff
+from bench.experiment.launch.code_diffs import (
+    AppliedDiff,
+    applied_diff,
+    commit_refused,
+    is_diff,
+)
 from bench.experiment.launch.containers import DEFAULT_PYTHON, container_vllm_version
 from bench.experiment.launch.environment import interpreter_vllm_version
+from bench.experiment.launch.gang_args import check_gang
 from bench.experiment.launch.overlays import effective_config
 from bench.experiment.launch.patches import arm_patch_files
 from bench.experiment.spec import (
@@ -59,7 +65,6 @@ PARALLEL_FLAGS = {
     "data-parallel-size": "dp", "dp": "dp",
     "data-parallel-size-local": "dp_local", "dpl": "dp_local",
 }  # fmt: skip
-_GANG_FLAGS = ("nnodes", "node-rank", "master-addr", "master-port", "headless")
 
 
 def _flag(name: str) -> str:
@@ -91,6 +96,7 @@ class ResolvedArm:
     nodes: int = 1  # nodes one boot spans ([resources] nodes; >1: a gang boot)
     patch_fields: tuple[str, ...] = ()  # where each patch is written (messages)
     built_from: str | None = None  # the commit `python` is built from when first needed
+    served_commit: str | None = None  # a git history's point: its last patch is that commit
 
     @property
     def draft_model(self) -> str | None:
@@ -162,20 +168,23 @@ class ResolvedArm:
 
     def diffs(self) -> dict[Path, AppliedDiff | None]:
         """Each diff patch (present on disk) applied to this arm's build (SpecabError:
-        refused; None: an image this machine cannot read, applied when the boot starts)."""
+        refused, a history point's served diff said of its commit; None: an image this
+        machine cannot read, applied when the boot starts)."""
         fields = self.patch_fields or tuple("patches" for _ in self.patches)
-        return {
-            p: applied_diff(
-                p,
-                python=self.python,
-                pythonpath=self.env.get("PYTHONPATH", ""),
-                container=self.container,
-                allow_noop=self.allow_noop_patches,
-                field=field,
-            )
-            for p, field in zip(self.patches, fields, strict=True)
-            if is_diff(p) and p.is_file()
-        }
+        out = {}
+        for i, (p, field) in enumerate(zip(self.patches, fields, strict=True)):
+            if not (is_diff(p) and p.is_file()):
+                continue
+            try:
+                out[p] = applied_diff(
+                    p, python=self.python, field=field, container=self.container,
+                    pythonpath=self.env.get("PYTHONPATH", ""), allow_noop=self.allow_noop_patches,
+                )  # fmt: skip
+            except SpecabError as exc:
+                if self.served_commit is None or i != len(self.patches) - 1:
+                    raise
+                raise commit_refused(exc, self.served_commit, self.name, self.spec_file) from None
+        return out
 
     def vllm_version(self) -> str | None:
         """The vLLM version this arm's server would run (in its image, if it has one); None
@@ -257,6 +266,7 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
     srv = spec.server
     own = arm.speculative_config
     speculative, concurrency = speculative_and_concurrency(spec, name)
+    bisect_builds = spec.bisect is not None and spec.bisect.builds
     spec_cfg = {**srv.speculative_config, **own} if own is not False else {}
     if isinstance(spec_cfg.get("model"), str):
         spec_cfg["model"] = _model_path(spec_file, spec_cfg["model"])
@@ -291,40 +301,9 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
         container=container,
         nodes=spec.resources.nodes,
         patch_fields=patch_fields,
-        built_from=arm.commit if spec.bisect and spec.bisect.builds else None,
+        built_from=arm.commit if bisect_builds else None,
+        served_commit=arm.commit if arm.commit and arm.patches and not bisect_builds else None,
     )
-    _check_gang(resolved)
+    check_gang(resolved.name, resolved.spec_file, resolved.nodes, resolved.args,
+               resolved.parallel_sizes)  # fmt: skip
     return resolved
-
-
-def _check_gang(arm: ResolvedArm) -> None:
-    """A gang boot's world size must split evenly over its nodes; its flags are specab's."""
-    if arm.nodes < 2:
-        return
-    where = f"arms({arm.name}).args"
-    for flag in _GANG_FLAGS:
-        if flag in arm.args:
-            raise SpecabError(
-                f"flag {flag!r} is set by specab for gang boots",
-                file=arm.spec_file or None,
-                field=where,
-                fix="remove it; [resources] nodes chooses the gang",
-            )
-    backend = arm.args.get("distributed-executor-backend")
-    if backend not in (None, False, "mp"):
-        raise SpecabError(
-            f"a gang boot runs vLLM's mp backend across nodes, not {backend!r}",
-            file=arm.spec_file or None,
-            field=f"{where}.distributed-executor-backend",
-            fix="remove the flag (specab passes --distributed-executor-backend mp)",
-        )
-    sizes = arm.parallel_sizes
-    world = sizes.get("tp", 1) * sizes.get("pp", 1)  # one engine's ranks, over the gang
-    if world % arm.nodes:
-        raise SpecabError(
-            f"[resources] nodes = {arm.nodes} must divide the server's world size "
-            f"(tensor x pipeline parallel = {world})",
-            file=arm.spec_file or None,
-            field=f"{where}.tensor-parallel-size",
-            fix=f"set tensor-parallel-size = {arm.nodes} (one rank per node) or a multiple",
-        )

@@ -84,11 +84,13 @@ def _commits(spec: Experiment, spec_file: Path) -> dict[str, dict[str, Any]]:
         return {}
     points = history_points(b.git.model_dump(), spec_file)
     repo = (spec_file.parent / b.git.repo).resolve()
-    twins = same_as(repo, [p["commit"] for p in points], b.git.package)
+    served = None if b.git.build is not None else [p.get("served", []) for p in points]
+    twins = same_as(repo, [p["commit"] for p in points], b.git.package, served)
     names = [a.name for a in spec.arms]
     return {
         name: {
             **{k: p[k] for k in ("commit", "subject", "date", "files")},
+            "unserved": p.get("unserved", []),
             "same_as": names[t] if t is not None else None,
         }
         for name, p, t in zip(names, points, twins, strict=True)

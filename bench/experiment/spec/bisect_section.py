@@ -25,6 +25,12 @@ class GitRange(BaseModel):
         "the node that first boots the point; cached by commit). With it, commits that change "
         "compiled code are bisected too, and a commit whose build fails is skipped.",
     )
+    strict: bool = Field(
+        False,
+        description="Refuse a range with compiled code, build files or dependency pins "
+        "(naming the commit that changes them) instead of serving each point's Python over "
+        "the installed build and listing what it leaves out. Ignored with build.",
+    )
     build_cache: str = Field(
         "",
         description="Where builds are kept, {out} = build_cache/<commit> with its log beside "
@@ -69,8 +75,8 @@ class BisectSection(BaseModel):
     git: GitRange | None = Field(
         None,
         description="Make the arms from a git range: good, then each first-parent commit of "
-        "good..bad that touches the package, served as the arm's build plus the diff "
-        "good..commit (one hand-written [[arms]] is their template).",
+        "good..bad, served as the arm's build plus the package's Python that good..commit "
+        "changes (one hand-written [[arms]] is their template).",
     )
 
     @property

@@ -1,15 +1,19 @@
 """`[bisect] git = { repo, good, bad }`: a vLLM history as the arms of a bisection. The points
-are `good` and the first-parent commits of good..bad that touch the package, oldest first;
-each is the arm's own build (which must be `good`) plus the cumulative diff good..commit,
-served through the diff-arm path (`patches`). The diffs are written once per commit under
-specab's cache (content stays what git says; the arm definition hashes it). A range that
-changes compiled code is refused: such a commit needs its own build. With `build`, every
-point is instead its own build's interpreter (`build_cache/<commit>/bin/python`), which the
-first boot that needs it makes (`bench.run.commit_builds`); any change can then be searched.
+are `good` and every first-parent commit of good..bad (merges included), oldest first; each
+is the arm's own build (which must be `good`) plus the package's Python that good..commit
+changes or adds, served through the diff-arm path (`patches`; the diff written once under
+specab's cache, named by its content). What a point cannot serve that way (compiled code,
+dependency pins, data files in the package, deletions) is listed as its `unserved` files,
+and a commit that changes only files outside the package runs the same code as the point
+before it (never booted). `strict` refuses instead a range with compiled or dependency
+changes, naming the commit that made them. With `build`, every point is instead its own
+build's interpreter (`build_cache/<commit>/bin/python`), which the first boot that needs it
+makes (`bench.run.commit_builds`); any change can then be searched.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from pathlib import Path, PurePosixPath
@@ -32,7 +36,7 @@ def needs_build(path: str) -> bool:
     return (
         pure.suffix in _COMPILED_SUFFIXES
         or pure.name in _BUILD_FILES
-        or path.startswith("csrc/")
+        or path.startswith(("csrc/", "requirements/"))
         or pure.name.startswith("requirements")
     )
 
@@ -91,56 +95,104 @@ def history_points(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
             f"good {good[:12]} is not an ancestor of bad {bad[:12]}", file=file,
             field="bisect.git.good", fix="swap them, or pick a good commit on bad's history",
         )  # fmt: skip
-    listed = _git(repo, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}", "--",
-                  f"{package}/", file=file, field="bisect.git").split()  # fmt: skip
-    if not listed or listed[-1] != bad:
-        listed = [c for c in listed if c != bad] + [bad] if listed or good != bad else []
+    listed = _git(repo, "rev-list", "--first-parent", "--reverse", f"{good}..{bad}",
+                  file=file, field="bisect.git").split()  # fmt: skip
     if not listed:
         raise SpecabError(
             f"the range {good[:12]}..{bad[:12]} is empty", file=file, field="bisect.git.bad",
             fix="give a bad commit after good",
         )  # fmt: skip
-    out: list[dict[str, Any]] = [_point(repo, good, None, file)]
-    built = git.get("build") is not None
+    built, strict = git.get("build") is not None, bool(git.get("strict", False))
+    out: list[dict[str, Any]] = [_point(repo, good, file)]
     for commit in listed:
+        point = _point(repo, commit, file)
         if built:  # each commit is its own build: nothing is served as a diff
-            out.append(_point(repo, commit, None, file))
+            out.append(point)
             continue
-        touched = _git(repo, "diff", "--name-only", good, commit, file=file,
-                       field="bisect.git").split()  # fmt: skip
-        if compiled := [p for p in touched if needs_build(p)]:
+        if strict and (compiled := [f for f in point["files"] if needs_build(f)]):
             raise SpecabError(
-                f"commit {commit[:12]} changes compiled code ({', '.join(compiled[:3])})",
+                f"commit {commit[:12]} ({point['subject']}) changes compiled code or "
+                f"dependencies ({', '.join(compiled[:3])})",
                 file=file,
-                field="bisect.git",
-                fix="give [bisect] git a build command (each commit built, cached and "
-                "skipped if it fails), or bisect a range of Python changes",
+                field="bisect.git.strict",
+                fix="give [bisect] git a build command (each commit built, cached and skipped "
+                "if it fails), or drop strict to serve each point's Python over the build",
             )
-        out.append(_point(repo, commit, good, file))
+        served, unserved = _served(repo, good, commit, package, point["files"], file)
+        point["served"], point["unserved"] = served, unserved
+        out.append(point)
     return out
 
 
-def _point(repo: Path, commit: str, good: str | None, file: Path) -> dict[str, Any]:
+def _served(
+    repo: Path, good: str, commit: str, package: str, own: list[str], file: Path
+) -> tuple[list[str], list[str]]:
+    """What a point serves over the build: the package's Python modules that good..commit
+    changes or adds; and what the commit itself changes that is not served (compiled code,
+    dependencies, data files, renames and deletions in the package)."""
+    status = _git(repo, "diff", "--name-status", "--no-renames", good, commit, "--",
+                  f"{package}/", file=file, field="bisect.git").splitlines()  # fmt: skip
+    served, removed = [], set()
+    for line in status:
+        code, _, path = line.partition("\t")
+        if code in ("M", "A") and path.endswith(".py") and not needs_build(path):
+            served.append(path)
+        elif code == "D":
+            removed.add(path)
+    unserved = [
+        f for f in own
+        if needs_build(f) or (f.startswith(f"{package}/") and f not in served) or f in removed
+    ]  # fmt: skip
+    return served, unserved
+
+
+def _point(repo: Path, commit: str, file: Path) -> dict[str, Any]:
     meta = _git(repo, "show", "-s", "--format=%s%x00%cI", commit, file=file, field="bisect.git")
     subject, _, date = meta.rstrip("\n").partition("\x00")
-    files = _git(repo, "show", "--format=", "--name-only", "--first-parent", commit, file=file,
-                 field="bisect.git").split()  # fmt: skip
-    diff = None
-    if good is not None:
-        diff = _cache(good) / f"{commit}.diff"
-        if not diff.is_file():
-            text = _git(repo, "diff", good, commit, file=file, field="bisect.git")
-            diff.parent.mkdir(parents=True, exist_ok=True)
-            tmp = diff.with_suffix(".tmp")
-            tmp.write_text(text)
-            tmp.replace(diff)
-    return {"commit": commit, "subject": subject, "date": date, "files": files, "diff": diff}
+    files = _git(repo, "show", "--format=", "--name-only", "--no-renames", "--first-parent",
+                 "-m", commit, file=file, field="bisect.git").split()  # fmt: skip
+    return {"commit": commit, "subject": subject, "date": date, "files": sorted(set(files))}
+
+
+def served_diff(git: dict[str, Any], file: Path, commit: str, served: list[str]) -> Path:
+    """The point's served change, `git diff good commit` over its served modules, written
+    once under specab's cache (named by its content: equal diffs share one file)."""
+    repo = (file.parent / str(git.get("repo", ""))).resolve()
+    good = _git(repo, "rev-parse", f"{git.get('good')}^{{commit}}", file=file,
+                field="bisect.git.good").strip()  # fmt: skip
+    text = _git(repo, "diff", good, commit, "--", *served, file=file, field="bisect.git")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    diff = _cache(good) / f"{digest}.diff"
+    if not diff.is_file():
+        diff.parent.mkdir(parents=True, exist_ok=True)
+        tmp = diff.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        tmp.replace(diff)
+    return diff
+
+
+def _check_hand_commits(data: dict[str, Any], file: Path, template: bool) -> None:
+    """`commit` is [bisect] git's to set: on a hand-written arm it would be ignored (the arm
+    serves its build, patches, python or container), so it is refused."""
+    arms = data.get("arms")
+    for i, arm in enumerate(arms if isinstance(arms, list) else []):
+        if isinstance(arm, dict) and "commit" in arm:
+            raise SpecabError(
+                f"commit = {arm['commit']!r} on a hand-written arm serves nothing: "
+                + ("[bisect] git sets each point's commit" if template
+                   else "an arm runs its build, patches, python or container"),
+                file=file,
+                field=f"arms[{i}].commit",
+                fix="remove it; serve a commit as `patches = [\"good..commit.diff\"]` (git diff "
+                "good commit -- vllm/) or as its build (`python = \".../bin/python\"`)",
+            )  # fmt: skip
 
 
 def expand_history(data: dict[str, Any], file: Path) -> dict[str, Any]:
     """The document with one arm per point of `[bisect] git` (the one hand-written arm, if
     any, is their template); unchanged without it."""
     git = (data.get("bisect") or {}).get("git") if isinstance(data.get("bisect"), dict) else None
+    _check_hand_commits(data, file, template=isinstance(git, dict))
     if not isinstance(git, dict):
         return data
     hand = data.get("arms") or [{}]
@@ -167,8 +219,9 @@ def expand_history(data: dict[str, Any], file: Path) -> dict[str, Any]:
         arm["commit"] = p["commit"]
         if builds is not None:
             arm["python"] = str(builds / p["commit"] / "bin" / "python")
-        if p["diff"] is not None:
-            arm["patches"] = [*template.get("patches", []), str(p["diff"])]
+        if p.get("served"):
+            diff = served_diff(git, file, p["commit"], p["served"])
+            arm["patches"] = [*template.get("patches", []), str(diff)]
             arm["allow_noop_patches"] = True  # a point may change no executed code
         arms.append(arm)
     return {**data, "arms": arms}

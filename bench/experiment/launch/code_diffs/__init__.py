@@ -5,7 +5,7 @@ code, with the model modules a served model imports (`identity`)."""
 
 from bench.experiment.launch.code_diffs.apply import AppliedDiff
 from bench.experiment.launch.code_diffs.builds import applied_diff, files_reader
-from bench.experiment.launch.code_diffs.files import DIFF_SUFFIXES, is_diff
+from bench.experiment.launch.code_diffs.files import DIFF_SUFFIXES, commit_refused, is_diff
 from bench.experiment.launch.code_diffs.identity import (
     MODELS_PACKAGE,
     loaded_model_modules,
@@ -14,6 +14,6 @@ from bench.experiment.launch.code_diffs.identity import (
 )
 
 __all__ = [
-    "DIFF_SUFFIXES", "MODELS_PACKAGE", "AppliedDiff", "applied_diff", "files_reader",
-    "is_diff", "loaded_model_modules", "model_modules", "same_code",
+    "DIFF_SUFFIXES", "MODELS_PACKAGE", "AppliedDiff", "applied_diff", "commit_refused",
+    "files_reader", "is_diff", "loaded_model_modules", "model_modules", "same_code",
 ]  # fmt: skip

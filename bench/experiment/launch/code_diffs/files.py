@@ -27,6 +27,17 @@ def refuse(source: Path, line: int | None, problem: str, field: str, fix: str) -
     return SpecabError(problem, file=where, field=field, fix=fix)
 
 
+def commit_refused(exc: SpecabError, commit: str, point: str, spec_file: str) -> SpecabError:
+    """A git history point's served diff refused: said of its commit, not of a cache file."""
+    return SpecabError(
+        f"commit {commit[:12]} (point {point}): {exc.problem}",
+        file=spec_file,
+        field="bisect.git",
+        fix="the range's good end must be the commit the arm's vLLM was built from (each "
+        "point serves its Python over that build); or give [bisect] git a build command",
+    )
+
+
 def parse_diff(source: Path, text: str, field: str) -> unidiff.PatchSet:
     """The diff's files; a hunk header without line ranges (as bug reports abbreviate
     them) or anything `unidiff` cannot read is refused with its line."""
