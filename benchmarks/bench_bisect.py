@@ -10,8 +10,11 @@ the ends' effect size same, else +10 repeats, up to 40).
 Each row: a history (one step of δ boot SDs at a uniformly drawn point, no step, two
 steps, a flaky point with heavy-tailed boots, a point next to the culprit that cannot be
 built); each column: the share of searches that named the culprit, that gave a range
-holding it, that named a wrong point (or a range without it, or a change where there is
-none), and the mean boots. Boot values are normal with SD 1 unless said.
+holding it, that were wrong (a wrong point, a range without it, or a change where there is
+none), the wrong share among the culprits named (what a user who acts on a name meets),
+and the mean boots. Boot values are normal with SD 1 unless said. The calibration grid of
+specab's own search (step sizes 0.5-4 SD, the culprit at the edges, t3 boots, unequal
+spread, 1-4 slots, 16-128 points) is `--grid`.
 """
 
 from __future__ import annotations
@@ -188,35 +191,66 @@ RULES = {
     "Pinpoint": pinpoint,
 }
 CASES = [
-    ("one step", 1.0), ("one step", 2.0), ("one step", 3.0), ("no step", 2.0),
+    ("one step", 0.75), ("one step", 1.0), ("one step", 2.0), ("one step", 3.0), ("no step", 2.0),
     ("two steps", 2.0), ("flaky point", 2.0), ("unbuildable next to it", 2.0),
 ]  # fmt: skip
+
+
+def grid(reps: int) -> None:
+    """specab's search alone over the calibration grid (`bench.simulate.tally_searches`)."""
+    from bench.simulate import HistoryCase, tally_searches
+
+    cases = [HistoryCase(d) for d in (0.5, 0.75, 1.0, 1.5, 2.0, 4.0)]
+    cases += [HistoryCase(1.0, culprit=1), HistoryCase(1.0, culprit=31)]
+    cases += [
+        HistoryCase(1.0, tails="t3"),
+        HistoryCase(1.0, bad_sd=2.0),
+        HistoryCase(1.0, bad_sd=0.5),
+    ]
+    cases += [HistoryCase(1.0, slots=2), HistoryCase(1.0, slots=4)]
+    cases += [HistoryCase(1.0, n_points=16), HistoryCase(1.0, n_points=128)]
+    print(f"{reps} searches per row: named / wrong among named (2 MCSE) / range / range "
+          "without the culprit / did not reproduce / mean boots")  # fmt: skip
+    for i, c in enumerate(cases):
+        t = tally_searches(c, reps, seed=1000 + i)
+        print(f"| {c.label} | {t.named / reps:.3f} | {t.wrong_among_named:.3f} "
+              f"({2 * t.mcse(ALPHA):.3f}) | {t.ranges / reps:.3f} | {t.ranges_without / reps:.3f} "
+              f"| {t.not_reproduced / reps:.3f} | {t.boots:.1f} |", flush=True)  # fmt: skip
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=2000)
     ap.add_argument("--points", type=int, default=32)
+    ap.add_argument("--grid", action="store_true", help="specab's calibration grid alone")
     args = ap.parse_args()
-    print(f"{args.points} points, {args.reps} searches per cell; right / range / wrong / boots")
+    if args.grid:
+        grid(args.reps)
+        return
+    print(f"{args.points} points, {args.reps} searches per cell; "
+          "right / range / wrong / wrong among named / boots")  # fmt: skip
     for kind, delta in CASES:
         cells = []
         for name, rule in RULES.items():
             rng = np.random.default_rng(7)  # every rule sees the same histories
             tally = {"right": 0, "range": 0, "wrong": 0, "missed": 0}
-            boots = 0
+            boots = named = named_wrong = 0
             for _ in range(args.reps):
                 draw, culprits, unavailable = history(kind, args.points, rng, delta)
                 found, used = rule(draw, args.points, unavailable)
-                tally[score(found, culprits)] += 1
+                verdict = score(found, culprits)
+                tally[verdict] += 1
+                named += found[0] == "point"
+                named_wrong += found[0] == "point" and verdict == "wrong"
                 boots += used
             r = {k: v / args.reps for k, v in tally.items()}
+            among = named_wrong / named if named else float("nan")
             cells.append(
                 f"{name}: {r['right']:.3f} / {r['range']:.3f} / {r['wrong']:.3f} / "
-                f"{boots / args.reps:.1f}"
+                f"{among:.3f} / {boots / args.reps:.1f}"
             )
         label = kind if kind != "one step" else f"one step, δ = {delta:g} SD"
-        print(f"{label}\n    " + "\n    ".join(cells))
+        print(f"{label}\n    " + "\n    ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

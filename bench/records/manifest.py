@@ -109,6 +109,11 @@ class ManifestBisect(_Read):
         description="A history from git: each point's commit, subject, date and files.",
     )
 
+    @property
+    def most_boots(self) -> int:
+        """Planned boots per point: its search boots, then a confirmation's fresh boots."""
+        return max(self.boots_per_point, *self.endpoint_looks) + CONFIRM_LOOKS[-1]
+
 
 class ManifestScreen(_Read):
     """The `[screen]` table as resolved: every arm but the baseline is a candidate."""

@@ -41,7 +41,8 @@ def test_bisect_names_the_commit_that_changed_acceptance(
     assert rc == 0, out
     assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
     b = json.loads(capsys.readouterr().out)["bisection"]
-    assert b["outcome"] == "culprit" and b["culprit_commit"]["subject"] == CULPRIT, b["reason"]
+    said = [x for x in out.splitlines() if x.startswith("bisect")]
+    assert b["outcome"] == "culprit" and b["culprit_commit"]["subject"] == CULPRIT, (b, said)
     assert "vllm/model_executor/models/qwen3_dflash.py" in b["culprit_commit"]["files"]
     ok = load_results(root).ok_boots()
     assert len(ok) < 16  # fewer boots than one per point

@@ -53,6 +53,10 @@ def test_bisect_names_the_first_changed_point_and_boots_only_what_it_asks(
     assert run(["report", str(root)]) == 0
     md = (root / "report" / "report.md").read_text()
     assert md.index("## Which change did it") < md.index("## Verdicts")  # the answer leads
+    answer = md[md.index("## Answer") : md.index("## Which change did it")]
+    assert answer.index("**culprit**: p3 is the first changed point") < answer.index(" vs p0")
+    never = sorted({f"p{i}" for i in range(6)} - booted)
+    assert never and not any(f"**{a}** vs" in answer for a in never)  # never booted: no A/B
     assert "p3 is the first changed point: 3 fresh boots of it and of p2 differ" in md
     assert md.index("fig0_history") < md.index("fig1_boots")  # the history leads the figures
     n = len(list((root / "boots").glob("*.parquet")))

@@ -77,6 +77,8 @@ def render_analysis(result: Analysis, out: Console) -> None:
         f"alpha: {result.alpha}  margins: {escape(_margins(result))}  primary: "
         f"{escape(', '.join(short_name(x) for x in result.primary_metrics))}"
     )
+    if result.bisection is not None:  # a history's answer leads, before every point's rows
+        render_bisection(result.bisection, out)
     out.print(_arms_table(result))
     print_verdicts(out, result)
     drafting = draft_length_table(result)
@@ -108,8 +110,6 @@ def render_analysis(result: Analysis, out: Console) -> None:
         _render_hosts(result, out)
     if result.selection is not None:
         render_selection(result.selection, out)
-    if result.bisection is not None:
-        render_bisection(result.bisection, out)
     if result.screening is not None:
         render_screening(result.screening, out)
     if result.sequential:

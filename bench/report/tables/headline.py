@@ -46,13 +46,17 @@ def headline(c: Comparison, aa: bool) -> str:
 
 def headlines(results: Results, analysis: Analysis) -> list[str]:
     """One sentence per primary comparison, in the analysis' order, then one per arm whose
-    boots are not one population or drafted on few requests."""
+    boots are not one population or drafted on few requests. A history leads with the
+    search's answer, and its points never booted (by design) are no A/B rows."""
     sha = {a.name: a.definition_sha256 for a in results.manifest.arms}
     base = sha.get(analysis.baseline)
-    said = [
+    booted = {a.arm for a in analysis.arms if a.boots}
+    history = analysis.bisection
+    said = [f"**{history.outcome.replace('_', ' ')}**: {history.reason}."] if history else []
+    said += [
         headline(c, base is not None and sha.get(c.arm) == base)
         for c in analysis.comparisons
-        if c.family == "primary"
+        if c.family == "primary" and (history is None or c.arm in booted)
     ]
     return said + [
         re.sub(rf"^(arm )?{re.escape(arm.arm)}:", f"**{arm.arm}**:", note) + "."

@@ -31,6 +31,10 @@ F = NDArray[np.float64]
 
 LEVEL_RATIO = 0.25  # attempt j tests at alpha * (1 - r) * r**j
 POWER = 0.8  # the power "boots to pin it" is sized for
+# An attempt is made only when its last look would confirm a step of the ends' size at least
+# this often: where it could not, a pass would more likely be a wrong pair's luck than the
+# culprit's evidence, and the answer is the range with the boots that would pin it.
+ATTEMPT_POWER = 0.5
 
 PairOutcome = Literal["named", "not_named", "more"]
 
@@ -89,13 +93,13 @@ def _more(t: PairTest, need: int) -> PairTest:
     return PairTest("more", need, t.difference, t.ci_low, t.se, t.boots)
 
 
-def boots_to_pin(step: float, sd: float, level: float) -> int | None:
-    """Fresh boots a side that would confirm a culprit of this step with `POWER`, at the
+def boots_to_pin(step: float, sd: float, level: float, power: float = POWER) -> int | None:
+    """Fresh boots a side that would confirm a culprit of this step with `power`, at the
     level an attempt would test at (normal approximation, one look); None when the spread
     or the step is unknown."""
     if not (sd > 0 and step != 0 and np.isfinite(sd) and np.isfinite(step)):
         return None
-    z = float(t_quantile(1 - level / len(CONFIRM_LOOKS), np.inf) + t_quantile(POWER, np.inf))
+    z = float(t_quantile(1 - level / len(CONFIRM_LOOKS), np.inf) + t_quantile(power, np.inf))
     return max(CONFIRM_LOOKS[0], math.ceil(2 * (z * sd / step) ** 2))
 
 

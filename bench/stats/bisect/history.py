@@ -62,7 +62,7 @@ def history_step(
     points = np.concatenate([np.full(v.size, i, dtype=np.int64) for i, v in enumerate(values)])
     s = settings_of(section, len(arms), alpha, slots)
     same = [i for i, a in enumerate(arms) if (section.commits.get(a) or {}).get("same_as")]
-    cannot = unavailable | unbootable(results, arms)
+    cannot = unavailable | unbootable(results, arms) | _spent(results, arms, section.most_boots)
     return arms, values, next_step(points, np.concatenate(values), s, cannot, same)
 
 
@@ -72,6 +72,14 @@ def unbootable(results: Results, arms: list[str]) -> frozenset[int]:
     boots = results.boots
     failed = set(boots.loc[boots["status"] != "ok", "arm"]) - set(results.ok_boots()["arm"])
     return frozenset(i for i, a in enumerate(arms) if a in failed and 0 < i < len(arms) - 1)
+
+
+def _spent(results: Results, arms: list[str], planned: int) -> frozenset[int]:
+    """Points whose planned boots were all launched (failed attempts use one up too): the
+    driver has none left to give them, so the search is replayed without them."""
+    boots = results.boots
+    launched = {str(a): int(n) for a, n in boots.groupby("arm")["boot"].nunique().items()}
+    return frozenset(i for i, a in enumerate(arms) if launched.get(a, 0) >= planned)
 
 
 def bisection(results: Results, alpha: float) -> Bisection:

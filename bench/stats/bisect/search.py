@@ -32,6 +32,7 @@ import numpy as np
 from bench.records import CONFIRM_LOOKS
 from bench.stats.bisect.changepoint import F, Ints, credible_range, posterior_of_sums
 from bench.stats.bisect.confirm import (
+    ATTEMPT_POWER,
     PairTest,
     attempt_level,
     boots_to_pin,
@@ -164,6 +165,13 @@ class Search:
         self.attempt = None
         return None
 
+    def _fitted_step(self, c: int) -> float:
+        """The step at candidate c from every boot (mean from c on minus mean before it):
+        less inflated than the ends' difference, which was selected for passing its test."""
+        n, total = self.counts, self._sums[0]
+        before, after = n[:c].sum(), n[c:].sum()
+        return float(total[c:].sum() / after - total[:c].sum() / before)
+
     def _partner(self, c: int) -> int:
         """The point the culprit is compared with: the nearest before it that runs its own
         code (a same-code point is never booted)."""
@@ -176,12 +184,17 @@ class Search:
         """Put `c` to a confirmation, or answer the range when none can be made."""
         partner = self._partner(c)
         first = CONFIRM_LOOKS[0]
+        level = attempt_level(self.s.alpha, len(self.tried))
+        sd = within_point_sd([self._at(p) for p in range(self.s.n_points)])
+        need = boots_to_pin(self._fitted_step(c), sd, level, ATTEMPT_POWER)
         why = (
             f"point {partner}, before it, cannot be booted" if partner in self.unavailable
             else "the confirmations are used up" if len(self.tried) >= self.s.attempts
             else "the boot budget is spent" if self.used >= self.s.max_boots
             else "its boots or its neighbour's are spent"
             if min(self._room(partner), self._room(c)) < first
+            else f"the step is too small to confirm on {CONFIRM_LOOKS[-1]} fresh boots a side"
+            if need is not None and need > CONFIRM_LOOKS[-1]
             else ""
         )  # fmt: skip
         if why:
