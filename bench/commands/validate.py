@@ -88,11 +88,13 @@ def validate(
     for v in views:
         hashes.setdefault(v.arm.definition_sha256(), []).append(v.arm.name)
     for names in hashes.values():
-        if len(names) > 1:
-            console.print(
-                f"\nnote: arms {', '.join(names)} run exactly the same thing (an A/A control?)",
-                markup=False,
+        if len(names) > 1:  # a history's points that serve one code: the search boots one
+            what = (
+                "serve the same code: the search boots the first of them only"
+                if spec.bisect is not None
+                else "run exactly the same thing (an A/A control?)"
             )
+            console.print(f"\nnote: arms {', '.join(names)} {what}", markup=False)
     for line in (*checked.warnings, *checked.advice):
         console.print(f"\n{line}", markup=False)
     _print_lint(checked, file)

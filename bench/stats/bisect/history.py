@@ -12,7 +12,7 @@ import numpy as np
 
 from bench.records import METRIC, ManifestBisect, Results
 from bench.stats.bisect.changepoint import between_levels
-from bench.stats.bisect.search import Confirmation, Step, next_step
+from bench.stats.bisect.search import Confirmation, Step, replay
 from bench.stats.bisect.search_settings import BisectSettings
 from bench.stats.inputs import arm_data, boot_values
 from bench.stats.methods import interval
@@ -51,19 +51,29 @@ def history_values(results: Results, metric: str) -> tuple[list[str], list[F]]:
     return arms, out
 
 
+# The most points a driver boots at once in a search (its slots); a history read back
+# without its slots is replayed at each and read where its replay uses the most boots.
+MOST_SLOTS = 8
+
+
 def history_step(
-    results: Results, alpha: float, slots: int = 1, unavailable: frozenset[int] = frozenset()
+    results: Results,
+    alpha: float,
+    slots: int | None = None,
+    unavailable: frozenset[int] = frozenset(),
 ) -> tuple[list[str], list[F], Step]:
     """The search's next step on the boots so far (the manifest's [bisect]), with the points
-    and their values it rests on."""
+    and their values it rests on. `slots`: the points the driver boots a round; None (a
+    results directory read back) replays the rounds at each slot count and keeps the one that
+    reaches the most boots on disk, the rounds the driver ran (the smallest, on a tie)."""
     section = results.manifest.bisect
     assert section is not None, "a history needs its [bisect] section"
     arms, values = history_values(results, section.metric)
-    points = np.concatenate([np.full(v.size, i, dtype=np.int64) for i, v in enumerate(values)])
-    s = settings_of(section, len(arms), alpha, slots)
     same = [i for i, a in enumerate(arms) if (section.commits.get(a) or {}).get("same_as")]
     cannot = unavailable | unbootable(results, arms) | _spent(results, arms, section.most_boots)
-    return arms, values, next_step(points, np.concatenate(values), s, cannot, same)
+    tried = [slots] if slots is not None else range(1, MOST_SLOTS + 1)
+    steps = [replay(values, settings_of(section, len(arms), alpha, k), cannot, same) for k in tried]
+    return arms, values, max(steps, key=lambda st: st.used)
 
 
 def unbootable(results: Results, arms: list[str]) -> frozenset[int]:
