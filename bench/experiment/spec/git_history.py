@@ -13,6 +13,7 @@ makes (`bench.run.commit_builds`); any change can then be searched.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import subprocess
@@ -69,9 +70,27 @@ def build_cache(git: dict[str, Any], file: Path) -> Path:
 
 
 def history_points(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
-    """Each point: its commit, subject, date, the files it touches and the diff good..it
-    (None for good itself, and for every point when each is built), oldest first; bad input
-    is one SpecabError naming the field."""
+    """Each point: its commit, subject, date, the files it touches and, served as a diff,
+    the modules it serves and the files it leaves unserved, oldest first; bad input is one
+    SpecabError naming the field. Read from git once per process for one range (parsing,
+    the manifest and validate all ask)."""
+    keys = ("repo", "good", "bad", "package", "build", "strict")
+    key = (str(file.resolve()), *(str(git.get(k)) for k in keys))
+    return copy.deepcopy(_read_points(key, git, file))
+
+
+_READ: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+
+
+def _read_points(
+    key: tuple[str, ...], git: dict[str, Any], file: Path
+) -> list[dict[str, Any]]:  # fmt: skip
+    if key not in _READ:
+        _READ[key] = _points_from_git(git, file)
+    return _READ[key]
+
+
+def _points_from_git(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
     repo = (file.parent / str(git.get("repo", ""))).resolve()
     package = str(git.get("package", "vllm"))
     if not (repo / ".git").exists():

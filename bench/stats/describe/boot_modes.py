@@ -2,13 +2,17 @@
 boots (a drafter left uninitialized on one start, speculation silently off on another).
 
 For each acceptance metric of an arm with B ≥ 4 ok boots, each boot is compared with the
-others: t_b = (v_b − mean of the others) / (SD of the others · √(1 + 1/(B − 1))), Student t
-with B − 2 df under one normal population (the externally studentized residual). The SD of
-the others holds the between-boot spread and each boot's within-boot sampling error alike
-(a boot's value is its ratio of sums over its probes), so a boot's own probe noise is
-allowed for. A boot is in a second mode when its two-sided p is below α / B (Bonferroni over
-the arm's boots): a one-population arm is flagged with probability ≤ α, calibrated by
-simulation through this code (tests/unit/test_boot_modes.py). The verdicts still use every
+others: t_b = (v_b − mean of the others) / (s · √(1 + 1/(B − 1))), Student t with B − 2 df
+under one normal population (the externally studentized residual). s is the SD of the
+others, which holds the between-boot spread and each boot's within-boot sampling error
+alike, but never less than the sampling error of one boot's value from its own probes
+(`within_boot_se`: the probes as replicates of the ratio of sums, binomial for the share of
+requests that drafted): where the other boots agree exactly (deterministic boots, every
+request drafted) a difference smaller than a boot's own probe noise — one token, one
+request — is no mode. A boot is in a second mode when its two-sided p is below
+α / (B · M), Bonferroni over the arm's boots and the M metrics tested: a one-population arm
+is flagged with probability ≤ α, calibrated by simulation through this code
+(tests/unit/test_boot_modes.py). The verdicts still use every
 boot: a flagged arm is said, never silently trimmed (`analyze --exclude-boot` reruns
 without named boots, and says so).
 """
@@ -32,9 +36,10 @@ MIN_BOOTS = 4  # the others' SD needs 2 df
 REQUESTS_DRAFTED = "requests_drafted"
 
 
-def mode_split(values: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
+def mode_split(values: np.ndarray, alpha: float, floor: float = 0.0) -> tuple[np.ndarray, float]:
     """Which boots lie outside the others' population (a boolean per boot), and the
-    smallest Bonferroni-adjusted p."""
+    smallest Bonferroni-adjusted p (over the boots); `floor`: the least spread a boot is
+    compared against (a boot's own sampling error)."""
     v = np.asarray(values, dtype=np.float64)
     b = v.size
     if b < MIN_BOOTS:
@@ -42,7 +47,7 @@ def mode_split(values: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
     others = ~np.eye(b, dtype=bool)
     rest = np.where(others, v[None, :], np.nan)
     mean = np.nanmean(rest, axis=1)
-    sd = np.nanstd(rest, axis=1, ddof=1)
+    sd = np.maximum(np.nanstd(rest, axis=1, ddof=1), floor)
     gap = np.abs(v - mean)
     with np.errstate(divide="ignore", invalid="ignore"):
         t = np.where(sd > 0, gap / (sd * math.sqrt(1 + 1 / (b - 1))), np.where(gap > 0, np.inf, 0))
@@ -50,18 +55,43 @@ def mode_split(values: np.ndarray, alpha: float) -> tuple[np.ndarray, float]:
     return p < alpha, float(p.min())
 
 
+def within_boot_se(ad: ArmData, metric: str) -> float:
+    """The sampling error of one boot's value from its own probes, pooled over the boots:
+    the probes as replicates of the boot's ratio of sums (delta method), or binomial for the
+    share of requests that drafted (Jeffreys' half request, so a boot where every request
+    drafted still has a floor)."""
+    if metric == REQUESTS_DRAFTED:
+        n = ad.drafts.shape[1]
+        share = (np.asarray((ad.drafts > 0).sum(axis=1), dtype=np.float64) + 0.5) / (n + 1)
+        return float(np.sqrt(np.mean(share * (1 - share)) / max(n, 1)))
+    num, den = ad.cells(metric)
+    p = num.shape[1]
+    if p < 2:
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = num.sum(axis=1) / den.sum(axis=1)
+        resid = num - ratio[:, None] * den
+        var = (resid**2).sum(axis=1) * p / (p - 1) / den.sum(axis=1) ** 2
+    var = var[np.isfinite(var)]
+    return float(np.sqrt(var.mean())) if var.size else 0.0
+
+
 def boot_modes(ad: ArmData, alpha: float) -> list[BootModes]:
     """One entry per acceptance metric the arm's boots can be tested on (B ≥ 4)."""
     if not ad.speculative or ad.n_boots < MIN_BOOTS:
         return []
     out = []
-    for metric in (*ACCEPTANCE_METRICS, REQUESTS_DRAFTED):
+    tested = [m for m in (*ACCEPTANCE_METRICS, REQUESTS_DRAFTED)
+              if np.isfinite(_values(ad, m)).sum() >= MIN_BOOTS]  # fmt: skip
+    for metric in tested:
         v = _values(ad, metric)
         keep = np.isfinite(v)
-        if keep.sum() < MIN_BOOTS:
-            continue
         ids = [b for b, k in zip(ad.boot_ids, keep, strict=True) if k]
-        flagged, p = mode_split(v[keep], alpha)
+        # Bonferroni over the metrics too: the arm is flagged at most alpha of the time
+        level = alpha / len(tested)
+        flagged, p = mode_split(v[keep], level, floor=within_boot_se(ad.subset(
+            [i for i, k in enumerate(keep) if k]), metric))  # fmt: skip
+        p = min(1.0, p * len(tested))
         main = v[keep][~flagged]
         out.append(
             BootModes(
@@ -100,8 +130,9 @@ def modes_note(arm: str, m: BootModes, boots: int) -> str:
     )
     sd = f" ± {m.main_sd:.{digits}f}" if m.main_sd is not None else ""
     return (
-        f"arm {arm}: 2 modes across boots in {_said(m.metric)} (p = {m.p_adjusted:.2g}, "
-        f"Bonferroni over boots) — {m.main_boots} boots at {m.main_mean:.{digits}f}{sd}; "
+        f"arm {arm}: 2 modes across boots in {_said(m.metric)} "
+        f"(p = {m.p_adjusted:.2g}, Bonferroni over boots and metrics) — "
+        f"{m.main_boots} boots at {m.main_mean:.{digits}f}{sd}; "
         f"{len(m.other_boots)} apart: {others}. The verdicts use all {boots} boots; a start-up "
         "that differs between boots is itself a finding: read those boots' server logs "
         "(`analyze --exclude-boot ID` shows the verdicts without them)"

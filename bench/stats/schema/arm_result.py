@@ -104,7 +104,9 @@ class BootModes(Frozen):
         "boot's requests that drafted at all."
     )
     modes: Int = Field(description="1: one population; 2: some boots lie apart (named).")
-    p_adjusted: Num = Field(description="Smallest leave-one-out t p, Bonferroni over boots.")
+    p_adjusted: Num = Field(
+        description="Smallest leave-one-out t p, Bonferroni over boots and the metrics tested."
+    )
     main_boots: Int = Field(description="Boots of the main mode.")
     main_mean: Num = Field(description="Their mean value (the metric's scale).")
     main_sd: Num = Field(description="Their SD over boots.")
