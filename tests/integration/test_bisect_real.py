@@ -65,5 +65,7 @@ def test_bisect_names_the_commit_that_changed_acceptance(
     assert unserved["fused MoE: tuned config for a CPU"][0].endswith("device_name=cpu.json")
     same_subjects = {manifest[a]["subject"] for a in same}
     outside = {"docs: a DFlash figure", "csrc: a CPU kernel tweak"}
-    outside |= {"requirements: pin a dependency", "merge: bloom clean-ups"}
+    outside |= {"requirements: pin a dependency", "fused MoE: tuned config for a CPU"}
     assert outside <= same_subjects
+    subjects = [manifest[a]["subject"] for a in points]  # a merge is one first-parent point
+    assert subjects[-1] == "merge: bloom clean-ups" and "bloom: comment at the end" not in subjects

@@ -409,8 +409,9 @@ def test_by_prompt_tokens_groups_prompts_by_length_bins(
     )
     groups = json.loads(capsys.readouterr().out)["breakdown"]["groups"]
     assert [g["probes"] for g in groups] == [(tokens < cut).sum(), (tokens >= cut).sum()]
-    for bad in ("output_position", "prompt_tokens:x", "length"):
+    for bad in ("output_position", "prompt_tokens:x", "length", "prompt_tokens:50,10"):
         assert run(["analyze", str(results), "--by", bad]) == 2
     said = capsys.readouterr().err.splitlines()
     # simulated boots record no verify steps: acceptance along the output is refused, naming why
-    assert "needs each request's verify steps in order" in said[0] and len(said) == 3
+    assert "needs each request's verify steps in order" in said[0] and len(said) == 4
+    assert "do not increase" in said[3] and "prompt_tokens:10,50" in said[3]

@@ -165,6 +165,11 @@ CASES = [
     ),
     Case("baseline not an arm", edit(a=_set("experiment.baseline", "zz")), ("baseline",)),
     Case("looks decreasing", edit(a=_set("experiment.looks", [6, 3])), ("looks",)),
+    Case(
+        "screen: a relative margin of 150 %",
+        edit(a=_set("screen", {"metric": "output_tokens_per_s", "margin": 1.5})),
+        ("screen", "margin = 1.5", "below 1"),
+    ),
     Case("arm name with a slash", edit(a=_set("arms.0.name", "a/b")), ("name",)),
     Case("no model", edit(a=_set("server.model", _DELETE)), ("model",)),
     Case("reserved flag", edit(a=_set("server.args", {"port": 8000})), ("port",)),

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from bench.experiment.spec.margins import MetricName, check_measured
+from bench.experiment.spec.margins import MetricName, check_measured, check_relative_margin
 from bench.records import CONFIRM_LOOKS, PRIMARY_DEFAULT
 
 
@@ -112,3 +112,4 @@ def check_history(
             f"{len(names)}: {names}"
         )
     check_measured(bisect.metric, undrafted, "point", "search")
+    check_relative_margin(bisect.metric, bisect.margin, "[bisect]")

@@ -26,7 +26,10 @@ if TYPE_CHECKING:
 else:
     MetricName = Literal[ALL_METRICS]
 PrimaryMetrics = Annotated[list[MetricName], Field(min_length=1), AfterValidator(_unique)]
-__all__ = ["PRIMARY_DEFAULT", "Margins", "MetricName", "PrimaryMetrics", "check_measured"]
+__all__ = [
+    "PRIMARY_DEFAULT", "Margins", "MetricName", "PrimaryMetrics", "check_measured",
+    "check_relative_margin",
+]  # fmt: skip
 
 
 def check_measured(metric: str, undrafted: list[str], table: str, verb: str) -> None:
@@ -37,6 +40,17 @@ def check_measured(metric: str, undrafted: list[str], table: str, verb: str) -> 
             f"metric {metric!r} is not measured at {', '.join(undrafted[:3])}: it runs "
             "without speculative decoding, so its probes count no drafts; give every "
             f'{table} a drafter, or {verb} metric = "{SPEED_METRIC}"'
+        )
+
+
+def check_relative_margin(metric: str, margin: float | None, table: str) -> None:
+    """A ratio metric's relative margin is a share of the baseline: 1 or more would be a
+    drop to zero or below, which no ratio can take (its log is undefined)."""
+    if margin is not None and METRIC[metric].relative and margin >= 1:
+        raise ValueError(
+            f"{table} margin = {margin:g} for {metric} is a relative drop of "
+            f"{margin:.0%}: a ratio cannot fall that far; give a share below 1 "
+            "(e.g. 0.05 for 5 %)"
         )
 
 

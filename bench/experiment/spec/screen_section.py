@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from bench.errors import SpecabError
-from bench.experiment.spec.margins import MetricName, check_measured
+from bench.experiment.spec.margins import MetricName, check_measured, check_relative_margin
 from bench.records import PRIMARY_DEFAULT
 
 
@@ -71,6 +71,7 @@ def check_screen(
             "make the last look boots_per_arm"
         )
     check_measured(screen.metric, undrafted, "arm", "screen")
+    check_relative_margin(screen.metric, screen.margin, "[screen]")
 
 
 def expand_screen(data: dict[str, Any], file: Path) -> dict[str, Any]:

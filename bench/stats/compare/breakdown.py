@@ -14,6 +14,7 @@ the groups' own multiplicity.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import TypeVar
 
 import numpy as np
@@ -41,6 +42,14 @@ WINDOWS = "output_position"
 
 def check_by(by: str | None) -> None:
     """A grouping `--by` knows, in one SpecabError line otherwise."""
+    if by is not None and edges(by):
+        given = [float(x) for x in by.partition(":")[2].split(",") if x.strip()]
+        if any(b <= a for a, b in pairwise(given)):
+            raise SpecabError(
+                f"{by!r}: its bin edges {given} do not increase", field="by",
+                fix=f"list them in increasing order, each once: {by.partition(':')[0]}:"
+                + ",".join(f"{x:g}" for x in sorted(set(given))),
+            )  # fmt: skip
     if by is None or by in ("category", "probe_set") or edges(by) is not None:
         return
     raise SpecabError(
