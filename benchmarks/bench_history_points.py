@@ -64,8 +64,7 @@ def main() -> None:
     ap.add_argument("--modules", type=int, default=200)
     args = ap.parse_args()
     from bench.experiment.manifest import same_as
-    from bench.experiment.spec import history_points
-    from bench.experiment.spec.git_history import expand_history
+    from bench.experiment.spec import expand_history, history_points
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

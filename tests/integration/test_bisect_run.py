@@ -43,6 +43,8 @@ def test_bisect_names_the_first_changed_point_and_boots_only_what_it_asks(
     out = capsys.readouterr().out
     assert "bisect: the first changed point is p3" in out and "--baseline p2" in out
     assert out.index("bisect (") < out.index("History: where did")  # the answer leads
+    counts = [x.split("done=")[1].split()[0] for x in out.splitlines() if " done=" in x]
+    assert counts and all("/" not in c for c in counts)  # no plan's maximum to count down to
     ok = load_results(root).ok_boots()
     booted = set(ok["arm"])
     assert {"p0", "p5"} <= booted and len(booted) < 6  # not every point: the search chose

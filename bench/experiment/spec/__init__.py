@@ -15,7 +15,7 @@ from bench.experiment.spec.experiment_file import (
     parse_spec,
     resolve_path,
 )
-from bench.experiment.spec.git_history import history_points, needs_build
+from bench.experiment.spec.git_history import expand_history, history_points, needs_build
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.reference_page import experiment_reference_markdown
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
@@ -43,6 +43,7 @@ __all__ = [
     "ResourcesSection",
     "ServerSection",
     "auth_headers",
+    "expand_history",
     "experiment_reference_markdown",
     "history_points",
     "is_secret_env",

@@ -39,13 +39,31 @@ def plot_history(b: Bisection) -> Figure:
         ax.annotate(f"{p.boots}", (p.index, p.estimate), textcoords="offset points",
                     xytext=(5, 4), fontsize=7, color=colour)  # fmt: skip
     ax.set_xticks([p.index for p in b.points])
-    ax.set_xticklabels([p.arm for p in b.points], rotation=60, ha="right", fontsize=7)
+    ax.set_xticklabels([_tick(p.arm, p.subject) for p in b.points], rotation=60, ha="right",
+                       fontsize=7)  # fmt: skip
     ax.set_ylabel(m.label)
     ax.grid(alpha=0.3)
     if b.range_first is not None:
         ax.legend(loc="best", fontsize=8)
     fig.suptitle(
-        f"Where did {m.short} change? {b.reason} ({b.boots} boots)",
+        f"Where did {m.short} change? {_answer(b)} ({b.boots} boots)",
         x=0.01, ha="left", fontsize=11,
     )  # fmt: skip
     return fig
+
+
+def _tick(arm: str, subject: str | None) -> str:
+    """A point's label: its arm and, for a git history, its commit's subject (cut short)."""
+    if not subject:
+        return arm
+    return f"{arm} {subject if len(subject) <= 28 else subject[:27] + '…'}"
+
+
+def _answer(b: Bisection) -> str:
+    """The answer in a few words (the reason sentence is the report's, beside the figure)."""
+    if b.outcome == "culprit" and b.culprit is not None:
+        subject = (b.culprit_commit or {}).get("subject")
+        return f"culprit {b.culprit}" + (f": {subject[:48]}" if subject else "")
+    if b.outcome == "range":
+        return f"in {b.range_first} .. {b.range_last}"
+    return "did not reproduce" if b.outcome == "not_reproduced" else "searching"

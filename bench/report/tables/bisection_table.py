@@ -20,6 +20,7 @@ def bisection_table(b: Bisection) -> pd.DataFrame:
         [
             {
                 "point": p.arm,
+                **({"commit": p.subject or ""} if any(q.subject for q in b.points) else {}),
                 "boots": p.boots,
                 f"{m.short} [CI]": f"{_num(p.estimate, m.digits)} "
                 f"[{_num(p.ci_low, m.digits)}, {_num(p.ci_high, m.digits)}]",
@@ -36,20 +37,34 @@ def bisection_table(b: Bisection) -> pd.DataFrame:
 
 
 def bisection_section(b: Bisection) -> tuple[str, str, pd.DataFrame]:
-    rerun = (
-        f" Rerun it as an A/B: arms **{b.last_good}** and **{b.culprit}** of the same file, "
-        "without [bisect]."
-        if b.culprit and b.last_good
-        else ""
-    )
+    m = METRIC[b.metric]
+    shown = "{:+.1%}" if m.relative else "{:+.4f}"
+    said = [
+        "The arms, in order, are a history from the good end to the bad end; the search looked "
+        f"for the first point where {b.metric} changed and names one only once fresh boots of "
+        "it and of the point before it differ (a named culprit is wrong at most "
+        f"{b.alpha:g} of the time; {b.boots} boots). **{b.reason}**."
+    ]
     if (c := b.culprit_commit) is not None:
-        rerun += (
-            f" Commit `{c.get('commit')}` ({c.get('date')}): {c.get('subject')}; it touches "
+        said.append(
+            f"Commit `{c.get('commit')}` ({c.get('date')}): {c.get('subject')}; it touches "
             f"{', '.join(f'`{f}`' for f in c.get('files', [])[:8])}."
         )
-    text = (
-        f"The arms, in order, are a history from the good end to the bad end; the search "
-        f"looked for the first point where {b.metric} changed, naming one only when it holds "
-        f"probability ≥ {1 - b.alpha:g} ({b.boots} boots). **{b.reason}**.{rerun}"
-    )
-    return ("Which change did it", text, bisection_table(b))
+        if c.get("unserved"):
+            said.append(
+                "Not served at this point over the installed build (its compiled or data part "
+                f"was not measured): {', '.join(f'`{f}`' for f in c['unserved'])}."
+            )
+    if b.difference is not None and b.difference_ci_low is not None:
+        hi = b.difference_ci_high if b.difference_ci_high is not None else float("nan")
+        said.append(
+            f"Bad end − good end: {shown.format(b.difference)} "
+            f"[{shown.format(b.difference_ci_low)}, {shown.format(hi)}] (the ends' test: its "
+            "last look's interval at α over its looks)."
+        )
+    if b.culprit and b.last_good:
+        said.append(
+            f"The step as an A/B on these boots: `specab analyze DIR --baseline {b.last_good}` "
+            f"(arm {b.culprit} against it)."
+        )
+    return ("Which change did it", " ".join(said), bisection_table(b))

@@ -274,6 +274,7 @@ class Driver:
                 target={a: self.spec.experiment.boots_per_arm for a in self.arms},
                 ok=dict(summary.ok),
                 slots=cap,
+                open_ended=isinstance(seq, BisectRun),
             )
             dispatch = Dispatcher(
                 nodes, cap, task_options(res), self.task, gang=res.nodes, bundle=bundle(res)

@@ -39,12 +39,20 @@ class ProgressState:
     running: dict[str, Running] = field(default_factory=dict)  # by boot_id
     durations: list[float] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
+    # a culprit search asks for boots as it goes: no target to count down to, no ETA
+    open_ended: bool = False
+
+    def done(self, arm: str | None = None) -> str:
+        """Ok boots (of one arm, or all) over the target, or alone for an open-ended run."""
+        ok = self.ok.get(arm, 0) if arm else sum(self.ok.values())
+        target = self.target.get(arm, 0) if arm else sum(self.target.values())
+        return f"{ok}" if self.open_ended else f"{ok}/{target}"
 
     def remaining(self) -> int:
         return sum(max(0, self.target[a] - self.ok.get(a, 0)) for a in self.arms)
 
     def eta_s(self) -> float | None:
-        if not self.durations:
+        if not self.durations or self.open_ended:
             return None
         left = self.remaining()
         waves = left / max(1, self.slots)
@@ -108,7 +116,7 @@ class LineProgress(_Base):
             err = f" flagged={record.no_drafts[:160]!r}"
         self.console.print(
             f"boot {record.boot_id} {record.status} host={record.host} "
-            f"{wall_s:.1f}s done={sum(s.ok.values())}/{sum(s.target.values())} "
+            f"{wall_s:.1f}s done={s.done()} "
             f"eta={_fmt_s(s.eta_s())}{err}",
             markup=False,
             highlight=False,
@@ -152,9 +160,7 @@ class LiveProgress(_Base):
             table.add_column(col, justify="left" if col == "arm" else "right")
         for arm in s.arms:
             run = sum(1 for r in s.running.values() if r.arm == arm)
-            table.add_row(
-                arm, f"{s.ok.get(arm, 0)}/{s.target[arm]}", str(s.failed.get(arm, 0)), str(run)
-            )
+            table.add_row(arm, s.done(arm), str(s.failed.get(arm, 0)), str(run))
         now = time.monotonic()
         current = ", ".join(
             f"{r.arm}#{r.boot}.{r.attempt}@{r.node} {now - r.since:.0f}s"

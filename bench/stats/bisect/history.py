@@ -119,6 +119,7 @@ def bisection(results: Results, alpha: float) -> Bisection:
                 decision="skipped" if i in skipped
                 else _decision(i, len(arms), int(v.size), changed, alpha),
                 same_as=(section.commits.get(arm) or {}).get("same_as"),
+                subject=(section.commits.get(arm) or {}).get("subject"),
             )
         )  # fmt: skip
     answer = _answer(section.metric, arms, step, points, alpha)

@@ -34,6 +34,9 @@ class BisectPoint(Frozen):
         description="The earlier point it runs the same code as (no boots of its own, never "
         "the culprit); null otherwise.",
     )
+    subject: str | None = Field(
+        None, description="For a history made from git: its commit's subject line."
+    )
     decision: PointDecision = Field(
         description="like bad: p_changed >= 1 - alpha; like good: <= alpha; neither: its boots "
         "sit between the two levels (a second change near it); skipped: its attempts failed "
