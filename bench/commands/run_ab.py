@@ -67,6 +67,7 @@ def run_ab(
         ),
     ] = False,
     track: Track = None,
+    searching: Annotated[bool, typer.Option(hidden=True)] = False,  # called by `bisect`
 ) -> int:
     """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
     from bench.experiment import load_spec
@@ -80,7 +81,7 @@ def run_ab(
     console = table_console()
     note = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
     tracker = LiveTracker(track, root, note) if track else None
-    if spec.bisect is not None and not quiet:
+    if spec.bisect is not None and not searching:
         note(
             f"{experiment_file} has [bisect]: its arms are a history, and this runs its "
             "culprit search (as `specab bisect` does), booting only the points it asks for"
@@ -193,6 +194,7 @@ def bisect(
         report=report,
         duets=False,
         track=track,
+        searching=True,
     )
 
 

@@ -88,8 +88,11 @@ def test_a_history_without_a_change_says_it_did_not_reproduce(
 ) -> None:
     spec = _history(tmp_path, fake_experiment, ["0.6", "0.6", "0.6", "0.6"])
     root = tmp_path / "results"
-    assert run(["bisect", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
-    assert "did not reproduce" in capsys.readouterr().out
+    # run-ab on a [bisect] file runs the search, and says so
+    assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    assert "has [bisect]: its arms are a history, and this runs its culprit search" in out
+    assert "did not reproduce" in out and "the ends would have shown a change of" in out
     ok = load_results(root).ok_boots()
     assert set(ok["arm"]) == {"p0", "p3"}  # the ends only, to their last look
     assert len(ok) == 12
@@ -98,6 +101,10 @@ def test_a_history_without_a_change_says_it_did_not_reproduce(
 def test_bisect_refuses_a_file_without_a_history(
     tmp_path: Path, fake_experiment: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:
+    history = _history(tmp_path / "h", fake_experiment, ["0.2", "0.2", "0.9"])
+    assert run(["validate", str(history)]) == 0  # a history: what the search may boot
+    said = capsys.readouterr().out
+    assert "a history of 3 points (p0 .. p2)" in said and "0 arm(s)" not in said
     spec = fake_experiment(tmp_path, {"a": {}, "b": {}})
     assert run(["bisect", str(spec), "--results-dir", str(tmp_path / "r")]) == 2
     err = capsys.readouterr().err
