@@ -25,6 +25,7 @@ from bench.records.manifest import (
     ManifestScreen,
     ManifestSweep,
     SweepCell,
+    planned_boots,
 )
 from bench.records.metrics import (
     ACCEPTANCE_METRICS,
@@ -89,6 +90,7 @@ __all__ = [
     "list_lengths",
     "list_matrix",
     "list_values",
+    "planned_boots",
     "replication_advice",
     "short_name",
     "too_few_boots",

@@ -12,6 +12,7 @@ these models forbid nothing they do not read; every field they do read is typed 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -97,6 +98,12 @@ class ManifestSweep(_Read):
 CONFIRM_LOOKS = (3, 6, 10)
 
 
+def planned_boots(boots_per_point: int, endpoint_looks: Sequence[int]) -> int:
+    """Boots a point of a history may take: its search boots (an end's last look, an inner
+    point's cap), then one confirmation's fresh boots. The driver plans this many."""
+    return max(boots_per_point, *endpoint_looks) + CONFIRM_LOOKS[-1]
+
+
 class ManifestBisect(_Read):
     """The `[bisect]` table as resolved: the arms, in order, are the history."""
 
@@ -111,8 +118,7 @@ class ManifestBisect(_Read):
 
     @property
     def most_boots(self) -> int:
-        """Planned boots per point: its search boots, then a confirmation's fresh boots."""
-        return max(self.boots_per_point, *self.endpoint_looks) + CONFIRM_LOOKS[-1]
+        return planned_boots(self.boots_per_point, self.endpoint_looks)
 
 
 class ManifestScreen(_Read):

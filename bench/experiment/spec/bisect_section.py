@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench.experiment.spec.margins import MetricName, check_measured, check_relative_margin
-from bench.records import CONFIRM_LOOKS, PRIMARY_DEFAULT
+from bench.records import PRIMARY_DEFAULT, planned_boots
 
 
 class GitRange(BaseModel):
@@ -93,7 +93,7 @@ class BisectSection(BaseModel):
     def most_boots(self) -> int:
         """Boots any point may take (its search boots, then a confirmation's fresh boots):
         the plan every point's boots are drawn from."""
-        return max(self.boots_per_point, self.endpoint_boots) + CONFIRM_LOOKS[-1]
+        return planned_boots(self.boots_per_point, self.endpoint_looks)
 
 
 def check_history(

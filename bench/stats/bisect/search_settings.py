@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.records import CONFIRM_LOOKS
+from bench.records import planned_boots
 
 
 @dataclass(frozen=True)
@@ -27,4 +27,4 @@ class BisectSettings:
     @property
     def most_boots(self) -> int:
         """Boots any point may take: its search boots, then one confirmation's fresh boots."""
-        return max(self.cap, self.endpoint_looks[-1]) + CONFIRM_LOOKS[-1]
+        return planned_boots(self.cap, self.endpoint_looks)
