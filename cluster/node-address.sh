@@ -6,7 +6,8 @@
 #
 # In this order: the IPv4 of SPECAB_NODE_IFACE when set; with HEAD_ADDRESS, the source
 # address of this node's route to the head (the address the head can reach it at); the
-# hostname's address when it is not loopback; else the first global IPv4 address. Ubuntu and
+# hostname's first IPv4 address that is not loopback; else the first global IPv4 address.
+# Only IPv4 is printed: an IPv6 address of the hostname or an IPv6 head is passed over. Ubuntu and
 # DGX OS often map the hostname to 127.0.1.1 in /etc/hosts: an address on loopback is never
 # printed. Exit 2 with one line when nothing routable is found (set SPECAB_NODE_IFACE).
 set -euo pipefail
@@ -29,9 +30,12 @@ if [[ -n "$HEAD" ]] && ! loopback "$HEAD"; then
     addr=$(ip -4 route get "$HEAD" 2>/dev/null | sed -n 's/.* src \([0-9.]*\).*/\1/p' | head -1)
     loopback "$addr" || say "$addr"
 fi
-addr=$(hostname --ip-address 2>/dev/null | awk '{print $1}' || true)
+# The hostname's first IPv4 that is not loopback: it may resolve to IPv6 too (printed
+# first on some hosts), which Ray's and vLLM's host:port strings would need bracketed.
+named=$(hostname --ip-address 2>/dev/null || true)
+addr=$(tr ' ' '\n' <<<"$named" | grep -E '^[0-9]+(\.[0-9]+){3}$' | grep -v '^127\.' | head -1 || true)
 loopback "$addr" || say "$addr"
-named=$addr
+named=${named%% *}
 addr=$(ip -4 -o addr show scope global 2>/dev/null | awk '{print $4}' | cut -d/ -f1 | head -1)
 loopback "$addr" || say "$addr"
 echo "specab: $(hostname -s) has no routable address (its hostname resolves to" \

@@ -20,11 +20,14 @@ from bench.records.count_lists import list_lengths, list_matrix, list_values
 from bench.records.loaded_results import Results
 from bench.records.manifest import (
     CONFIRM_LOOKS,
+    LOOKS,
+    PLAN_LOOKS,
     Manifest,
     ManifestBisect,
     ManifestScreen,
     ManifestSweep,
     SweepCell,
+    looks_ending_at,
     planned_boots,
 )
 from bench.records.metrics import (
@@ -60,8 +63,10 @@ __all__ = [
     "CONFIRM_LOOKS",
     "DEFAULT_MARGINS",
     "FEW_BOOTS_LABEL",
+    "LOOKS",
     "METRIC",
     "MIN_USEFUL_BOOTS",
+    "PLAN_LOOKS",
     "PRIMARY_DEFAULT",
     "PROBE_OPTIONAL",
     "PROBE_SCHEMA",
@@ -90,6 +95,7 @@ __all__ = [
     "list_lengths",
     "list_matrix",
     "list_values",
+    "looks_ending_at",
     "planned_boots",
     "replication_advice",
     "short_name",

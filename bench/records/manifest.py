@@ -92,6 +92,17 @@ class ManifestSweep(_Read):
     cells: list[SweepCell] = Field(default_factory=list, description="One per generated arm.")
 
 
+# The sequential looks (boots per arm) of a screening and of a history's ends, unless a file
+# gives its own: these below the last, then the last. A plan's longer search continues them.
+LOOKS = (3, 6, 10, 16)
+PLAN_LOOKS = (*LOOKS, 25, 40, 64, 100)
+
+
+def looks_ending_at(last: int, schedule: Sequence[int] = LOOKS) -> tuple[int, ...]:
+    """The looks of `schedule` below `last`, then `last`."""
+    return (*(n for n in schedule if n < last), last)
+
+
 # Fresh boots a side at which a proposed culprit and the point before it are compared before
 # the culprit is named (`bench.stats.bisect.confirm`); a point's plan holds the last on top of
 # its search boots.

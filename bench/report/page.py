@@ -15,12 +15,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from bench.report.sections import Section
-from bench.report.tables import md_table
+from bench.report.tables import LEAD_SECTIONS, UNFOLDED, md_table
 
-LEAD_SECTIONS = ("Answer", "Which change did it", "Which candidates lowered it", "Selection")
 LEAD_FIGURES = ("fig0_history", "fig2_forest", "fig1_boots")
 FOLD_ROWS = 8  # a longer table is folded under a one-line summary, except these
-UNFOLDED = ("Verdicts", "Arms")
 
 _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1180px;margin:2em auto;padding:0 1em;color:#222}

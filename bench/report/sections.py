@@ -7,6 +7,7 @@ import pandas as pd
 
 from bench.records import ACCEPTANCE_METRICS, DEFAULT_MARGINS, METRIC, SPEED_METRIC, Results
 from bench.report.tables import (
+    Heading,
     accepted_length_table,
     bisection_section,
     category_table,
@@ -34,7 +35,7 @@ def _verdicts(analysis: Analysis) -> Section:
     verdicts = verdict_table(analysis)
     primary = ", ".join(analysis.primary_metrics)
     return (
-        "Verdicts",
+        Heading.VERDICTS,
         f"Baseline **{analysis.baseline}**, α = {analysis.alpha}. Primary metrics: {primary} "
         "(one Holm family); every other metric is secondary (its own Holm family across "
         "arms). Each verdict rests on the interval beside it (Holm-compatible within its "
@@ -62,7 +63,7 @@ def _arms(analysis: Analysis) -> Section:
             for a in analysis.arms
         ]
     )
-    return ("Arms", "Estimates with their intervals, from ok boots only.", rows)
+    return (Heading.ARMS, "Estimates with their intervals, from ok boots only.", rows)
 
 
 def _shared(analysis: Analysis) -> str:
@@ -125,7 +126,7 @@ def sections(results: Results, analysis: Analysis) -> list[Section]:
     by = analysis.breakdown
     said = headlines(results, analysis)
     return [
-        *([("Answer", "\n".join(f"- {x}" for x in said), None)] if said else []),
+        *([(Heading.ANSWER, "\n".join(f"- {x}" for x in said), None)] if said else []),
         *([bisection_section(analysis.bisection)] if analysis.bisection else []),
         *([screening_section(analysis.screening)] if analysis.screening else []),
         *([selection_section(analysis.selection)] if analysis.selection else []),

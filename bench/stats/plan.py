@@ -25,6 +25,7 @@ from bench.stats.inputs import (
     arm_data,
     boot_values,
     check_prior_design,
+    effect_scale,
     resolve_settings,
 )
 from bench.stats.methods import F, estimate
@@ -81,7 +82,7 @@ def plan_from_results(
     planned_effect = effect
     if METRIC[metric].relative:  # the comparison is Welch on log boot values
         pooled = pooled.model_copy(update={"between_boot_sd": _log_speed_sd(data, arms)})
-        planned_effect = math.log1p(effect)
+        planned_effect = effect_scale(metric, effect)
     ok = boots[boots["status"] == "ok"]
     boot_cost = _mean(ok["boot_seconds"]) if "boot_seconds" in ok else None
     prompt_cost = _mean(probes["latency_s"]) if len(probes) else None

@@ -3,8 +3,9 @@
 which makes vLLM's DFlash attention build full-head rope) bisected on the demo's committed
 DFlash models, each point served as the build plus the package's Python good..commit
 changes. The search names that commit, confirmed on fresh boots, without booting every
-point; it never boots a point that runs the same code as the point before it (docs, a data
-file, csrc/, a pin, a merge of comments), and lists what each commit leaves unserved."""
+point; it never boots a point that runs the same code as the point before it (docs, csrc/,
+a pin, a merge of comments), serves a data file and a rename in the package, and lists what
+each commit leaves unserved."""
 
 from __future__ import annotations
 
@@ -56,16 +57,19 @@ def test_bisect_names_the_commit_that_changed_acceptance(
     same = [a for a, p in points.items() if p["same_as"] and 0 < p["index"] < 15]
     assert same and not set(same) & set(ok["arm"])  # same code: never booted
     # a range shaped like vLLM's: what each commit leaves unserved over the build is listed,
-    # and a commit that changes only docs, a data file, csrc/ or a pin runs the same code
+    # a commit that changes only docs, csrc/ or a pin runs the same code, and a data file or
+    # a rename in the package is served (its point runs code of its own)
     manifest = json.loads((root / "manifest.json").read_text())["bisect"]["commits"]
     unserved = {c["subject"]: c["unserved"] for c in manifest.values()}
     assert unserved["csrc: a CPU kernel tweak"] == ["csrc/cpu/activation.cpp"]
     assert unserved["requirements: pin a dependency"] == ["requirements/cpu.txt"]
-    assert unserved["gpt2: rename the module"] == ["vllm/model_executor/models/gpt2.py"]
-    assert unserved["fused MoE: tuned config for a CPU"][0].endswith("device_name=cpu.json")
+    assert unserved["gpt2: rename the module"] == []
+    assert unserved["fused MoE: tuned config for a CPU"] == []
     same_subjects = {manifest[a]["subject"] for a in same}
     outside = {"docs: a DFlash figure", "csrc: a CPU kernel tweak"}
-    outside |= {"requirements: pin a dependency", "fused MoE: tuned config for a CPU"}
+    outside |= {"requirements: pin a dependency"}
     assert outside <= same_subjects
+    served = {"fused MoE: tuned config for a CPU", "gpt2: rename the module"}
+    assert not served & same_subjects
     subjects = [manifest[a]["subject"] for a in points]  # a merge is one first-parent point
     assert subjects[-1] == "merge: bloom clean-ups" and "bloom: comment at the end" not in subjects

@@ -59,6 +59,10 @@ def test_bisect_names_the_first_changed_point_and_boots_only_what_it_asks(
     assert answer.index("**culprit**: p3 is the first changed point") < answer.index(" vs p0")
     never = sorted({f"p{i}" for i in range(6)} - booted)
     assert never and not any(f"**{a}** vs" in answer for a in never)  # never booted: no A/B
+    verdicts = md[md.index("## Verdicts") : md.index("## Arms")]
+    assert not any(f"| {a} " in verdicts for a in never) and "| p3 " in verdicts
+    assert "Confirmation 1: p3 − p2 on 3 fresh boots each" in md  # said as the terminal says it
+    assert "Confirmation 1: p3 − p2 on 3 fresh boots each" in out
     assert "p3 is the first changed point: 3 fresh boots of it and of p2 differ" in md
     assert md.index("fig0_history") < md.index("fig1_boots")  # the history leads the figures
     n = len(list((root / "boots").glob("*.parquet")))
@@ -119,7 +123,7 @@ if git cat-file -e "$commit:vllm/broken" 2>/dev/null; then
     echo "error: the extension does not compile" >&2
     exit 1
 fi
-level=$(git show "$commit:vllm/level")
+level=$(git show "$commit:csrc/level.cpp")
 mkdir -p "$out/bin"
 printf '#!/bin/sh\\nexport SPECAB_FAKE_ACCEPT=%s\\nexec %s "$@"\\n' "$level" "{python}" \\
     > "$out/bin/python"
@@ -136,17 +140,19 @@ def _git(repo: Path, *args: str) -> None:
 
 
 def _built_history(tmp_path: Path) -> Path:
-    """good (0.2), a docs edit, a commit whose build fails, its fix, the change (0.9), a
-    later edit: each commit is built by a script that reads the level from the commit."""
+    """good (0.2), a docs edit, a commit whose build fails, its fix, the change (0.9: a
+    csrc/-only commit, which only a build serves), a later edit: each commit is built by a
+    script that reads the level from the commit's compiled source."""
     repo = tmp_path / "src"
     (repo / "vllm").mkdir(parents=True)
+    (repo / "csrc").mkdir()
     _git(tmp_path, "init", "-q", "-b", "main", str(repo))
     steps = [
-        ("good", {"vllm/level": "0.2"}, []),
+        ("good", {"csrc/level.cpp": "0.2", "vllm/README": "v"}, []),
         ("docs", {"vllm/README": "docs"}, []),
         ("a kernel that does not compile", {"vllm/broken": "x"}, []),
         ("the kernel fixed", {"vllm/kernel.cu": "ok"}, ["vllm/broken"]),
-        ("the change", {"vllm/level": "0.9"}, []),
+        ("the change", {"csrc/level.cpp": "0.9"}, []),
         ("a later edit", {"vllm/README": "more docs"}, []),
     ]
     for subject, files, removed in steps:
@@ -183,6 +189,7 @@ def test_a_git_history_with_builds_builds_each_point_once_on_demand_and_skips_a_
     assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
     b = json.loads(capsys.readouterr().out)["bisection"]
     assert b["outcome"] == "culprit" and b["culprit_commit"]["subject"] == "the change"
+    assert b["culprit_commit"]["files"] == ["csrc/level.cpp"]  # compiled only: a build serves it
     decisions = {p["arm"][:2]: p["decision"] for p in b["points"]}
     assert decisions["02"] == "skipped"
     builds = tmp_path / "builds"

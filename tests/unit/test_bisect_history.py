@@ -147,15 +147,17 @@ def test_a_range_shaped_like_vllms_is_searched_as_it_is(
 ) -> None:
     """A PNG under docs/, a tuned JSON config in the package, a renamed module, a csrc/
     tweak, a requirements pin, the Python culprit, a kernel change with a comment in a
-    model file and a merge: every first-parent commit is a point; what a point cannot serve
-    over the build is listed; commits whose served code is unchanged are "same as"."""
+    model file and a merge: every first-parent commit is a point; data files, renames and
+    deletions in the package are served; what a point cannot serve over the build (compiled
+    code, pins, binary files) is listed; commits whose served code is unchanged are "same as"."""
     from bench.experiment.manifest import same_as
     from bench.experiment.spec import history_points
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     repo = _repo(tmp_path)
     _commit(repo, "docs: a figure", {"docs/fig.png": "\x89PNG"})
-    _commit(repo, "tuned MoE config", {"vllm/configs/E=64.json": "{}\n"})
+    _commit(repo, "tuned MoE config", {"vllm/configs/E=64.json": "{}\n",
+                                       "vllm/assets/logo.png": "\x89PNG\x00"})  # fmt: skip
     _commit(repo, "rename n", {"vllm/n.py": None, "vllm/n2.py": "Y = 1\n"})
     _commit(repo, "csrc tweak", {"csrc/ops.cpp": "int x;\n"})
     _commit(repo, "pin torch", {"requirements/common.txt": "torch==2\n"})
@@ -173,17 +175,20 @@ def test_a_range_shaped_like_vllms_is_searched_as_it_is(
     assert subjects[-1] == "merge side" and "side work" not in subjects  # first parent only
     points = history_points({"repo": "src", "good": "good", "bad": "main"}, f)
     unserved = {p["subject"]: p.get("unserved") for p in points}
-    assert unserved["tuned MoE config"] == ["vllm/configs/E=64.json"]
+    assert unserved["tuned MoE config"] == ["vllm/assets/logo.png"]  # binary: not a diff
     assert unserved["csrc tweak"] == ["csrc/ops.cpp"] and unserved["the culprit"] == []
     assert unserved["pin torch"] == ["requirements/common.txt"]
-    assert unserved["rename n"] == ["vllm/n.py"]  # the old module stays in the build
+    assert unserved["rename n"] == []  # served: n2.py added, n.py deleted
     assert unserved["kernel + comment"] == ["csrc/k.cu"]
-    assert "docs/fig.png" not in Path(spec.arms[-1].patches[0]).read_text()
+    served = Path(spec.arms[-1].patches[0]).read_text()
+    assert "docs/fig.png" not in served and "logo.png" not in served
+    assert "b/vllm/configs/E=64.json" in served and "b/vllm/n2.py" in served
+    assert "vllm/n.py" not in served  # added after good and renamed away: not in good..bad
     commits = [p["commit"] for p in points]
     twins = same_as(repo, commits, "vllm", [p.get("served", []) for p in points])
     same = {p["subject"] for p, t in zip(points, twins, strict=True) if t is not None}
-    assert same == {"change 1", "docs: a figure", "tuned MoE config", "csrc tweak",
-                    "pin torch", "kernel + comment"}  # fmt: skip
+    assert same == {"change 1", "docs: a figure", "csrc tweak", "pin torch",
+                    "kernel + comment"}  # fmt: skip
     # strict: refused, naming the commit that made the compiled change
     strict = _file(tmp_path, 'git = { repo = "src", good = "good", bad = "main", strict = true }')
     with pytest.raises(SpecabError) as exc:
@@ -229,5 +234,7 @@ def test_a_commit_that_changes_no_executed_code_runs_its_neighbours_code(
     pts = np.array([0, 0, 0, 3, 3, 3, 1, 2])
     vals = np.array([0.0, 0.1, -0.1, 2.0, 2.1, 1.9, 2.0, 2.05])
     step = next_step(pts, vals, s, same=[3])
-    assert step.outcome in ("culprit", "boot") and 3 not in step.boots
+    # the posterior proposes point 1 and asks fresh boots of it and of 0 to confirm; point 3
+    # runs 2's code, so it is never among them
+    assert step.outcome == "boot" and step.boots == {0: 3, 1: 3}
     assert step.posterior is not None and step.posterior[2] == 0.0

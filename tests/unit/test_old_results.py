@@ -61,3 +61,14 @@ def test_the_upgrade_chain_applies_each_step_in_order(tmp_path: Path) -> None:
     with pytest.raises(SpecabError) as exc:
         upgraded({"schema_version": 4}, readers, 3, where, "schema_version")
     assert "upgrade specab" in exc.value.one_line() and str(where) in exc.value.one_line()
+
+
+def test_old_results_asked_for_acceptance_along_the_output_say_they_predate_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d = tmp_path / DIRS[0].name
+    shutil.copytree(DIRS[0], d)
+    assert run(["analyze", str(d), "--by", "output_position", "--resamples", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "predate step recording" in err and "rerun the arms" in err
+    assert "rerun with" not in err and len(err.splitlines()) == 1

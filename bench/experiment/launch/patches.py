@@ -24,7 +24,7 @@ from bench.experiment.launch.code_diffs import DIFF_SUFFIXES, AppliedDiff, is_di
 from bench.experiment.spec import Experiment, resolve_path
 
 RUNTIME_DIR = Path(__file__).parents[1] / "runtime"  # bench/experiment/runtime (a contract)
-RUNTIME_FILES = ("sitecustomize.py", "specab_patch.py")
+RUNTIME_FILES = ("sitecustomize.py", "specab_patch.py", "specab_served_files.py")
 RUNNER_FILE = "specab_member.py"  # a gang boot's headless member (runtime/specab_member.py)
 MANIFEST = "specab_patches.json"
 REPORT_ENV = "SPECAB_PATCH_REPORT"
@@ -57,20 +57,32 @@ def _read_patch(p: Path) -> bytes:
     return p.read_bytes()
 
 
+def _served_name(i: int, applied: AppliedDiff, path: str) -> str:
+    return f"served/{i:02d}_{applied.name}/{path}"
+
+
 def _served_files(i: int, applied: AppliedDiff) -> list[tuple[str, bytes]]:
-    """A diff's patched modules as files of the patch directory."""
-    return [(f"served/{i:02d}_{applied.name}/{m.path}", m.patched) for m in applied.modules]
+    """A diff's patched files as files of the patch directory (a deleted file has none)."""
+    return [
+        (_served_name(i, applied, m.path), m.patched)
+        for m in applied.modules
+        if m.patched is not None
+    ]
 
 
 def _diff_entry(i: int, applied: AppliedDiff, file: str, blob: bytes) -> dict[str, Any]:
+    """What the runtime serves: per file its import name (a module) or its path beside the
+    modules (a data file, `data`), and `deleted` where the diff removes it."""
     modules = [
         {
             "module": m.module,
             "path": m.path,
-            "file": served,
+            "file": _served_name(i, applied, m.path),
             "original_sha256": m.original_sha256,
+            **({"data": True} if not m.is_module else {}),
+            **({"deleted": True} if m.patched is None else {}),
         }
-        for m, (served, _) in zip(applied.modules, _served_files(i, applied), strict=True)
+        for m in applied.modules
     ]
     return {
         "name": applied.name,

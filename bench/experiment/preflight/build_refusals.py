@@ -53,7 +53,9 @@ REFUSALS = (
         needle="dspark speculative decoding",
         cpu_only=True,
         fix="run DSpark on a GPU build with the V2 model runner (vLLM 0.32 implements it only "
-        "there: 'Model Runner V1 does not support: dspark speculative decoding')",
+        "there: 'Model Runner V1 does not support: dspark speculative decoding'); "
+        "`specab lint --configs-only FILE` checks its draft and target configs here, without "
+        "a build",
         when="at start-up, after loading the model",
     ),
 )

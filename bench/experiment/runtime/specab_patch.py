@@ -231,6 +231,8 @@ class _DiffFinder(importlib.abc.MetaPathFinder):
             origin = os.path.join(next(iter(path)), os.path.basename(entry["path"]))
         if not origin or not _same_build(patch, entry, origin):
             return spec
+        if entry.get("deleted"):  # the diff removes this module (or renames it away)
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
         loader = _PatchedSource(
             fullname, origin, os.path.join(patch_dir, entry["file"]), patch, noop
         )
@@ -262,8 +264,34 @@ def _same_build(patch, entry, origin):
 _diffs = _DiffFinder()
 
 
+def _serve_data(patch_dir, entry, files):
+    """A diff's data files (and deleted modules), in effect from now on in this process."""
+    import specab_served_files
+
+    root = specab_served_files.build_root()
+    for f in files:
+        if f.get("data"):
+            patched = None if f.get("deleted") else os.path.join(patch_dir, f["file"])
+            error = (
+                specab_served_files.serve(root, f["path"], patched, f["original_sha256"])
+                if root
+                else "this interpreter has no vllm package to serve it beside"
+            )
+            if error:
+                _write({"patch": entry["name"], "event": "error", "error": error,
+                        "where": f["path"]})  # fmt: skip
+                continue
+        what = "deleted" if f.get("deleted") else "served"
+        report_applied(entry["name"], f"{what} {f['path']}", changed=not entry.get("noop"))
+
+
 def _serve_diff(patch_dir, entry):
+    other = [f for f in entry["modules"] if f.get("data") or f.get("deleted")]
+    if other:
+        _serve_data(patch_dir, entry, other)
     for module in entry["modules"]:
+        if module.get("data"):
+            continue
         name = module["module"]
         _diffs.served[name] = (entry["name"], module, patch_dir, bool(entry.get("noop")))
         _write({"patch": entry["name"], "event": "waiting", "module": name})

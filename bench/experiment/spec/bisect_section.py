@@ -8,7 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from bench.experiment.spec.margins import MetricName, check_measured, check_relative_margin
-from bench.records import PRIMARY_DEFAULT, planned_boots
+from bench.records import PRIMARY_DEFAULT, looks_ending_at, planned_boots
 
 
 class GitRange(BaseModel):
@@ -81,8 +81,7 @@ class BisectSection(BaseModel):
 
     @property
     def endpoint_looks(self) -> tuple[int, ...]:
-        looks = tuple(n for n in (3, 6, 10, 16) if n < self.endpoint_boots)
-        return (*looks, self.endpoint_boots)
+        return looks_ending_at(self.endpoint_boots)
 
     @property
     def builds(self) -> bool:

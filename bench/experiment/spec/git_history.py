@@ -1,9 +1,9 @@
 """`[bisect] git = { repo, good, bad }`: a vLLM history as the arms of a bisection. The points
 are `good` and every first-parent commit of good..bad (merges included), oldest first; each
-is the arm's own build (which must be `good`) plus the package's Python that good..commit
-changes or adds, served through the diff-arm path (`patches`; the diff written once under
-specab's cache, named by its content). What a point cannot serve that way (compiled code,
-dependency pins, data files in the package, deletions) is listed as its `unserved` files,
+is the arm's own build (which must be `good`) plus the package's files that good..commit
+changes, adds, deletes or renames (modules and data files), served through the diff-arm path
+(`patches`; the diff written once under specab's cache, named by its content). What a point
+cannot serve that way (compiled code, dependency pins, binary files) is its `unserved` list,
 and a commit that changes only files outside the package runs the same code as the point
 before it (never booted). `strict` refuses instead a range with compiled or dependency
 changes, naming the commit that made them. With `build`, every point is instead its own
@@ -146,23 +146,21 @@ def _points_from_git(git: dict[str, Any], file: Path) -> list[dict[str, Any]]:
 def _served(
     repo: Path, good: str, commit: str, package: str, own: list[str], file: Path
 ) -> tuple[list[str], list[str]]:
-    """What a point serves over the build: the package's Python modules that good..commit
-    changes or adds; and what the commit itself changes that is not served (compiled code,
-    dependencies, data files, renames and deletions in the package)."""
-    status = _git(repo, "diff", "--name-status", "--no-renames", good, commit, "--",
+    """What a point serves over the build: every text file of the package that good..commit
+    changes, adds or deletes (modules and the data files beside them; a rename is its old
+    path deleted and its new one added); and what the commit itself changes that is not
+    served (compiled code, dependencies, binary files in the package)."""
+    counts = _git(repo, "diff", "--numstat", "--no-renames", good, commit, "--",
                   f"{package}/", file=file, field="bisect.git").splitlines()  # fmt: skip
-    served, removed = [], set()
-    for line in status:
-        code, _, path = line.partition("\t")
-        if code in ("M", "A") and path.endswith(".py") and not needs_build(path):
+    served, binary = [], set()
+    for line in counts:
+        added, _, rest = line.partition("\t")
+        path = rest.partition("\t")[2]
+        if added == "-":  # numstat's "-": a binary file
+            binary.add(path)
+        elif not needs_build(path):
             served.append(path)
-        elif code == "D":
-            removed.add(path)
-    unserved = [
-        f for f in own
-        if needs_build(f) or (f.startswith(f"{package}/") and f not in served) or f in removed
-    ]  # fmt: skip
-    return served, unserved
+    return served, [f for f in own if needs_build(f) or f in binary]
 
 
 def _point(repo: Path, commit: str, file: Path) -> dict[str, Any]:
@@ -179,7 +177,8 @@ def served_diff(git: dict[str, Any], file: Path, commit: str, served: list[str])
     repo = (file.parent / str(git.get("repo", ""))).resolve()
     good = _git(repo, "rev-parse", f"{git.get('good')}^{{commit}}", file=file,
                 field="bisect.git.good").strip()  # fmt: skip
-    text = _git(repo, "diff", good, commit, "--", *served, file=file, field="bisect.git")
+    text = _git(repo, "diff", "--no-renames", good, commit, "--", *served, file=file,
+                field="bisect.git")  # fmt: skip
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     diff = _cache(good) / f"{digest}.diff"
     if not diff.is_file():

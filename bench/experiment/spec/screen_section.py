@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from bench.errors import SpecabError
 from bench.experiment.spec.margins import MetricName, check_measured, check_relative_margin
-from bench.records import PRIMARY_DEFAULT
+from bench.records import PRIMARY_DEFAULT, looks_ending_at
 
 
 class ScreenSection(BaseModel):
@@ -50,8 +50,7 @@ class ScreenSection(BaseModel):
     def design_looks(self, boots_per_arm: int) -> tuple[int, ...]:
         if self.looks:
             return tuple(self.looks)
-        looks = tuple(n for n in (3, 6, 10, 16) if n < boots_per_arm)
-        return (*looks, boots_per_arm)
+        return looks_ending_at(boots_per_arm)
 
 
 def check_screen(

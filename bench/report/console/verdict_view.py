@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from bench.report.tables import data_row, verdict_table
+from bench.report.tables import ab_comparisons, data_row, verdict_table
 from bench.stats import Analysis, Comparison
 
 # What the terminal leaves to the lines under the table (why) or to the report (method).
@@ -45,13 +45,14 @@ def print_verdicts(console: Console, analysis: Analysis) -> None:
     if table.empty:
         console.print("no comparison: only one arm has results", markup=False)
         return
-    paired = any(c.pairing == "duet" for c in analysis.comparisons)
+    shown = ab_comparisons(analysis)
+    paired = any(c.pairing == "duet" for c in shown)
     how = "Welch on boot values" + (
         "; speed marked 'paired (duets)' compared within co-run groups" if paired else ""
     )
     title = f"Each arm vs {analysis.baseline} ({how}; Holm within each family)"
     print_frame(console, table[[c for c in table.columns if c not in _BELOW]], title)
-    for c, metric in zip(analysis.comparisons, table["metric"], strict=True):
+    for c, metric in zip(shown, table["metric"], strict=True):
         console.print(f"- {c.arm} {metric}: {c.verdict}: {c.why}", markup=False)
         extras = _extras(c)
         if extras:

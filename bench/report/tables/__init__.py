@@ -5,8 +5,13 @@ the loaded results: verdicts, variance, failed attempts and output identity
 (`bisection_table`), a screening's candidates (`screening_table`) and what was run where
 (`provenance`)."""
 
-from bench.report.tables.bisection_table import bisection_section, bisection_table
+from bench.report.tables.bisection_table import (
+    bisection_answer,
+    bisection_section,
+    bisection_table,
+)
 from bench.report.tables.drafting_table import draft_length_table
+from bench.report.tables.headings import LEAD_SECTIONS, UNFOLDED, Heading
 from bench.report.tables.headline import boots_said, grouped_notes, headlines
 from bench.report.tables.literal_rows import data_row
 from bench.report.tables.markdown_tables import md_table, verdict_markdown
@@ -27,6 +32,7 @@ from bench.report.tables.speed_tables import (
     speedup_table,
 )
 from bench.report.tables.verdict_tables import (
+    ab_comparisons,
     difference,
     failed_attempts,
     identity_summary,
@@ -37,8 +43,9 @@ from bench.report.tables.verdict_tables import (
 )
 
 __all__ = [
-    "accepted_length_table", "across_p", "arm_summary", "bisection_section", "bisection_table",
-    "boots_said",
+    "LEAD_SECTIONS", "UNFOLDED", "Heading",
+    "ab_comparisons", "accepted_length_table", "across_p", "arm_summary", "bisection_answer",
+    "bisection_section", "bisection_table", "boots_said",
     "category_table", "data_row", "difference", "draft_length_table", "estimate_text",
     "failed_attempts", "grouped_notes", "headlines", "identity_summary", "md_table",
     "output_identity", "probe_temperature",

@@ -4,9 +4,12 @@ its decision (from `analysis.bisection`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 
 from bench.records import METRIC
+from bench.report.tables.headings import Heading
 from bench.stats import Bisection
 
 
@@ -36,25 +39,32 @@ def bisection_table(b: Bisection) -> pd.DataFrame:
     )
 
 
-def bisection_section(b: Bisection) -> tuple[str, str, pd.DataFrame]:
-    m = METRIC[b.metric]
-    shown = "{:+.1%}" if m.relative else "{:+.4f}"
-    said = [
-        "The arms, in order, are a history from the good end to the bad end; the search looked "
-        f"for the first point where {b.metric} changed and names one only once fresh boots of "
-        "it and of the point before it differ (a named culprit is wrong at most "
-        f"{b.alpha:g} of the time; {b.boots} boots). **{b.reason}**."
-    ]
+def bisection_answer(b: Bisection, code: Callable[[str], str] = str) -> list[str]:
+    """The search's answer after its reason, one sentence each, for the terminal and the
+    report alike (`code` marks a commit, a file or a command): the culprit's commit and
+    what it leaves unserved, the confirmation, the ends' difference and the A/B that reruns
+    the step on these boots."""
+    shown = "{:+.1%}" if METRIC[b.metric].relative else "{:+.4f}"
+    said = []
     if (c := b.culprit_commit) is not None:
+        files = ", ".join(code(f) for f in c.get("files", [])[:8])
         said.append(
-            f"Commit `{c.get('commit')}` ({c.get('date')}): {c.get('subject')}; it touches "
-            f"{', '.join(f'`{f}`' for f in c.get('files', [])[:8])}."
+            f"Commit {code(str(c.get('commit')))} ({c.get('date')}): {c.get('subject')}; it "
+            f"touches {files}."
         )
-        if c.get("unserved"):
+        if unserved := c.get("unserved"):
             said.append(
-                "Not served at this point over the installed build (its compiled or data part "
-                f"was not measured): {', '.join(f'`{f}`' for f in c['unserved'])}."
+                "Not served at this point over the installed build (its compiled or binary "
+                f"part was not measured; give [bisect] git a build): "
+                f"{', '.join(code(f) for f in unserved)}."
             )
+    if (f := b.confirmation) is not None and f.difference is not None:
+        bound = shown.format(f.bound) if f.bound is not None else "—"
+        said.append(
+            f"Confirmation {f.attempt}: {f.culprit} − {f.point} on {f.boots_each} fresh boots "
+            f"each: {shown.format(f.difference)} (one-sided bound {bound}, level "
+            f"{f.level:.3g}){'' if f.named else ': not named'}."
+        )
     if b.difference is not None and b.difference_ci_low is not None:
         hi = b.difference_ci_high if b.difference_ci_high is not None else float("nan")
         said.append(
@@ -64,7 +74,19 @@ def bisection_section(b: Bisection) -> tuple[str, str, pd.DataFrame]:
         )
     if b.culprit and b.last_good:
         said.append(
-            f"The step as an A/B on these boots: `specab analyze DIR --baseline {b.last_good}` "
-            f"(arm {b.culprit} against it)."
+            "The step as an A/B on these boots: "
+            f"{code(f'specab analyze DIR --baseline {b.last_good}')} (arm {b.culprit} "
+            "against it)."
         )
-    return ("Which change did it", " ".join(said), bisection_table(b))
+    return said
+
+
+def bisection_section(b: Bisection) -> tuple[str, str, pd.DataFrame]:
+    said = [
+        "The arms, in order, are a history from the good end to the bad end; the search looked "
+        f"for the first point where {b.metric} changed and names one only once fresh boots of "
+        "it and of the point before it differ (a named culprit is wrong at most "
+        f"{b.alpha:g} of the time; {b.boots} boots). **{b.reason}**.",
+        *bisection_answer(b, lambda x: f"`{x}`"),
+    ]
+    return (Heading.CULPRIT, " ".join(said), bisection_table(b))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from bench.records import METRIC, Results
+from bench.report.tables.verdict_tables import ab_comparisons
 from bench.stats import Analysis, ArmResult, Comparison, low_drafting_note, modes_note, two_modes
 
 _WORDS = {
@@ -50,13 +51,12 @@ def headlines(results: Results, analysis: Analysis) -> list[str]:
     search's answer, and its points never booted (by design) are no A/B rows."""
     sha = {a.name: a.definition_sha256 for a in results.manifest.arms}
     base = sha.get(analysis.baseline)
-    booted = {a.arm for a in analysis.arms if a.boots}
     history = analysis.bisection
     said = [f"**{history.outcome.replace('_', ' ')}**: {history.reason}."] if history else []
     said += [
         headline(c, base is not None and sha.get(c.arm) == base)
-        for c in analysis.comparisons
-        if c.family == "primary" and (history is None or c.arm in booted)
+        for c in ab_comparisons(analysis)
+        if c.family == "primary"
     ]
     return said + [
         re.sub(rf"^(arm )?{re.escape(arm.arm)}:", f"**{arm.arm}**:", note) + "."

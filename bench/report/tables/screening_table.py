@@ -7,6 +7,7 @@ from __future__ import annotations
 import pandas as pd
 
 from bench.records import METRIC
+from bench.report.tables.headings import Heading
 from bench.stats.schema import Screening
 
 
@@ -47,4 +48,4 @@ def screening_summary(s: Screening) -> str:
 
 
 def screening_section(s: Screening) -> tuple[str, str, pd.DataFrame]:
-    return ("Which candidates lowered it", screening_summary(s), screening_table(s))
+    return (Heading.SCREENING, screening_summary(s), screening_table(s))

@@ -9,6 +9,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from bench.report.tables.headings import Heading
 from bench.report.tables.literal_rows import data_row
 from bench.stats import Selection
 
@@ -104,4 +105,4 @@ def selection_section(sel: Selection) -> tuple[str, str, pd.DataFrame]:
         f"probability >= {1 - sel.alpha:.0%} the chosen configuration is within the margin of "
         f"the true best. Method: {sel.method}. " + " ".join(lines)
     )
-    return ("Selection", text, selection_table(sel))
+    return (Heading.SELECTION, text, selection_table(sel))

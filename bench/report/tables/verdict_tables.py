@@ -183,9 +183,20 @@ def verdict_interval(c: Comparison) -> str:
     return f"[{f(lo)}, {f(hi)}] {named}{few_boots_mark(c.too_few_boots)}"
 
 
+def ab_comparisons(analysis: Analysis) -> list[Comparison]:
+    """The comparisons a reader is shown as A/B rows: all of them, except in a culprit
+    search, whose points never booted (by design: the search did not need them) have no
+    boots to compare."""
+    if analysis.bisection is None:
+        return list(analysis.comparisons)
+    booted = {a.arm for a in analysis.arms if a.boots}
+    return [c for c in analysis.comparisons if c.arm in booted]
+
+
 def verdict_table(analysis: Analysis) -> pd.DataFrame:
     """One row per comparison (primary family first): difference [raw CI], the interval the
-    verdict rests on, p (raw / Holm within its family), margin, method, verdict, why."""
+    verdict rests on, p (raw / Holm within its family), margin, method, verdict, why (a
+    search's points never booted left out: `ab_comparisons`)."""
     raw = f"difference [raw {1 - analysis.alpha:.0%} CI]"
     rows = [
         {
@@ -200,7 +211,7 @@ def verdict_table(analysis: Analysis) -> pd.DataFrame:
             "verdict": c.verdict,
             "why": " ".join(c.why.split()),
         }
-        for c in analysis.comparisons
+        for c in ab_comparisons(analysis)
     ]
     cols = ["arm", "metric", "family", raw, "verdict interval", "p (raw / Holm)", "margin"]
     return pd.DataFrame(rows, columns=[*cols, "method", "verdict", "why"])

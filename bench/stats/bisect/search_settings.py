@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bench.records import planned_boots
+from bench.records import LOOKS, planned_boots
 
 
 @dataclass(frozen=True)
@@ -13,7 +13,7 @@ class BisectSettings:
 
     n_points: int
     alpha: float = 0.05
-    endpoint_looks: tuple[int, ...] = (3, 6, 10, 16)
+    endpoint_looks: tuple[int, ...] = LOOKS
     first: int = 1  # boots at a point's first visit (the spread is pooled over all points)
     cap: int = 10  # search boots at one inner point at most (confirmation boots come on top)
     slots: int = 1  # points booted at once

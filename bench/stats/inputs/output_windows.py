@@ -102,14 +102,19 @@ def _steps(spec: pd.DataFrame, source: str | None) -> Steps:
     missing = [c for c in STEP_COLUMNS if c not in spec.columns]
     lengths = np.maximum(list_lengths(spec[STEP_COLUMNS[0]]), 0) if not missing else None
     if lengths is None or (lengths == 0).any():
+        lacking = int((lengths == 0).sum()) if lengths is not None else len(spec)
+        old = lacking == len(spec)
         raise SpecabError(
             "acceptance along the output needs each request's verify steps in order "
             "(step_accepted), which "
-            + ("these results do not hold" if lengths is None else
-               f"{int((lengths == 0).sum())} speculative probe rows lack"),
+            + ("these results do not hold: they predate step recording, or were measured "
+               "with acceptance_source = \"metrics_delta\"" if old else
+               f"{lacking} speculative probe rows lack"),
             file=source, field="--by output_position",
-            fix="rerun with acceptance_source = \"auto\" (per-request metrics, vLLM >= 0.32): "
-            "each probe then records its steps; or group by prompt_tokens",
+            fix=("rerun the arms with acceptance_source = \"auto\" (the default: each probe "
+                 "records its steps); or group by prompt_tokens") if old else
+            ("rerun those boots (a boot whose per-request metrics were missing); or group by "
+             "prompt_tokens"),
         )  # fmt: skip
     accepted, n_acc = list_values(spec["step_accepted"])
     drafted, n_drafted = list_values(spec["step_drafted"])

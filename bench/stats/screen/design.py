@@ -28,6 +28,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
+from bench.records import PLAN_LOOKS, looks_ending_at
 from bench.stats.methods import obf_boundaries, t_quantile, welch
 
 F = NDArray[np.float64]
@@ -147,7 +148,7 @@ def screen_boots(
     rng = np.random.default_rng(0)  # the same draws for every size: a monotone search
     noise = rng.standard_normal((reps, candidates + 1, 200))
     for last in range(3, 201):
-        looks = (*(n for n in (3, 6, 10, 16, 25, 40, 64, 100) if n < last), last)
+        looks = looks_ending_at(last, PLAN_LOOKS)
         design = ScreenDesign(looks, alpha, margin / sd, candidates)
         base, cands = noise[:, 0, :last], noise[:, 1:, :last]
         n_cands = np.full((reps, candidates), last)

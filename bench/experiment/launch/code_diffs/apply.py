@@ -5,16 +5,17 @@ repository, `a/vllm/...`) against the arm's own vLLM, without a monkeypatch.
 The diff is parsed with `unidiff` and applied with `git apply` (offsets allowed, context
 exact, as `git am` would) to copies of the touched files read from the arm's build: its
 interpreter and PYTHONPATH, or inside its image. What comes out is an `AppliedDiff`: per
-touched module its original file's sha256 in this build and the patched source, which the
+touched file its original's sha256 in this build and the patched source, which the
 patch directory serves at boot (`runtime/specab_patch.py`) to every server process.
 
 Refused before anything is written, one line each: a hunk whose context is not in this
 build (named by its number, header and line in the diff), a file missing from this build,
-a change that needs compiling (csrc/, .cu, CMake: "its own build"), a deletion or rename,
-anything else outside `vllm/**.py`, and a diff this build already carries (it reverses
-cleanly) or that changes no executed code (comments, docstrings, formatting: compared by
-syntax tree, `code_identity`) unless the arm allows no-op patches. Files no server imports
-(tests/, docs/, ...) are left out and listed in the arm's definition.
+a change that needs compiling (csrc/, .cu, CMake: "its own build"), a binary file, anything
+else outside `vllm/`, and a diff this build already carries (it reverses cleanly) or that
+changes no executed code (comments, docstrings, formatting: compared by syntax tree,
+`code_identity`) unless the arm allows no-op patches. Deletions, renames and the data files
+beside the modules are served; files no server imports (tests/, docs/, ...) are left out
+and listed in the arm's definition.
 """
 
 from __future__ import annotations
@@ -48,20 +49,28 @@ Reader = Callable[[str], bytes | None]  # repository path (vllm/...) -> file byt
 
 @dataclass(frozen=True)
 class ServedModule:
-    """One module a diff changes: what the build holds and what the boot serves instead."""
+    """One file of the package a diff changes (a module, or a data file beside the modules:
+    a JSON config, a chat template): what the build holds and what the boot serves instead."""
 
     path: str  # vllm/model_executor/models/x.py, as in the diff
-    original_sha256: str | None  # None: the diff adds this module
-    patched: bytes
+    original_sha256: str | None  # None: the diff adds this file
+    patched: bytes | None  # None: the diff deletes this file (a rename deletes its old path)
+
+    @property
+    def is_module(self) -> bool:
+        return self.path.endswith(".py")
 
     @property
     def module(self) -> str:
+        """The module's import name; for a data file, its path (no module)."""
+        if not self.is_module:
+            return self.path
         name = self.path[: -len(".py")].replace("/", ".")
         return name.removesuffix(".__init__")
 
     @property
-    def patched_sha256(self) -> str:
-        return hashlib.sha256(self.patched).hexdigest()
+    def patched_sha256(self) -> str | None:
+        return hashlib.sha256(self.patched).hexdigest() if self.patched is not None else None
 
 
 @dataclass(frozen=True)
@@ -153,20 +162,11 @@ def apply_diff(
     patch = parse_diff(source, text, field)
     served = [f for f in patch if classify(source, f, field) == "serve"]
     skipped = tuple(strip_prefix(f.path) for f in patch if f not in served)
-    strip = 1 if all(f.target_file.startswith("b/") for f in served) else 0
+    named = [n for f in served for n in (f.source_file, f.target_file) if n != "/dev/null"]
+    strip = 1 if all(n.startswith(("a/", "b/")) for n in named) else 0
     with tempfile.TemporaryDirectory(prefix="specab-diff-") as tmp_name:
         tmp = Path(tmp_name) / "repo"
-        originals: dict[str, bytes | None] = {}
-        for f in served:
-            path = strip_prefix(f.target_file if f.is_added_file else f.source_file)
-            originals[path] = read(path)
-            if originals[path] is None and not f.is_added_file:
-                problem = f"{path} is not in {build}"
-                raise refuse(source, header_line(f), problem, field, _OTHER_BUILD_FIX)
-            if originals[path] is not None:
-                (tmp / path).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / path).write_bytes(originals[path] or b"")
-        tmp.mkdir(parents=True, exist_ok=True)
+        originals = _originals(source, served, read, tmp, build, field)
         states = _states(source, served, tmp, strip, build, field)
         forward = [p for p, s in states.items() if s == "applies"]
         if forward and len(forward) < len(states):
@@ -193,14 +193,18 @@ def apply_diff(
             ServedModule(
                 path=p,
                 original_sha256=hashlib.sha256(o).hexdigest() if o is not None else None,
-                patched=(tmp / p).read_bytes(),
+                patched=(tmp / p).read_bytes() if (tmp / p).is_file() else None,
             )
             for p, o in originals.items()
         )
     unchanged = tuple(
         m.path
         for m in modules
-        if forward and (o := originals[m.path]) is not None and same_code(o, m.patched)
+        if forward
+        and m.is_module
+        and (o := originals[m.path]) is not None
+        and m.patched is not None
+        and same_code(o, m.patched)
     )
     if modules and len(unchanged) == len(modules) and not allow_noop:
         raise refuse(
@@ -216,6 +220,33 @@ def apply_diff(
     return AppliedDiff(source, sha, modules, skipped, not forward, build, unchanged)
 
 
+def file_paths(f: unidiff.PatchedFile) -> list[str]:
+    """The repository paths one file of a diff reads or writes: both of a rename's."""
+    names = (f.source_file, f.target_file)
+    return list(dict.fromkeys(strip_prefix(n) for n in names if n != "/dev/null"))
+
+
+def _originals(
+    source: Path, served: list[unidiff.PatchedFile], read: Reader, tmp: Path, build: str,
+    field: str,
+) -> dict[str, bytes | None]:  # fmt: skip
+    """The build's copy of every path the served files touch, written under `tmp` (None:
+    the diff adds it); a path the diff changes that the build lacks is refused."""
+    originals: dict[str, bytes | None] = {}
+    for f in served:
+        for path in file_paths(f):
+            originals[path] = read(path)
+            added = f.is_added_file or path != strip_prefix(f.source_file)
+            if originals[path] is None and not added:
+                problem = f"{path} is not in {build}"
+                raise refuse(source, header_line(f), problem, field, _OTHER_BUILD_FIX)
+            if originals[path] is not None:
+                (tmp / path).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / path).write_bytes(originals[path] or b"")
+    tmp.mkdir(parents=True, exist_ok=True)
+    return originals
+
+
 _OTHER_BUILD_FIX = (
     "make the diff against the arm's vLLM build, or point the arm at the build it was made for"
 )
@@ -228,12 +259,13 @@ def _states(
     refused naming its hunk."""
     states: dict[str, str] = {}
     for f in served:
-        path = strip_prefix(f.target_file if f.is_added_file else f.source_file)
-        error = _git_apply(tmp, source, strip, [path], "--check")
+        paths = file_paths(f)
+        error = _git_apply(tmp, source, strip, paths, "--check")
         if not error:
-            states[path] = "applies"
-        elif not _git_apply(tmp, source, strip, [path], "--check", "--reverse"):
-            states[path] = "applied"
+            state = "applies"
+        elif not _git_apply(tmp, source, strip, paths, "--check", "--reverse"):
+            state = "applied"
         else:
             raise _conflict(source, f, error, build, field)
+        states.update(dict.fromkeys(paths, state))
     return states

@@ -1,7 +1,8 @@
 """The files of a unified diff: parsed with `unidiff` (a hunk header without line ranges,
 or text it cannot read, refused with its line), and each file classified as served (Python
-source under vllm/), skipped (tests/, docs/, ...: no server imports them) or refused (compiled
-code, build files, deletions, renames, paths outside the package or one directory too high)."""
+file under vllm/: Python modules and the data files beside them, changed, added, deleted or
+renamed), skipped (tests/, docs/, ...: no server imports them) or refused (compiled code,
+build files, binary files, paths outside the package or one directory too high)."""
 
 from __future__ import annotations
 
@@ -77,10 +78,19 @@ def classify(source: Path, f: unidiff.PatchedFile, field: str) -> str:
     path = strip_prefix(f.target_file if f.is_added_file else f.source_file)
     first = header_line(f)
     pure = PurePosixPath(path)
-    if f.is_binary_file or needs_build(path):
+    if needs_build(path):
         raise refuse(source, first, f"{path}: {COMPILED}", field, _COMPILED_FIX)
     if path.startswith(_NOT_SERVED) or (len(pure.parts) == 1 and pure.suffix != ".py"):
         return "skip"
+    if f.is_binary_file:
+        raise refuse(
+            source,
+            first,
+            f"{path} is a binary file, which a text diff cannot carry",
+            field,
+            "build vLLM with the change and point the arm's `python =` or `container =` at "
+            "it, or leave the file out of the diff",
+        )
     if "vllm" in pure.parts[1:] and pure.suffix == ".py":
         extra = "/".join(pure.parts[: pure.parts.index("vllm")])
         raise refuse(
@@ -93,24 +103,13 @@ def classify(source: Path, f: unidiff.PatchedFile, field: str) -> str:
             "`git diff --no-index` run from the directory that holds vllm/), so its paths "
             "read a/vllm/... and b/vllm/...",
         )
-    if not (path.startswith("vllm/") and pure.suffix == ".py"):
+    if not path.startswith("vllm/"):
         raise refuse(
             source,
             first,
-            f"{path} is not Python source of the vLLM package (vllm/**.py); only those "
-            "modules are served patched",
+            f"{path} is not a file of the vLLM package (vllm/...); only those are served patched",
             field,
             "leave it out of the diff (`git diff -- vllm/`), or " + _COMPILED_FIX,
-        )
-    renamed = not f.is_added_file and strip_prefix(f.source_file) != strip_prefix(f.target_file)
-    if f.is_removed_file or renamed:
-        raise refuse(
-            source,
-            first,
-            f"{path}: a diff arm cannot delete or rename a module",
-            field,
-            "keep the module and change its content, or build vLLM with the change and "
-            "point `python =` (or `container =`) at it",
         )
     return "serve"
 
