@@ -25,7 +25,7 @@ from bench.stats.describe import (
 )
 from bench.stats.gate import boots_for_gate, gate_check
 from bench.stats.inputs import PROBE_COLUMNS, AnalysisOptions, Prior
-from bench.stats.methods import VERDICTS
+from bench.stats.methods import CLAIMED, VERDICTS
 from bench.stats.plan import plan_from_results, prior_from_results
 from bench.stats.schema import (
     Analysis,
@@ -47,6 +47,7 @@ from bench.stats.screen import screen_dropped
 from bench.stats.select import selection_dropped
 
 __all__ = [
+    "CLAIMED",
     "PROBE_COLUMNS",
     "VERDICTS",
     "Analysis",

@@ -36,6 +36,12 @@ def test_screening_stops_booting_decided_candidates_and_reports_them(
     status = {c["arm"]: c["status"] for c in s["candidates"]}
     assert status == {"same-a": "cleared", "same-b": "cleared", "worse": "lowered"}
     assert s["finished"] and s["boots_used"] == sum(ok.values()) < s["boots_fixed_design"]
+    assert run(["report", str(root)]) == 0
+    md = (root / "report" / "report.md").read_text()
+    answer = md[md.index("## Answer") : md.index("## Which candidates lowered it")]
+    assert "**screening** on pos0 (margin 0.25)" in answer  # its own margin and words
+    assert "**worse** vs base" in answer and "lowered: worse than base" in answer
+    assert "not worse than base by more than 0.25" in answer and "regressed" not in answer
     n = len(list((root / "boots").glob("*.parquet")))
     assert run(["run-ab", str(spec), "--results-dir", str(root), "--resume", "--quiet"]) == 0
     assert len(list((root / "boots").glob("*.parquet"))) == n  # decided: nothing more to boot

@@ -415,3 +415,25 @@ def test_by_prompt_tokens_groups_prompts_by_length_bins(
     # simulated boots record no verify steps: acceptance along the output is refused, naming why
     assert "needs each request's verify steps in order" in said[0] and len(said) == 4
     assert "do not increase" in said[3] and "prompt_tokens:10,50" in said[3]
+
+
+def test_a_group_verdict_not_borne_out_across_groups_says_so_on_its_line() -> None:
+    """The A/A arm 'regressed' in one length bin while its p across the bins is 0.059: the
+    table says, on that line, that the claim holds within the group only."""
+    from bench.report.tables import group_verdict
+    from bench.stats.schema import AcrossGroups, Breakdown, Comparison
+
+    across = AcrossGroups(
+        arm="aa", metric="acceptance_pos0", groups=["1", "2"], p_values=[0.012, 0.4],
+        p_holm=[0.059, 0.4], differ=[],
+    )  # fmt: skip
+    b = Breakdown.model_construct(by="prompt_tokens", groups=[], note="", across_groups=[across])
+    said = Comparison.model_construct(arm="aa", metric="acceptance_pos0", verdict="regressed")
+    line = group_verdict(b, "1", said, 0.05)
+    assert line.startswith("regressed in this group only") and "0.059 ≥ 0.05" in line
+    held = across.model_copy(update={"p_holm": [0.02, 0.4]})
+    assert group_verdict(b.model_copy(update={"across_groups": [held]}), "1", said, 0.05) == (
+        "regressed"
+    )
+    quiet = said.model_copy(update={"verdict": "inconclusive"})
+    assert group_verdict(b, "1", quiet, 0.05) == "inconclusive"

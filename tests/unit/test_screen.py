@@ -50,6 +50,25 @@ def test_clears_of_harmless_candidates_do_not_let_a_harmful_one_through(margin: 
     assert (status[:, 3] == CLEARED).mean() <= 0.05 + MCSE2
 
 
+def test_each_decision_says_the_level_it_used_holms_raised_level_included() -> None:
+    """A candidate that clears only once another has cleared reports the raised level: the
+    level before any rejection would understate what its decision rested on."""
+    design = ScreenDesign((3, 6, 10, 16), 0.05, 1.0, 3)
+    table = design.level_table
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal(16)
+    seen = set()
+    for shift in np.linspace(-1.5, 0.5, 81):
+        cands = np.stack([base + 0.0, base + shift + 0.3 * rng.standard_normal(16), base - 9])
+        dec = decide_candidates(base, cands, np.array(16), np.full(3, 16), design)
+        for i in np.flatnonzero(dec.look >= 0):
+            k = int(dec.look[i])
+            assert any(math.isclose(dec.level[i], table[j, k]) for j in range(3))
+            seen.add(min(range(3), key=lambda j: abs(dec.level[i] - table[j, k])))
+        assert np.isnan(dec.level[dec.look < 0]).all()
+    assert {0, 1} <= seen  # decisions at the first level and at a raised one both met
+
+
 def test_harmless_candidates_are_called_lowered_at_most_alpha_of_the_time() -> None:
     status, _ = _screen([0.0] * 4, ScreenDesign((3, 6, 10, 16), 0.05, 1.0, 4), seed=2)
     assert (status == LOWERED).any(axis=1).mean() <= 0.05 + MCSE2

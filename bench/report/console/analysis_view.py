@@ -16,6 +16,7 @@ from bench.report.tables import (
     difference,
     draft_length_table,
     estimate_text,
+    group_verdict,
     render_selection,
 )
 from bench.stats import Analysis, MetricEstimate, Plan, SplitCheck
@@ -196,7 +197,7 @@ def _render_breakdown(result: Analysis, out: Console) -> None:
                     else "baseline"
                     if a.arm == result.baseline
                     else "",
-                    c.verdict if c is not None else "",
+                    group_verdict(b, g.group, c, result.alpha) if c is not None else "",
                     across.get((g.group, a.arm, metric), ""),
                 )
     out.print(table)

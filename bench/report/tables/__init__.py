@@ -28,6 +28,7 @@ from bench.report.tables.speed_tables import (
     arm_summary,
     category_table,
     estimate_text,
+    group_verdict,
     speed_table,
     speedup_table,
 )
@@ -47,8 +48,8 @@ __all__ = [
     "ab_comparisons", "accepted_length_table", "across_p", "arm_summary", "bisection_answer",
     "bisection_section", "bisection_table", "boots_said",
     "category_table", "data_row", "difference", "draft_length_table", "estimate_text",
-    "failed_attempts", "grouped_notes", "headlines", "identity_summary", "md_table",
-    "output_identity", "probe_temperature",
+    "failed_attempts", "group_verdict", "grouped_notes", "headlines", "identity_summary",
+    "md_table", "output_identity", "probe_temperature",
     "provenance", "render_selection", "screening_section", "screening_summary",
     "screening_table", "selection_section", "speed_table", "speedup_table",
     "variance_table", "verdict_markdown", "verdict_table",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from bench.records import METRIC, Results
+from bench.report.tables.screening_table import screening_headlines
 from bench.report.tables.verdict_tables import ab_comparisons
 from bench.stats import Analysis, ArmResult, Comparison, low_drafting_note, modes_note, two_modes
 
@@ -51,6 +52,9 @@ def headlines(results: Results, analysis: Analysis) -> list[str]:
     search's answer, and its points never booted (by design) are no A/B rows."""
     sha = {a.name: a.definition_sha256 for a in results.manifest.arms}
     base = sha.get(analysis.baseline)
+    if analysis.screening is not None:  # its own rule, margin and words, not A/B verdicts
+        said = screening_headlines(analysis.screening)
+        return said + _arm_notes(analysis)
     history = analysis.bisection
     said = [f"**{history.outcome.replace('_', ' ')}**: {history.reason}."] if history else []
     said += [
@@ -58,7 +62,12 @@ def headlines(results: Results, analysis: Analysis) -> list[str]:
         for c in ab_comparisons(analysis)
         if c.family == "primary"
     ]
-    return said + [
+    return said + _arm_notes(analysis)
+
+
+def _arm_notes(analysis: Analysis) -> list[str]:
+    """One sentence per arm whose boots are not one population or drafted on few requests."""
+    return [
         re.sub(rf"^(arm )?{re.escape(arm.arm)}:", f"**{arm.arm}**:", note) + "."
         for arm in analysis.arms
         for _, note in boots_said(arm)

@@ -47,5 +47,31 @@ def screening_summary(s: Screening) -> str:
     )
 
 
+_SAID = {
+    "cleared": "cleared: not worse than {base} by more than {margin}",
+    "lowered": "lowered: worse than {base}",
+    "unresolved": "unresolved at the last look it reached",
+}
+
+
+def screening_headlines(s: Screening) -> list[str]:
+    """The report's answer for a screening, in its own words and margin: its outcome, then
+    one sentence per candidate with its difference and one-sided bounds."""
+    m = METRIC[s.metric]
+    fmt = "{:+.1%}" if m.relative else f"{{:+.{m.digits}f}}"
+    margin = f"{s.margin:.1%}" if m.relative else f"{s.margin:g}"
+    said = [f"**screening** on {m.short} (margin {margin}): {s.reason}."]
+    for c in s.candidates:
+        words = _SAID[c.status].format(base=s.baseline, margin=margin)
+        if c.within_margin:
+            words += f", by less than {margin}"
+        at = f" at look {c.decided_at_look}" if c.decided_at_look is not None else ""
+        said.append(
+            f"**{c.arm}** vs {s.baseline}, {m.short}: {_num(c.difference, fmt)} one-sided "
+            f"[{_num(c.ci_low, fmt)}, {_num(c.ci_high, fmt)}], {c.boots} boots: {words}{at}."
+        )
+    return said
+
+
 def screening_section(s: Screening) -> tuple[str, str, pd.DataFrame]:
     return (Heading.SCREENING, screening_summary(s), screening_table(s))

@@ -12,7 +12,7 @@ from bench.report.tables.verdict_tables import (
     pct,
     verdict_interval,
 )
-from bench.stats import Analysis, Breakdown, Comparison, MetricEstimate
+from bench.stats import CLAIMED, Analysis, Breakdown, Comparison, MetricEstimate
 
 NO_BOOTS = "no ok boots"
 
@@ -132,11 +132,34 @@ def category_table(analysis: Analysis) -> pd.DataFrame:
                         "metric": METRIC[metric].short,
                         "estimate [CI]": estimate_text(m, METRIC[metric].digits),
                         "vs baseline [raw CI]": difference(c) if c is not None else "—",
-                        "verdict": c.verdict if c is not None else "—",
+                        "verdict": group_verdict(b, g.group, c, analysis.alpha),
                         "p across groups": across.get((g.group, a.arm, metric), "—"),
                     }
                 )
     return pd.DataFrame(rows)
+
+
+def group_verdict(b: Breakdown, group: str, c: Comparison | None, alpha: float) -> str:
+    """A group's verdict as a reader may take it: a difference the within-group verdict
+    claims whose p across the groups is not below alpha is said, on the same line, to be a
+    within-group verdict only (it may be one of the groups' chance differences)."""
+    if c is None:
+        return "—"
+    if c.verdict not in CLAIMED:
+        return c.verdict
+    adjusted = next(
+        (
+            p
+            for x in b.across_groups
+            if (x.arm, x.metric) == (c.arm, c.metric)
+            for g, p in zip(x.groups, x.p_holm, strict=True)
+            if g == group
+        ),
+        None,
+    )
+    if adjusted is None or adjusted < alpha:
+        return c.verdict
+    return f"{c.verdict} in this group only, not across groups (p {adjusted:.2g} ≥ {alpha:g})"
 
 
 def across_p(b: Breakdown) -> dict[tuple[str, str, str], str]:

@@ -125,7 +125,10 @@ class ScreenCandidate(Frozen):
     decided_at_look: Int | None = Field(
         description="The look (1-based) that decided it; null if not."
     )
-    nominal_alpha: Num = Field(description="Each side's one-sided level at that look.")
+    nominal_alpha: Num = Field(
+        description="The one-sided level the deciding test used at that look: its family's "
+        "Holm level, raised by the candidates that family had already decided."
+    )
 
 
 class Screening(Frozen):

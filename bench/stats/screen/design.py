@@ -64,7 +64,8 @@ class ScreenDesign:
 @dataclass(frozen=True)
 class Decisions:
     """Per candidate (any leading batch axes, then candidates): the look that decided it
-    (−1: none), its status, and the numbers at the last look it reached (−1: none)."""
+    (−1: none), its status, the numbers at the last look it reached (−1: none) and the
+    one-sided level its deciding test used (NaN: undecided), Holm's raised level included."""
 
     look: Ints
     status: Ints
@@ -72,6 +73,7 @@ class Decisions:
     difference: F
     low: F
     high: F
+    level: F
 
 
 def decide_candidates(
@@ -85,7 +87,7 @@ def decide_candidates(
     look = np.full(shape, -1, np.int64)
     reached = np.full(shape, -1, np.int64)
     cleared, lowered = np.zeros(shape, bool), np.zeros(shape, bool)  # each family's rejections
-    d, lo, hi = (np.full(shape, np.nan) for _ in range(3))
+    d, lo, hi, used = (np.full(shape, np.nan) for _ in range(4))
     n_base = np.asarray(n_base)[..., None]
     for k, n in enumerate(design.looks):
         if n > cands.shape[-1] or n > base.shape[-1]:
@@ -101,12 +103,14 @@ def decide_candidates(
             new_low = usable & ~cleared & ~lowered & (hk < 0)
             if not (new_clear.any() or new_low.any()):
                 break
+            used = np.where(new_clear, _level(design, cleared, k), used)
+            used = np.where(new_low, _level(design, lowered, k), used)
             cleared, lowered = cleared | new_clear, lowered | new_low
             look = np.where(new_clear | new_low, k, look)
         d, lo, hi = (np.where(usable, new, old) for new, old in ((dk, d), (lk, lo), (hk, hi)))
         reached = np.where(usable, k, reached)
     status = np.where(lowered, LOWERED, np.where(cleared, CLEARED, UNRESOLVED))
-    return Decisions(look, status.astype(np.int64), reached, d, lo, hi)
+    return Decisions(look, status.astype(np.int64), reached, d, lo, hi, used)
 
 
 def _welch(cands: F, base: F) -> tuple[F, F, F]:
@@ -120,12 +124,17 @@ def _welch(cands: F, base: F) -> tuple[F, F, F]:
         return cands.mean(axis=-1) - base.mean(axis=-1), se, df
 
 
+def _level(design: ScreenDesign, rejected: NDArray[np.bool_], k: int) -> F:
+    """Each candidate's one-sided level at look k: its family's Holm level, raised by the
+    hypotheses that family has rejected so far."""
+    j = np.minimum(rejected.sum(axis=-1), design.candidates - 1)
+    return np.broadcast_to(design.level_table[j, k][..., None], rejected.shape)
+
+
 def _t(design: ScreenDesign, rejected: NDArray[np.bool_], k: int, df: F) -> F:
     """Each candidate's one-sided t quantile at look k, at its family's Holm level."""
-    j = np.minimum(rejected.sum(axis=-1), design.candidates - 1)
-    level = np.broadcast_to(design.level_table[j, k][..., None], rejected.shape)
     with np.errstate(invalid="ignore"):
-        return t_quantile(1 - level, np.broadcast_to(df, rejected.shape))
+        return t_quantile(1 - _level(design, rejected, k), np.broadcast_to(df, rejected.shape))
 
 
 def boots_spent(dec: Decisions, design: ScreenDesign) -> Ints:

@@ -75,7 +75,7 @@ def screening(
                 status=STATUS_NAMES[int(dec.status[i])],
                 within_margin=bool(dec.status[i] == LOWERED and dec.low[i] > -design.margin),
                 decided_at_look=decided + 1 if decided >= 0 else None,
-                nominal_alpha=design.levels[decided] if decided >= 0 else None,
+                nominal_alpha=float(dec.level[i]) if decided >= 0 else None,
             )
         )  # fmt: skip
     last = len(design.looks) - 1
