@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy import optimize
 
-from bench.records import ManifestScreen, Results
+from bench.records import SCREEN_SPENDING, ManifestScreen, Results
 from bench.run.driver import first_boots
 from bench.simulate import simulate_run, simulated_manifest
 from bench.stats import AnalysisOptions, decide
@@ -67,7 +67,9 @@ def _one(deltas: dict[str, float], seed: int) -> tuple[dict[str, str], int, dict
     )
     manifest = manifest.model_copy(
         update={
-            "screen": ManifestScreen(metric="acceptance_pos0", margin=MARGIN, looks=list(LOOKS))
+            "screen": ManifestScreen(
+                metric="acceptance_pos0", margin=MARGIN, looks=list(LOOKS), spending=SCREEN_SPENDING
+            )
         }
     )
     res = Results(manifest=manifest, boots=run.boots_frame, probes=run.probes)

@@ -13,7 +13,7 @@ these models forbid nothing they do not read; every field they do read is typed 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -138,6 +138,16 @@ class ManifestScreen(_Read):
     metric: str = Field(description="The metric no candidate may lower by more than margin.")
     margin: float = Field(description="How much worse a candidate may be and still clear.")
     looks: list[int] = Field(description="Boots per arm at which candidates are tested.")
+    spending: Literal["obrien_fleming", "linear"] = Field(
+        "obrien_fleming",
+        description="How each candidate's level is spent over the looks: linear (alpha * "
+        "boots / last look: a large difference is decided at the first look) or O'Brien–"
+        "Fleming (what results written before `spending` was recorded used).",
+    )
+
+
+# What a new screening spends its level with (written into its manifest's `screen`).
+SCREEN_SPENDING = "linear"
 
 
 class Manifest(_Read):

@@ -71,7 +71,7 @@ from bench.stats.schema import (
     PriorInfo,
     Selection,
 )
-from bench.stats.screen import screening
+from bench.stats.screen import same_code_candidates, screening
 from bench.stats.select import selection, sweep_looks
 
 BEFF_WARN = 0.75  # warn when Kish effective boots fall below this share of the boots
@@ -124,7 +124,15 @@ def analyze(
     if manifest.bisect is not None:
         update["bisection"] = bisection(results, s.alpha)
     if manifest.screen is not None:
-        update["screening"] = screening(ds.arms, arms, s.baseline, manifest.screen, s.alpha)
+        section, given = manifest.screen, options.margins.get(manifest.screen.metric)
+        if given is not None and given != section.margin:  # re-decided at the margin given
+            notes.append(
+                f"screening re-decided at --margin {section.metric}={given:g} (the run "
+                f"screened at {section.margin:g}, and its boots followed that)"
+            )
+            section = section.model_copy(update={"margin": given})
+        same = same_code_candidates(manifest, s.baseline)
+        update["screening"] = screening(ds.arms, arms, s.baseline, section, s.alpha, same)
     sharing = shared_machine(boots)
     if sharing is not None and (share := group_share(ds.arms, arms)) is not None:
         carried, df = share

@@ -21,7 +21,10 @@ def test_screening_stops_booting_decided_candidates_and_reports_them(
 ) -> None:
     levels = {"base": "0.6", "same-a": "0.6", "same-b": "0.6", "worse": "0.1"}
     spec = fake_experiment(
-        tmp_path, {a: {"SPECAB_FAKE_ACCEPT": v} for a, v in levels.items()}, boots_per_arm=10
+        tmp_path,
+        {a: {"SPECAB_FAKE_ACCEPT": v} for a, v in levels.items()},
+        boots_per_arm=10,
+        experiment={"baseline": "base"},
     )
     with spec.open("a") as f:
         f.write('\n[screen]\nmetric = "acceptance_pos0"\nmargin = 0.25\nlooks = [3, 6, 10]\n')
@@ -30,12 +33,18 @@ def test_screening_stops_booting_decided_candidates_and_reports_them(
     out = capsys.readouterr().out
     assert "screening: no more boots for worse: lowered" in out
     ok = load_results(root).ok_boots().groupby("arm").size().to_dict()
-    assert max(ok.values()) == 10 and sum(ok.values()) < 40  # decided arms stopped early
+    assert max(ok.values()) <= 10 and sum(ok.values()) < 40  # decided arms stopped early
+    assert ok["worse"] <= 6  # a plainly harmful candidate: decided at an early look
     assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
     s = json.loads(capsys.readouterr().out)["screening"]
     status = {c["arm"]: c["status"] for c in s["candidates"]}
     assert status == {"same-a": "cleared", "same-b": "cleared", "worse": "lowered"}
     assert s["finished"] and s["boots_used"] == sum(ok.values()) < s["boots_fixed_design"]
+    margin = ["--margin", "acceptance_pos0=0.01"]
+    assert run(["analyze", str(root), "--json", "--resamples", "0", *margin]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["screening"]["margin"] == 0.01  # re-decided at the margin given, and said
+    assert any("screening re-decided at --margin acceptance_pos0=0.01" in n for n in again["notes"])
     assert run(["report", str(root)]) == 0
     md = (root / "report" / "report.md").read_text()
     answer = md[md.index("## Answer") : md.index("## Which candidates lowered it")]

@@ -146,3 +146,42 @@ def test_a_binary_file_in_the_package_is_refused_naming_it(tmp_path: Path) -> No
     )
     with pytest.raises(SpecabError, match=r"logo\.png is a binary file"):
         resolve(experiment(tmp_path, ["fix.diff"])).diffs()
+
+
+def test_a_screening_candidate_whose_diff_changes_no_code_is_cleared_without_boots(
+    tmp_path: Path,
+) -> None:
+    """`[screen] patches` with a comment-only diff beside a real change: the comment-only
+    candidate runs the baseline's code, so the screening clears it before any boot and the
+    driver plans none for it; the real change is screened as usual."""
+    from bench.experiment import load_spec
+    from bench.experiment.manifest import build_manifest
+    from bench.stats.screen import same_code_candidates
+
+    build(tmp_path, shift=0)
+    (tmp_path / "comment.diff").write_text(
+        _unified(
+            ROPE,
+            ORIGINAL,
+            ORIGINAL.replace("def factor(declared):", "def factor(declared):  # why"),
+        )
+    )
+    (tmp_path / "code.diff").write_text(_unified(ROPE, ORIGINAL, ORIGINAL + "X = 1\n"))
+    f = experiment(tmp_path, [])
+    text = f.read_text().replace('name = "fix"\npatches = []', 'name = "base"')
+    f.write_text(
+        text + '[screen]\nmetric = "acceptance_pos0"\npatches = ["comment.diff", "code.diff"]\n'
+    )
+    spec = load_spec(f)
+    assert [a.name for a in spec.arms] == ["base", "01-comment", "02-code"]
+    manifest = build_manifest(spec, f)
+    assert same_code_candidates(manifest, "base") == {"01-comment"}
+    # before any boot the driver already has nothing to boot for it, and says why
+    import pandas as pd
+
+    from bench.records import Results
+    from bench.stats import screen_dropped
+
+    empty = pd.DataFrame({"arm": [], "status": [], "boot": []})
+    dropped = screen_dropped(Results(manifest, empty, pd.DataFrame()), alpha=0.05)
+    assert dropped == {"01-comment": "cleared: runs the baseline's code"}

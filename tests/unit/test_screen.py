@@ -69,6 +69,22 @@ def test_each_decision_says_the_level_it_used_holms_raised_level_included() -> N
     assert {0, 1} <= seen  # decisions at the first level and at a raised one both met
 
 
+def test_a_plainly_harmful_candidate_is_decided_at_the_first_look() -> None:
+    """Three patches, one 5 boot SDs worse: linear spending lowers it at the first look in
+    about half the screenings (Welch at 3 boots a side has ~4 degrees of freedom, so not
+    always); O'Brien–Fleming, which keeps the level for the last look, almost never."""
+    rng = np.random.default_rng(11)
+    base = rng.standard_normal((REPS, 16))
+    cands = rng.standard_normal((REPS, 3, 16)) - np.array([0.0, 0.0, 5.0])[None, :, None]
+    first = {}
+    for spending in ("linear", "obrien_fleming"):
+        design = ScreenDesign((3, 6, 10, 16), 0.05, 1.0, 3, spending)
+        dec = decide_candidates(base, cands, np.full(REPS, 16), np.full((REPS, 3), 16), design)
+        assert (dec.status[:, 2] == LOWERED).mean() > 0.99
+        first[spending] = float((dec.look[:, 2] == 0).mean())
+    assert first["linear"] > 0.4 and first["obrien_fleming"] < 0.01, first
+
+
 def test_harmless_candidates_are_called_lowered_at_most_alpha_of_the_time() -> None:
     status, _ = _screen([0.0] * 4, ScreenDesign((3, 6, 10, 16), 0.05, 1.0, 4), seed=2)
     assert (status == LOWERED).any(axis=1).mean() <= 0.05 + MCSE2
@@ -118,6 +134,7 @@ def test_patches_become_one_candidate_each_beside_the_baseline(tmp_path: Path) -
         ('patches = ["x.py"]', '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "exactly one"),
         ("", '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\nspeculative_config = false\n', "b"),
         ("margin = 0", '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "screen.margin"),
+        ("", '[[arms]]\nname = "a"\n[[arms]]\nname = "b"\n', "experiment.baseline: baseline not"),
     ],
 )
 def test_bad_screens_are_refused_in_one_line(

@@ -14,7 +14,7 @@ from bench.experiment.manifest.history_identity import same_as
 from bench.experiment.preflight import awaits_build
 from bench.experiment.probes import load_probe_sets
 from bench.experiment.spec import Experiment, history_points, sweep_cells
-from bench.records import SCHEMA_VERSION, Manifest
+from bench.records import SCHEMA_VERSION, SCREEN_SPENDING, Manifest
 
 ORDER = "blocks of one boot per arm, shuffled within block by experiment.seed"
 
@@ -70,7 +70,9 @@ def build_manifest(
     if (sc := spec.screen) is not None:
         margin = sc.margin or getattr(spec.experiment.margins, sc.metric)
         looks = list(sc.design_looks(spec.experiment.boots_per_arm))
-        body["screen"] = {"metric": sc.metric, "margin": margin, "looks": looks}
+        body["screen"] = {
+            "metric": sc.metric, "margin": margin, "looks": looks, "spending": SCREEN_SPENDING,
+        }  # fmt: skip
     if orchestration is not None:
         body["orchestration"] = {"order": ORDER, **orchestration}
     return Manifest.model_validate(body)

@@ -241,7 +241,8 @@ class Experiment(_Model):
         if self.screen is not None and (self.sweep is not None or self.bisect is not None):
             raise ValueError("[screen] asks its own question: keep it without [sweep] or [bisect]")
         others = [a.name for a in self.arms if a.name != self.baseline]
-        check_screen(self.screen, others, self.experiment.boots_per_arm, undrafted)
+        implied = None if self.experiment.baseline is not None else self.baseline
+        check_screen(self.screen, others, self.experiment.boots_per_arm, undrafted, implied)
         return self
 
     @model_validator(mode="after")

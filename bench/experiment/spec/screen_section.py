@@ -54,9 +54,14 @@ class ScreenSection(BaseModel):
 
 
 def check_screen(
-    screen: ScreenSection | None, others: list[str], boots_per_arm: int, undrafted: list[str]
+    screen: ScreenSection | None,
+    others: list[str],
+    boots_per_arm: int,
+    undrafted: list[str],
+    implied_baseline: str | None = None,
 ) -> None:
-    """Candidates to screen, looks that end at boots_per_arm, and a metric every arm has."""
+    """Candidates to screen, looks that end at boots_per_arm, a metric every arm has, and a
+    baseline the file names (`implied_baseline`: the first arm, taken only by position)."""
     if screen is None:
         return
     if not others:
@@ -71,6 +76,13 @@ def check_screen(
         )
     check_measured(screen.metric, undrafted, "arm", "screen")
     check_relative_margin(screen.metric, screen.margin, "[screen]")
+    if implied_baseline is not None and not screen.patches:
+        raise ValueError(
+            "baseline not named: [screen] tests every candidate against one baseline, which "
+            "the file must name rather than take the first arm by position; set "
+            f"[experiment] baseline = {implied_baseline!r} (or the arm every candidate is "
+            "measured against)"
+        )
 
 
 def expand_screen(data: dict[str, Any], file: Path) -> dict[str, Any]:
@@ -99,6 +111,13 @@ def expand_screen(data: dict[str, Any], file: Path) -> dict[str, Any]:
                 "name": f"{i + 1:02d}-{stem}"[:64],
                 "description": f"{base.get('name', '')} + {patch}",
                 "patches": [*base.get("patches", []), patch],
+                # a diff that changes no executed code is a candidate the screening clears
+                # without boots (it runs the baseline's code), not a refusal
+                **({"allow_noop_patches": True} if _is_diff(str(patch)) else {}),
             }
         )
     return {**data, "arms": arms}
+
+
+def _is_diff(patch: str) -> bool:
+    return patch.endswith((".diff", ".patch"))

@@ -235,6 +235,9 @@ class Driver:
             seq = SelectionRun(
                 root, looks, self.arms, current=self._results, drop=drop, label="screening"
             )
+            seq.dropped = dict(drop(self._results()))  # same code as the baseline: no boots
+            for arm, why in sorted(seq.dropped.items()):
+                self.console.print(f"screening: no more boots for {arm}: {why}")
         elif exp.looks and self.spec.sweep is not None:  # the looks eliminate configurations
             seq = SelectionRun(root, tuple(exp.looks), self.arms, current=self._results)
         elif exp.looks:

@@ -48,20 +48,32 @@ def obf_spent(t: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
     return out
 
 
+def linear_spent(t: NDArray[np.float64], alpha: float) -> NDArray[np.float64]:
+    """Linear spending, alpha * t (the power family with rho = 1, Kim and DeMets 1987): a
+    share of the level at every look in proportion to its boots, so a large difference is
+    decided at the first look; O'Brien–Fleming keeps almost all of it for the last."""
+    out: NDArray[np.float64] = alpha * np.asarray(t, dtype=np.float64)
+    return out
+
+
+SPENDING = {"obrien_fleming": obf_spent, "linear": linear_spent}
+
+
 @lru_cache(maxsize=64)
 def obf_boundaries(
-    looks: tuple[int, ...], alpha: float
+    looks: tuple[int, ...], alpha: float, spending: str = "obrien_fleming"
 ) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(z boundaries, nominal two-sided alpha) per look for Lan-DeMets O'Brien-Fleming."""
+    """(z boundaries, nominal two-sided alpha) per look, two-sided, for the Lan-DeMets
+    spending function `spending` (O'Brien–Fleming by default; "linear": alpha * t)."""
     n = np.asarray(looks, dtype=np.float64)
     if n.size == 0 or np.any(np.diff(n) <= 0) or n[0] < 1:
         raise ValueError("looks must be strictly increasing positive boot counts")
     t = n / n[-1]
-    z_half = float(st.norm.isf(alpha / 2.0))
-    spent = obf_spent(t, alpha)
-    # On the Brownian scale S = Z sqrt(t) the first boundary is z_half itself.
-    bounds = [z_half]
-    x, w = _simpson(-z_half, z_half)
+    spent = SPENDING[spending](t, alpha)
+    # On the Brownian scale S = Z sqrt(t) the first boundary spends exactly spent[0].
+    first = float(st.norm.isf(spent[0] / 2.0)) * float(np.sqrt(t[0]))
+    bounds = [first]
+    x, w = _simpson(-first, first)
     dens = st.norm.pdf(x, scale=np.sqrt(t[0]))  # density of S_1 where no boundary was crossed
     for i in range(1, n.size):
         sig = float(np.sqrt(t[i] - t[i - 1]))

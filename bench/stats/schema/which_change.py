@@ -107,6 +107,11 @@ class Bisection(Frozen):
 
 class ScreenCandidate(Frozen):
     arm: str = Field(description="The candidate (an arm).")
+    same_code: bool = Field(
+        False,
+        description="It runs the baseline's code (its diffs change only comments, docstrings "
+        "or layout, or the build already carries them): cleared without a test or a boot.",
+    )
     boots: Int = Field(description="Its ok boots the decision rests on (the look's).")
     difference: Num = Field(
         description="Candidate minus baseline (relative for a ratio metric), at the look."

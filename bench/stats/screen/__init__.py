@@ -4,9 +4,13 @@ more (`design`: the rule on boot values, vectorized for calibration), and a resu
 directory's screening (`screening_replay`: `Analysis.screening`, what `run-ab` stops booting)."""
 
 from bench.stats.screen.design import ScreenDesign, boots_spent, decide_candidates, screen_boots
-from bench.stats.screen.screening_replay import screen_dropped, screening
+from bench.stats.screen.screening_replay import (
+    same_code_candidates,
+    screen_dropped,
+    screening,
+)
 
 __all__ = [
-    "ScreenDesign", "boots_spent", "decide_candidates", "screen_boots", "screen_dropped",
-    "screening",
+    "ScreenDesign", "boots_spent", "decide_candidates", "same_code_candidates", "screen_boots",
+    "screen_dropped", "screening",
 ]  # fmt: skip

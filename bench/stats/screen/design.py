@@ -28,7 +28,7 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.records import PLAN_LOOKS, looks_ending_at
+from bench.records import PLAN_LOOKS, SCREEN_SPENDING, looks_ending_at
 from bench.stats.methods import obf_boundaries, t_quantile, welch
 
 F = NDArray[np.float64]
@@ -46,13 +46,14 @@ class ScreenDesign:
     alpha: float
     margin: float
     candidates: int
+    spending: str = SCREEN_SPENDING
 
     @cached_property
     def level_table(self) -> F:
         """[j, k]: the one-sided nominal level at look k of a hypothesis whose family has j
-        rejected already (O'Brien–Fleming spending of alpha / (candidates − j))."""
-        rows = [obf_boundaries(self.looks, 2 * self.alpha / (self.candidates - j))[1]
-                for j in range(self.candidates)]  # fmt: skip
+        rejected already (alpha / (candidates − j) spent over the looks by `spending`)."""
+        rows = [obf_boundaries(self.looks, 2 * self.alpha / (self.candidates - j),
+                               self.spending)[1] for j in range(self.candidates)]  # fmt: skip
         return np.asarray(rows, dtype=np.float64) / 2
 
     @property
