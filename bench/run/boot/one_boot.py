@@ -219,7 +219,9 @@ def _measure_served(
     every member's patch check on its node, and the probes under the gang's monitor)."""
     server.wait_ready()
     t.ready_at, t.phase = _now(), "patch_check"
-    t.noop_patches = check_patches_applied(plan)
+    # a patched module the engine imports lazily (a background thread, the first request)
+    # may still be waiting here: checked for good after the warmup, before any probe
+    t.noop_patches = check_patches_applied(plan, waiting_ok=True)
     gang = server if isinstance(server, GangServer) else None
     if gang is not None:
         t.noop_patches = tuple(dict.fromkeys(t.noop_patches + gang.check_member_patches()))
@@ -245,28 +247,20 @@ def _measure_served(
             concurrency=how.concurrency,
             speculative=how.speculative,
         )
-        gate = None if req.gate is None else partial(_at_gate, req, t)
         on = partial(setattr, t, "phase", "probes")
-        return measure(client, sets, probing, on_response=on, before_probes=gate)
+        before = partial(_after_warmup, req, plan, t)
+        return measure(client, sets, probing, on_response=on, before_probes=before)
 
 
-def _at_gate(req: BootRequest, t: _Timeline) -> None:
-    """Wait for the duet's other members (after the warmup: their probes start together)."""
+def _after_warmup(req: BootRequest, plan: LaunchPlan, t: _Timeline) -> None:
+    """Every patch applied in the engine by now (a lazy import had the warmup to happen),
+    then a duet's barrier: its members' probes start together."""
+    phase, t.phase = t.phase, "patch_check"
+    t.noop_patches = tuple(dict.fromkeys(t.noop_patches + check_patches_applied(plan)))
+    t.phase = phase
     if req.gate is not None:
         booted_s = (_now() - t.started_at).total_seconds()
         t.corun_group = wait_at_gate(req.gate, req.attempt.boot_id, booted_s)
-
-
-def guarded_boot(
-    req: BootRequest, node: NodeSetup, *, on_started: Callable[[int, int], None] | None = None
-) -> BootOutcome:
-    """`run_boot` outside Ray (`specab boot`) under the same watchdog as a Ray task's boot:
-    if this process dies, even by SIGKILL, the server's process groups die with it."""
-    from bench.run.process import BootGuard
-
-    pgids = node.workdir / "pgids" / f"{req.attempt.boot_id}.{os.getpid()}"
-    with BootGuard(pgids, grace_s=5.0) as guard:
-        return run_boot(req, node, on_started=on_started, watch=guard)
 
 
 def failed_record(
