@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.specab-installed
 PYTEST_ARGS ?=
 
-.PHONY: install demo test lint docs clean-venv
+.PHONY: install demo test check lint docs clean-venv
 
 # Python writes the bytecode of what it imports into .venv (and __pycache__ here) once, on
 # first use, as it does by default. An environment with PYTHONDONTWRITEBYTECODE=1 (some
@@ -47,6 +47,11 @@ else
 test: lint
 	$(BIN)/python tests/run_pytest.py $(PYTEST_ARGS)
 endif
+
+# The inner loop: lint beside the unit and fake-server tests that cover what a change touched
+# (tests/check.py says which and why); `make test` before a submission.
+check: install
+	$(BIN)/python tests/check.py
 
 # The user guide: the experiment-file reference regenerated from the models, then a strict
 # build (a broken link, anchor or page left out of the nav fails) into site/.

@@ -30,7 +30,20 @@ def validate(
     ] = False,
 ) -> None:
     """Check an experiment file (everything run-ab checks before it writes anything) and
-    print, per arm, what a boot would run. Boots nothing."""
+    print, per arm, what a boot would run. Boots nothing, writes nothing."""
+    import tempfile
+
+    from bench.experiment.spec import served_diffs_in
+
+    # a git history's served diffs live in a directory that goes with this command
+    with (
+        tempfile.TemporaryDirectory(prefix="specab-validate-") as tmp,
+        served_diffs_in(Path(tmp)),
+    ):
+        _validate(file, cluster)
+
+
+def _validate(file: Path, cluster: bool) -> None:
     from bench.experiment import (
         command_line,
         inspect_experiment,
@@ -38,6 +51,7 @@ def validate(
         member_title,
         ready_timeout,
     )
+    from bench.experiment.spec import is_served_diff
 
     checked, views = inspect_experiment(file, cluster=cluster)
     spec, exp = checked.spec, checked.spec.experiment
@@ -72,9 +86,13 @@ def validate(
             )
             console.print(f"  env vs baseline: {diff}", markup=False)
         diffs = a.diffs()
+        commit = spec.arm(a.name).commit
         for p in a.patches:
+            # a history point's served diff: named by its range, not a temporary file
+            where = f"good..{commit[:12]}" if commit and is_served_diff(p) else str(p)
             console.print(
-                f"  patch: {p.stem} ({p}{_diff_note(diffs.get(p), p in diffs)})", markup=False
+                f"  patch: {p.stem} ({where}{_diff_note(diffs.get(p), p in diffs)})",
+                markup=False,
             )
         for which, cfg in (("target", a.target_config), ("draft", a.draft_config)):
             if cfg is not None:

@@ -238,3 +238,24 @@ def test_a_commit_that_changes_no_executed_code_runs_its_neighbours_code(
     # runs 2's code, so it is never among them
     assert step.outcome == "boot" and step.boots == {0: 3, 1: 3}
     assert step.posterior is not None and step.posterior[2] == 0.0
+
+
+def test_validate_writes_no_served_diff_into_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`validate` reads a history with its points' diffs in a directory that goes with the
+    command: nothing lands in specab's cache, and the diffs it read were complete."""
+    from bench.experiment.spec import is_served_diff, served_diffs_in
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _repo(tmp_path)
+    f = _file(tmp_path, 'git = { repo = "src", good = "good", bad = "bad" }')
+    with served_diffs_in(tmp_path / "gone"):
+        spec = load_spec(f)
+        diffs = [Path(a.patches[-1]) for a in spec.arms if a.patches]
+        assert diffs and all(is_served_diff(d) and d.is_file() for d in diffs)
+        assert all((tmp_path / "gone") in d.parents for d in diffs)
+    assert not (tmp_path / "cache" / "specab" / "bisect").exists()
+    run(["validate", str(f)])  # refused here (no such build) or not: it writes no diff
+    capsys.readouterr()
+    assert not (tmp_path / "cache" / "specab" / "bisect").exists()

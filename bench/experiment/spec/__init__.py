@@ -15,7 +15,13 @@ from bench.experiment.spec.experiment_file import (
     parse_spec,
     resolve_path,
 )
-from bench.experiment.spec.git_history import expand_history, history_points, needs_build
+from bench.experiment.spec.git_history import (
+    expand_history,
+    history_points,
+    is_served_diff,
+    needs_build,
+    served_diffs_in,
+)
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.reference_page import experiment_reference_markdown
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
@@ -48,6 +54,7 @@ __all__ = [
     "history_points",
     "is_secret_env",
     "is_secret_flag",
+    "is_served_diff",
     "json_schema",
     "load_spec",
     "needs_build",
@@ -59,5 +66,6 @@ __all__ = [
     "scrub",
     "secret_flag_env",
     "secret_values",
+    "served_diffs_in",
     "sweep_cells",
 ]

@@ -17,6 +17,8 @@ import copy
 import hashlib
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -52,8 +54,28 @@ def _git(repo: Path, *args: str, file: Path, field: str) -> str:
     return done.stdout
 
 
+_DIFF_ROOTS: list[Path] = []  # served_diffs_in: where diffs go instead of the cache
+
+
+@contextmanager
+def served_diffs_in(root: Path) -> Iterator[None]:
+    """Write the points' served diffs under `root` rather than specab's cache while the
+    block runs (`validate` checks a history without writing anything that outlives it)."""
+    _DIFF_ROOTS.append(root)
+    try:
+        yield
+    finally:
+        _DIFF_ROOTS.pop()
+
+
+def is_served_diff(path: Path) -> bool:
+    """Whether `path` is a history point's served diff (written by `served_diff`)."""
+    root = _DIFF_ROOTS[-1] if _DIFF_ROOTS else _specab_cache() / "bisect"
+    return path.parent.parent == root
+
+
 def _cache(good: str) -> Path:
-    return _specab_cache() / "bisect" / good
+    return (_DIFF_ROOTS[-1] if _DIFF_ROOTS else _specab_cache() / "bisect") / good
 
 
 def _specab_cache() -> Path:
