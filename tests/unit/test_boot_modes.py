@@ -31,7 +31,8 @@ def test_one_population_is_flagged_at_most_alpha_of_the_time(boots: int) -> None
     assert flagged <= 0.05 + 2 * math.sqrt(0.05 * 0.95 / REPS)
 
 
-@pytest.mark.parametrize(("boots", "reps"), [(4, 200), (6, 200), (10, 120), (30, 60)])
+# 200 runs each: a rate of alpha + 3 MCSE (0.096) fails, and stays below 2 alpha
+@pytest.mark.parametrize(("boots", "reps"), [(4, 200), (6, 200), (10, 200), (30, 200)])
 def test_well_behaved_simulated_arms_are_flagged_at_most_alpha_per_arm(
     boots: int, reps: int
 ) -> None:

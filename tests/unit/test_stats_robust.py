@@ -229,12 +229,13 @@ def test_prior_carries_its_df_and_can_come_from_an_aa_run(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("boots", "replicates"), [(1, 300), (2, 150)])
+@pytest.mark.parametrize(("boots", "replicates"), [(1, 300), (2, 200)])
 def test_a_matched_prior_keeps_false_claims_at_alpha(boots: int, replicates: int) -> None:
     """A/A runs of 1 and 2 boots per arm, each analyzed with a prior taken by
     `prior_from_results` from a fresh A/A run of the same design (which the design check
-    lets through): any primary claim is false. The rate stays within alpha + 3 MCSE here;
-    the 1,000-replicate measurement is benchmarks/bench_prior.py's."""
+    lets through): any primary claim is false. The rate stays within alpha + 2 MCSE (sized
+    so that alpha + 3 MCSE fails below 2 alpha); the 1,000-replicate measurement is
+    benchmarks/bench_prior.py's."""
     arms = {"a": 0.0, "b": 0.0}
 
     def run_of(b: int, seed: int) -> Results:
@@ -248,7 +249,7 @@ def test_a_matched_prior_keeps_false_claims_at_alpha(boots: int, replicates: int
         result = stats.analyze(target, AnalysisOptions(n_resamples=0, prior=prior))
         hits += any(c.verdict in CLAIMS for c in result.comparisons if c.family == "primary")
     alpha = 0.05
-    assert hits / replicates <= alpha + 3 * np.sqrt(alpha * (1 - alpha) / replicates)
+    assert hits / replicates <= alpha + 2 * np.sqrt(alpha * (1 - alpha) / replicates)
 
 
 def _est(ratio: float, se: float, df: float) -> Est:
