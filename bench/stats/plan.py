@@ -30,7 +30,7 @@ from bench.stats.inputs import (
 )
 from bench.stats.methods import F, estimate
 from bench.stats.schema import Plan, ScreenPlan
-from bench.stats.screen import screen_boots
+from bench.stats.screen import boots_one_harmful, screen_boots
 
 
 def plan_from_results(
@@ -135,6 +135,7 @@ def _screen_plan(
     return ScreenPlan(
         candidates=n, margin=effect, boot_value_sd=sd, looks=list(design.looks),
         cleared=cleared, boots_expected=boots, boots_fixed_design=(n + 1) * design.looks[-1],
+        boots_one_harmful=boots_one_harmful(design, 4 * margin / sd),
     )  # fmt: skip
 
 

@@ -167,4 +167,6 @@ def test_plan_arms_prints_the_screening_from_a_pilot(
     sc = json.loads(capsys.readouterr().out)["screening"]
     assert sc["candidates"] == 3 and sc["cleared"] >= 0.8
     assert sc["boots_expected"] < sc["boots_fixed_design"] == 4 * sc["looks"][-1]
+    # one candidate 4 margins worse stops early too: fewer boots than all harmless
+    assert sc["boots_one_harmful"] < sc["boots_expected"]
     assert run(["plan", str(pilot), "--effect", "0.03", "--arms", "0"]) == 2

@@ -253,6 +253,7 @@ def render_plan(p: Plan, out: Console) -> None:
             f"screening {sc.candidates} candidates ([screen] margin = {sc.margin:g}, boot SD "
             f"{sc.boot_value_sd:.4g}): boots_per_arm = {sc.looks[-1]}, looks = {sc.looks}; "
             f"a harmless candidate clears {sc.cleared:.0%} of the time; ≈ {sc.boots_expected:.0f} "
-            f"boots when all are harmless (every arm to the last look: {sc.boots_fixed_design})",
+            f"boots when all are harmless, ≈ {sc.boots_one_harmful or 0:.0f} when one is 4 "
+            f"margins worse (every arm to the last look: {sc.boots_fixed_design})",
             markup=False,
         )

@@ -24,6 +24,11 @@ class ScreenPlan(Frozen):
         "(decided candidates stop), simulated through the product's rule."
     )
     boots_fixed_design: int = Field(description="Every arm booted to the last look.")
+    boots_one_harmful: float | None = Field(
+        None,
+        description="Mean boots when one candidate is worse than the baseline by 4 margins "
+        "and the others are harmless (the harmful one stops at an early look too), simulated.",
+    )
 
 
 class Plan(Frozen):

@@ -3,7 +3,13 @@ candidate against the baseline, one-sided, cleared or lowered at a look and then
 more (`design`: the rule on boot values, vectorized for calibration), and a results
 directory's screening (`screening_replay`: `Analysis.screening`, what `run-ab` stops booting)."""
 
-from bench.stats.screen.design import ScreenDesign, boots_spent, decide_candidates, screen_boots
+from bench.stats.screen.design import (
+    ScreenDesign,
+    boots_one_harmful,
+    boots_spent,
+    decide_candidates,
+    screen_boots,
+)
 from bench.stats.screen.screening_replay import (
     same_code_candidates,
     screen_dropped,
@@ -11,6 +17,6 @@ from bench.stats.screen.screening_replay import (
 )
 
 __all__ = [
-    "ScreenDesign", "boots_spent", "decide_candidates", "same_code_candidates", "screen_boots",
-    "screen_dropped", "screening",
+    "ScreenDesign", "boots_one_harmful", "boots_spent", "decide_candidates",
+    "same_code_candidates", "screen_boots", "screen_dropped", "screening",
 ]  # fmt: skip

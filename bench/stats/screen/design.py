@@ -146,6 +146,18 @@ def boots_spent(dec: Decisions, design: ScreenDesign) -> Ints:
     return np.asarray(n.sum(axis=-1) + n.max(axis=-1), dtype=np.int64)
 
 
+def boots_one_harmful(design: ScreenDesign, shift: float, *, reps: int = 2000) -> float:
+    """Mean boots of a screening by `design` when one candidate is worse than the baseline
+    by `shift` boot SDs and the others are harmless, simulated through `decide_candidates`."""
+    rng = np.random.default_rng(1)
+    last, m = design.looks[-1], design.candidates
+    base = rng.standard_normal((reps, last))
+    cands = rng.standard_normal((reps, m, last))
+    cands[:, 0, :] -= shift
+    dec = decide_candidates(base, cands, np.full(reps, last), np.full((reps, m), last), design)
+    return float(boots_spent(dec, design).mean())
+
+
 def screen_boots(
     sd: float, margin: float, candidates: int, alpha: float, power: float, *, reps: int = 2000
 ) -> tuple[ScreenDesign, float, float] | None:
