@@ -50,21 +50,16 @@ if __name__ == "__main__":
 """
 
 
-def _deleted(path: str, text: str) -> str:
-    body = "".join(f"-{line}\n" for line in text.splitlines())
-    n = len(text.splitlines())
+def _whole(path: str, text: str, *, added: bool) -> str:
+    """A diff that adds (or deletes) the whole file `path` holding `text`."""
+    lines = text.splitlines()
+    sign, head = ("+", "new") if added else ("-", "deleted")
+    old, new = ("/dev/null", f"b/{path}") if added else (f"a/{path}", "/dev/null")
+    span = f"-0,0 +1,{len(lines)}" if added else f"-1,{len(lines)} +0,0"
+    body = "".join(f"{sign}{line}\n" for line in lines)
     return (
-        f"diff --git a/{path} b/{path}\ndeleted file mode 100644\n--- a/{path}\n+++ /dev/null\n"
-        f"@@ -1,{n} +0,0 @@\n{body}"
-    )
-
-
-def _added(path: str, text: str) -> str:
-    body = "".join(f"+{line}\n" for line in text.splitlines())
-    n = len(text.splitlines())
-    return (
-        f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n+++ b/{path}\n"
-        f"@@ -0,0 +1,{n} @@\n{body}"
+        f"diff --git a/{path} b/{path}\n{head} file mode 100644\n--- {old}\n+++ {new}\n"
+        f"@@ {span} @@\n{body}"
     )
 
 
@@ -87,8 +82,8 @@ def test_data_files_deletions_and_renames_are_served_in_every_process(tmp_path: 
     )
     diff = (
         _unified(f"{LAYERS}/table.json", '{"ok": "beside"}\n', '{"ok": "tuned"}\n')
-        + _added(f"{LAYERS}/added.json", "{}")
-        + _deleted(f"{LAYERS}/gone.json", '{"x": 1}')
+        + _whole(f"{LAYERS}/added.json", "{}", added=True)
+        + _whole(f"{LAYERS}/gone.json", '{"x": 1}', added=False)
         + rename
         + _unified(ROPE, ORIGINAL, ORIGINAL + "X = 1\n")
     )

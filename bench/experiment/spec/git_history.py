@@ -68,14 +68,18 @@ def served_diffs_in(root: Path) -> Iterator[None]:
         _DIFF_ROOTS.pop()
 
 
+def _diff_root() -> Path:
+    """Where the points' served diffs go: specab's cache, or `served_diffs_in`'s root."""
+    return _DIFF_ROOTS[-1] if _DIFF_ROOTS else _specab_cache() / "bisect"
+
+
 def is_served_diff(path: Path) -> bool:
     """Whether `path` is a history point's served diff (written by `served_diff`)."""
-    root = _DIFF_ROOTS[-1] if _DIFF_ROOTS else _specab_cache() / "bisect"
-    return path.parent.parent == root
+    return path.parent.parent == _diff_root()
 
 
 def _cache(good: str) -> Path:
-    return (_DIFF_ROOTS[-1] if _DIFF_ROOTS else _specab_cache() / "bisect") / good
+    return _diff_root() / good
 
 
 def _specab_cache() -> Path:

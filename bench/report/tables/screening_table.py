@@ -15,9 +15,16 @@ def _num(x: float | None, fmt: str) -> str:
     return "—" if x is None else fmt.format(x)
 
 
+def _formats(s: Screening) -> tuple[str, str]:
+    """How the screening's differences are printed, and its margin as printed."""
+    relative = METRIC[s.metric].relative
+    fmt = "{:+.1%}" if relative else f"{{:+.{METRIC[s.metric].digits}f}}"
+    return fmt, f"{s.margin:.1%}" if relative else f"{s.margin:g}"
+
+
 def screening_table(s: Screening) -> pd.DataFrame:
     m = METRIC[s.metric]
-    fmt = "{:+.1%}" if m.relative else f"{{:+.{m.digits}f}}"
+    fmt, _ = _formats(s)
     rows = []
     for c in s.candidates:
         status = c.status + (" (within margin)" if c.within_margin else "")
@@ -37,7 +44,7 @@ def screening_table(s: Screening) -> pd.DataFrame:
 def screening_summary(s: Screening) -> str:
     """One sentence: the rule, the error it keeps and the boots it took."""
     m = METRIC[s.metric]
-    margin = f"{s.margin:.1%}" if m.relative else f"{s.margin:g}"
+    _, margin = _formats(s)
     return (
         f"Each candidate against {s.baseline} on {m.short}, one-sided, at looks "
         f"{', '.join(map(str, s.looks))}: cleared = not worse by more than {margin}, lowered "
@@ -58,8 +65,7 @@ def screening_headlines(s: Screening) -> list[str]:
     """The report's answer for a screening, in its own words and margin: its outcome, then
     one sentence per candidate with its difference and one-sided bounds."""
     m = METRIC[s.metric]
-    fmt = "{:+.1%}" if m.relative else f"{{:+.{m.digits}f}}"
-    margin = f"{s.margin:.1%}" if m.relative else f"{s.margin:g}"
+    fmt, margin = _formats(s)
     said = [f"**screening** on {m.short} (margin {margin}): {s.reason}."]
     for c in s.candidates:
         words = _SAID[c.status].format(base=s.baseline, margin=margin)

@@ -93,7 +93,7 @@ def screening(
         for a in arms if a in same_code and a != baseline
     ]  # fmt: skip
     if not others:
-        return _said(section, baseline, alpha, rows, True, data, arms, section.looks[-1])
+        return _said(section, baseline, alpha, rows, True, data, arms)
     design = screen_design(section, len(others), alpha)
     dec = _replay(data, baseline, others, design, section.metric)
     relative = METRIC[section.metric].relative
@@ -114,12 +114,12 @@ def screening(
             )
         )  # fmt: skip
     finished = bool(np.all((dec.look >= 0) | (dec.reached == len(design.looks) - 1)))
-    return _said(section, baseline, alpha, rows, finished, data, arms, design.looks[-1])
+    return _said(section, baseline, alpha, rows, finished, data, arms)
 
 
 def _said(
     section: ManifestScreen, baseline: str, alpha: float, rows: list[ScreenCandidate],
-    finished: bool, data: Mapping[str, ArmData], arms: list[str], last: int,
+    finished: bool, data: Mapping[str, ArmData], arms: list[str],
 ) -> Screening:  # fmt: skip
     rows = sorted(rows, key=lambda r: arms.index(r.arm))
     cleared = sum(r.status == "cleared" for r in rows)
@@ -139,7 +139,7 @@ def _said(
     return Screening(
         metric=section.metric, baseline=baseline, margin=section.margin, alpha=alpha,
         looks=list(section.looks), candidates=rows, finished=finished, boots_used=used,
-        boots_fixed_design=len(arms) * last, reason=reason,
+        boots_fixed_design=len(arms) * section.looks[-1], reason=reason,
     )  # fmt: skip
 
 
