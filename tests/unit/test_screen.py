@@ -170,3 +170,22 @@ def test_plan_arms_prints_the_screening_from_a_pilot(
     # one candidate 4 margins worse stops early too: fewer boots than all harmless
     assert sc["boots_one_harmful"] < sc["boots_expected"]
     assert run(["plan", str(pilot), "--effect", "0.03", "--arms", "0"]) == 2
+
+
+def test_a_candidate_running_the_baselines_code_is_said_so_not_as_a_test() -> None:
+    """Cleared without boots because it is the baseline's code: the answer and the table say
+    that, not 'not worse by more than the margin' over intervals it never had."""
+    from bench.report.tables import screening_headlines, screening_table
+    from bench.stats.schema import ScreenCandidate, Screening
+
+    same = ScreenCandidate(
+        arm="01-comment", same_code=True, boots=0, difference=None, ci_low=None, ci_high=None,
+        status="cleared", within_margin=False, decided_at_look=None, nominal_alpha=None,
+    )  # fmt: skip
+    s = Screening(
+        metric="acceptance_pos0", baseline="base", margin=0.01, alpha=0.05, looks=[3, 6],
+        candidates=[same], finished=True, boots_used=0, boots_fixed_design=12, reason="r",
+    )  # fmt: skip
+    said = screening_headlines(s)
+    assert said[1] == "**01-comment** runs base's code: cleared without boots."
+    assert screening_table(s)["status"].tolist() == ["cleared (runs the baseline's code)"]

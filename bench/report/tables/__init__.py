@@ -17,6 +17,7 @@ from bench.report.tables.literal_rows import data_row
 from bench.report.tables.markdown_tables import md_table, verdict_markdown
 from bench.report.tables.provenance import provenance
 from bench.report.tables.screening_table import (
+    screening_headlines,
     screening_section,
     screening_summary,
     screening_table,
@@ -49,8 +50,8 @@ __all__ = [
     "bisection_section", "bisection_table", "boots_said",
     "category_table", "data_row", "difference", "draft_length_table", "estimate_text",
     "failed_attempts", "group_verdict", "grouped_notes", "headlines", "identity_summary",
-    "md_table", "output_identity", "probe_temperature",
-    "provenance", "render_selection", "screening_section", "screening_summary",
+    "md_table", "output_identity", "probe_temperature", "provenance", "render_selection",
+    "screening_headlines", "screening_section", "screening_summary",
     "screening_table", "selection_section", "speed_table", "speedup_table",
     "variance_table", "verdict_markdown", "verdict_table",
 ]  # fmt: skip

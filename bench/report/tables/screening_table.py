@@ -27,7 +27,11 @@ def screening_table(s: Screening) -> pd.DataFrame:
     fmt, _ = _formats(s)
     rows = []
     for c in s.candidates:
-        status = c.status + (" (within margin)" if c.within_margin else "")
+        status = (
+            c.status
+            + (" (within margin)" if c.within_margin else "")
+            + (" (runs the baseline's code)" if c.same_code else "")
+        )
         rows.append(
             {
                 "candidate": c.arm,
@@ -68,6 +72,9 @@ def screening_headlines(s: Screening) -> list[str]:
     fmt, margin = _formats(s)
     said = [f"**screening** on {m.short} (margin {margin}): {s.reason}."]
     for c in s.candidates:
+        if c.same_code:  # no test, no numbers: it is the baseline's code
+            said.append(f"**{c.arm}** runs {s.baseline}'s code: cleared without boots.")
+            continue
         words = _SAID[c.status].format(base=s.baseline, margin=margin)
         if c.within_margin:
             words += f", by less than {margin}"
