@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -38,18 +39,21 @@ PREFIX = "vllm:spec_decode_"
 
 
 def _boot_index(state: Path | None, arm_key: str) -> int:
-    """0-based index of this boot among boots with the same key (append-only file)."""
+    """0-based index of this boot among boots with the same key (append-only file). Each boot
+    writes a random token, not its pid: test-bed hosts are PID namespaces, so two hosts'
+    servers can share a pid and would both read index 0."""
     if state is None:
         return 0
     state.mkdir(parents=True, exist_ok=True)
     path = state / f"boots-{arm_key}"
+    token = uuid.uuid4().hex
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.write(fd, f"{token}\n".encode())
     finally:
         os.close(fd)
     lines = path.read_text().split()
-    return lines.index(str(os.getpid()))
+    return lines.index(token)
 
 
 class Counters:
