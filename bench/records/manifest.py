@@ -144,10 +144,19 @@ class ManifestScreen(_Read):
         "boots / last look: a large difference is decided at the first look) or O'Brien–"
         "Fleming (what results written before `spending` was recorded used).",
     )
+    spread: Literal["welch", "pooled"] = Field(
+        "welch",
+        description="Whose boots give the spread a look's intervals use: pooled (one boot "
+        "spread over the baseline and every candidate, each look waiting for every "
+        "undecided arm's boots) or welch (each pair's own two spreads: what results "
+        "written before `spread` was recorded used).",
+    )
 
 
-# What a new screening spends its level with (written into its manifest's `screen`).
+# What a new screening spends its level with, and whose boots give its spread (both written
+# into its manifest's `screen`).
 SCREEN_SPENDING = "linear"
+SCREEN_SPREAD = "pooled"
 
 
 class Manifest(_Read):

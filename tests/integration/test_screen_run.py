@@ -46,12 +46,22 @@ def test_screening_stops_booting_decided_candidates_and_reports_them(
         "twin": "cleared",
     }
     assert [c["arm"] for c in s["candidates"] if c["same_code"]] == ["twin"]
+    assert s["spread"] == "pooled"  # three candidates tested: one spread over every arm
+    assert {c["spread"] for c in s["candidates"] if not c["same_code"]} <= {"pooled", "welch"}
     assert s["finished"] and s["boots_used"] == sum(ok.values()) < s["boots_fixed_design"]
     margin = ["--margin", "acceptance_pos0=0.01"]
     assert run(["analyze", str(root), "--json", "--resamples", "0", *margin]) == 0
     again = json.loads(capsys.readouterr().out)
     assert again["screening"]["margin"] == 0.01  # re-decided at the margin given, and said
     assert any("screening re-decided at --margin acceptance_pos0=0.01" in n for n in again["notes"])
+    written = (root / "manifest.json").read_text()
+    manifest = json.loads(written)
+    del manifest["screen"]["spread"]  # as results written before the rule was recorded
+    (root / "manifest.json").write_text(json.dumps(manifest))
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    old = json.loads(capsys.readouterr().out)["screening"]
+    assert old["spread"] == "welch" and {c["spread"] for c in old["candidates"]} <= {"welch", None}
+    (root / "manifest.json").write_text(written)
     assert run(["report", str(root)]) == 0
     md = (root / "report" / "report.md").read_text()
     answer = md[md.index("## Answer") : md.index("## Which candidates lowered it")]
@@ -59,6 +69,7 @@ def test_screening_stops_booting_decided_candidates_and_reports_them(
     assert "**worse** vs base" in answer and "lowered: worse than base" in answer
     assert "not worse than base by more than 0.25" in answer and "regressed" not in answer
     assert "**twin** runs base's code: cleared without boots." in answer
+    assert "with one boot spread pooled over every arm" in md  # the rule, where it is told
     n = len(list((root / "boots").glob("*.parquet")))
     assert run(["run-ab", str(spec), "--results-dir", str(root), "--resume", "--quiet"]) == 0
     assert len(list((root / "boots").glob("*.parquet"))) == n  # decided: nothing more to boot

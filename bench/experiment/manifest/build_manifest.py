@@ -14,7 +14,7 @@ from bench.experiment.manifest.history_identity import same_as
 from bench.experiment.preflight import awaits_build
 from bench.experiment.probes import load_probe_sets
 from bench.experiment.spec import Experiment, history_points, sweep_cells
-from bench.records import SCHEMA_VERSION, SCREEN_SPENDING, Manifest
+from bench.records import SCHEMA_VERSION, SCREEN_SPENDING, SCREEN_SPREAD, Manifest
 
 ORDER = "blocks of one boot per arm, shuffled within block by experiment.seed"
 
@@ -72,6 +72,7 @@ def build_manifest(
         looks = list(sc.design_looks(spec.experiment.boots_per_arm))
         body["screen"] = {
             "metric": sc.metric, "margin": margin, "looks": looks, "spending": SCREEN_SPENDING,
+            "spread": SCREEN_SPREAD,
         }  # fmt: skip
     if orchestration is not None:
         body["orchestration"] = {"order": ORDER, **orchestration}

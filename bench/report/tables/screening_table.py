@@ -49,12 +49,20 @@ def screening_summary(s: Screening) -> str:
     """One sentence: the rule, the error it keeps and the boots it took."""
     m = METRIC[s.metric]
     _, margin = _formats(s)
+    used = {c.spread for c in s.candidates if c.spread is not None}
+    spread = (
+        " with one boot spread pooled over every arm" if used == {"pooled"}
+        else " with each pair's own spread (Welch)" if used == {"welch"}
+        else " with one boot spread pooled over every arm (each pair's own where the "
+        "baseline was noisier)" if used
+        else ""
+    )  # fmt: skip
     return (
         f"Each candidate against {s.baseline} on {m.short}, one-sided, at looks "
-        f"{', '.join(map(str, s.looks))}: cleared = not worse by more than {margin}, lowered "
-        f"= worse; a wrong clear or a wrong lowered, over every candidate and look, each has "
-        f"chance ≤ {s.alpha:g}. {s.reason} ({s.boots_used} boots; every arm to the last look: "
-        f"{s.boots_fixed_design})."
+        f"{', '.join(map(str, s.looks))}{spread}: cleared = not worse by more than {margin}, "
+        f"lowered = worse; a wrong clear or a wrong lowered, over every candidate and look, "
+        f"each has chance ≤ {s.alpha:g}. {s.reason} ({s.boots_used} boots; every arm to the "
+        f"last look: {s.boots_fixed_design})."
     )
 
 

@@ -134,6 +134,12 @@ class ScreenCandidate(Frozen):
         description="The one-sided level the deciding test used at that look: its family's "
         "Holm level, raised by the candidates that family had already decided."
     )
+    spread: Literal["pooled", "welch"] | None = Field(
+        None,
+        description="Whose boots gave its last look's interval the spread: pooled (every "
+        "arm's) or welch (its own and the baseline's: the rule, one candidate, or a "
+        "baseline noisier than the candidates at that look); null without a look.",
+    )
 
 
 class Screening(Frozen):
@@ -145,6 +151,13 @@ class Screening(Frozen):
         "of calling any candidate that is not worse lowered: each at most this."
     )
     looks: list[int] = Field(description="Boots per arm at each planned look.")
+    spread: Literal["pooled", "welch"] = Field(
+        "welch",
+        description="The screening's rule for whose boots give a look its spread: pooled "
+        "(one boot SD over the baseline and every candidate, floored by each pair's own; "
+        "with one candidate, Welch) or welch (each pair's own: results written before the "
+        "rule was recorded). Each candidate says what its last look used.",
+    )
     candidates: list[ScreenCandidate] = Field(description="Every candidate, in arm order.")
     finished: bool = Field(description="Every candidate decided, or the last look taken.")
     boots_used: Int = Field(description="Ok boots of every arm counted by the looks.")

@@ -1,7 +1,8 @@
 """Screening candidates without an order (which of these patches lowered acceptance?): each
 candidate against the baseline, one-sided, cleared or lowered at a look and then booted no
-more (`design`: the rule on boot values, vectorized for calibration), and a results
-directory's screening (`screening_replay`: `Analysis.screening`, what `run-ab` stops booting)."""
+more (`design`: the rule on boot values, vectorized for calibration; `spread`: one boot
+spread pooled over every arm, with its guards), and a results directory's screening
+(`screening_replay`: `Analysis.screening`, what `run-ab` stops booting)."""
 
 from bench.stats.screen.design import (
     ScreenDesign,

@@ -28,8 +28,9 @@ from functools import cached_property
 import numpy as np
 from numpy.typing import NDArray
 
-from bench.records import PLAN_LOOKS, SCREEN_SPENDING, looks_ending_at
+from bench.records import PLAN_LOOKS, SCREEN_SPENDING, SCREEN_SPREAD, looks_ending_at
 from bench.stats.methods import obf_boundaries, t_quantile, welch
+from bench.stats.screen.spread import pooled_spread
 
 F = NDArray[np.float64]
 Ints = NDArray[np.int64]
@@ -47,6 +48,7 @@ class ScreenDesign:
     margin: float
     candidates: int
     spending: str = SCREEN_SPENDING
+    spread: str = SCREEN_SPREAD
 
     @cached_property
     def level_table(self) -> F:
@@ -66,7 +68,8 @@ class ScreenDesign:
 class Decisions:
     """Per candidate (any leading batch axes, then candidates): the look that decided it
     (−1: none), its status, the numbers at the last look it reached (−1: none) and the
-    one-sided level its deciding test used (NaN: undecided), Holm's raised level included."""
+    one-sided level its deciding test used (NaN: undecided), Holm's raised level included,
+    and whether that last look's spread was pooled over every arm."""
 
     look: Ints
     status: Ints
@@ -75,6 +78,7 @@ class Decisions:
     low: F
     high: F
     level: F
+    pooled: NDArray[np.bool_]
 
 
 def decide_candidates(
@@ -89,14 +93,21 @@ def decide_candidates(
     reached = np.full(shape, -1, np.int64)
     cleared, lowered = np.zeros(shape, bool), np.zeros(shape, bool)  # each family's rejections
     d, lo, hi, used = (np.full(shape, np.nan) for _ in range(4))
+    spread = np.zeros(shape, bool)
     n_base = np.asarray(n_base)[..., None]
     for k, n in enumerate(design.looks):
         if n > cands.shape[-1] or n > base.shape[-1]:
             break
         usable = (np.asarray(n_cands) >= n) & (n_base >= n) & (look < 0)
+        pooled = design.spread == "pooled" and design.candidates > 1
+        if pooled:  # the look waits for every undecided arm's n boots: its spread is theirs
+            usable &= np.all(usable | (look >= 0), axis=-1, keepdims=True)
         if not usable.any():
             continue
         dk, se, df = _welch(cands[..., :n], base[..., None, :n])
+        pooled_now = np.zeros(dk.shape, bool)
+        if pooled:
+            se, df, pooled_now = pooled_spread(cands, base, look, n, design.looks, se, df)
         while True:  # Holm: each rejection raises the others' level, at this look too
             lk = dk - _t(design, cleared, k, df) * se
             hk = dk + _t(design, lowered, k, df) * se
@@ -110,8 +121,9 @@ def decide_candidates(
             look = np.where(new_clear | new_low, k, look)
         d, lo, hi = (np.where(usable, new, old) for new, old in ((dk, d), (lk, lo), (hk, hi)))
         reached = np.where(usable, k, reached)
+        spread = np.where(usable, pooled_now, spread)
     status = np.where(lowered, LOWERED, np.where(cleared, CLEARED, UNRESOLVED))
-    return Decisions(look, status.astype(np.int64), reached, d, lo, hi, used)
+    return Decisions(look, status.astype(np.int64), reached, d, lo, hi, used, spread)
 
 
 def _welch(cands: F, base: F) -> tuple[F, F, F]:

@@ -25,7 +25,9 @@ from bench.stats.screen.design import (
 def screen_design(section: ManifestScreen, candidates: int, alpha: float) -> ScreenDesign:
     """The design on the comparison scale (a ratio metric's margin on log values)."""
     margin, _ = METRIC[section.metric].margin_scale(section.margin)
-    return ScreenDesign(tuple(section.looks), alpha, margin, candidates, section.spending)
+    return ScreenDesign(
+        tuple(section.looks), alpha, margin, candidates, section.spending, section.spread
+    )
 
 
 def _replay(
@@ -111,6 +113,7 @@ def screening(
                 within_margin=bool(dec.status[i] == LOWERED and dec.low[i] > -design.margin),
                 decided_at_look=decided + 1 if decided >= 0 else None,
                 nominal_alpha=float(dec.level[i]) if decided >= 0 else None,
+                spread=None if k < 0 else "pooled" if dec.pooled[i] else "welch",
             )
         )  # fmt: skip
     finished = bool(np.all((dec.look >= 0) | (dec.reached == len(design.looks) - 1)))
@@ -138,8 +141,8 @@ def _said(
     used = sum(data[a].n_boots for a in arms if a in data)
     return Screening(
         metric=section.metric, baseline=baseline, margin=section.margin, alpha=alpha,
-        looks=list(section.looks), candidates=rows, finished=finished, boots_used=used,
-        boots_fixed_design=len(arms) * section.looks[-1], reason=reason,
+        looks=list(section.looks), spread=section.spread, candidates=rows, finished=finished,
+        boots_used=used, boots_fixed_design=len(arms) * section.looks[-1], reason=reason,
     )  # fmt: skip
 
 
