@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from bench.records import Results
-    from bench.stats import Prior
+    from bench.stats import Analysis, Prior, SplitCheck
 
 
 def _console() -> Console:
@@ -139,31 +139,16 @@ def analyze(
     from bench import stats
     from bench.store import load_results
 
-    if resamples < 0:
-        raise SpecabError("must be >= 0", field="--resamples", fix="pass e.g. 10000")
-    if fmt not in (None, "table", "json", "markdown"):
-        raise SpecabError(f"{fmt!r}", field="--format", fix="use table or markdown (or --json)")
-    if as_json and fmt not in (None, "json"):
-        raise SpecabError(
-            f"--json and --format {fmt} ask for two outputs",
-            field="--format",
-            fix="pass one of them: --json for the JSON object, --format for a table",
-        )
-    if fmt == "json":
-        deprecated("--format json", "--json")
-    if not 0 < power < 1:
-        raise SpecabError(f"{power!r} is out of range", field="--power", fix="use e.g. 0.8")
-    out_fmt = "json" if as_json else fmt or "table"
+    out_fmt = _output(fmt, as_json, resamples, power)
     gate = _fail_on(fail_on)
     results_dir_not_spec(results_dir)
     results = load_results(results_dir, stats.probe_columns(by))
     src = str(results_dir)
-    margins = margins_given(margin)
     with as_flags():
         options = stats.AnalysisOptions(
             baseline=baseline,
             alpha=alpha,
-            margins=margins,
+            margins=margins_given(margin),
             looks=_looks(looks),
             prior=_prior(prior_between_boot_sd, prior_df, prior_from, results),
             by=parse_by(by),
@@ -180,15 +165,43 @@ def analyze(
                 raise SpecabError(
                     "the split check has no verdicts", field="--fail-on", fix="drop --fail-on"
                 )
-            split = stats.split_arm(results, split_arm, options, source=src)
-            if out_fmt == "json":
-                typer.echo(json.dumps(split.model_dump(mode="json"), indent=2, allow_nan=False))
-            else:
-                from bench.report import render_split
-
-                render_split(split, _console())
+            _print_split(stats.split_arm(results, split_arm, options, source=src), out_fmt)
             return 0
         result = stats.analyze(results, options, source=src)
+    _print_analysis(result, out_fmt)
+    primary = [c for c in result.comparisons if c.family == "primary"]
+    return 1 if any(c.verdict in gate for c in primary) else 0
+
+
+def _output(fmt: str | None, as_json: bool, resamples: int, power: float) -> str:
+    """The output asked for (json, markdown or table), the numeric options checked first."""
+    if resamples < 0:
+        raise SpecabError("must be >= 0", field="--resamples", fix="pass e.g. 10000")
+    if fmt not in (None, "table", "json", "markdown"):
+        raise SpecabError(f"{fmt!r}", field="--format", fix="use table or markdown (or --json)")
+    if as_json and fmt not in (None, "json"):
+        raise SpecabError(
+            f"--json and --format {fmt} ask for two outputs",
+            field="--format",
+            fix="pass one of them: --json for the JSON object, --format for a table",
+        )
+    if fmt == "json":
+        deprecated("--format json", "--json")
+    if not 0 < power < 1:
+        raise SpecabError(f"{power!r} is out of range", field="--power", fix="use e.g. 0.8")
+    return "json" if as_json else fmt or "table"
+
+
+def _print_split(split: SplitCheck, out_fmt: str) -> None:
+    if out_fmt == "json":
+        typer.echo(json.dumps(split.model_dump(mode="json"), indent=2, allow_nan=False))
+    else:
+        from bench.report import render_split
+
+        render_split(split, _console())
+
+
+def _print_analysis(result: Analysis, out_fmt: str) -> None:
     if out_fmt == "json":
         typer.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
     elif out_fmt == "markdown":
@@ -199,8 +212,6 @@ def analyze(
         from bench.report import render_analysis
 
         render_analysis(result, _console())
-    primary = [c for c in result.comparisons if c.family == "primary"]
-    return 1 if any(c.verdict in gate for c in primary) else 0
 
 
 def plan(
