@@ -29,7 +29,7 @@ import math
 import numpy as np
 from scipy import optimize
 
-from bench.records import SCREEN_SPENDING, ManifestScreen, Results
+from bench.records import SCREEN_SPENDING, SCREEN_SPREAD, ManifestScreen, Results
 from bench.run.driver import first_boots
 from bench.simulate import simulate_run, simulated_manifest
 from bench.stats import AnalysisOptions, decide
@@ -68,7 +68,11 @@ def _one(deltas: dict[str, float], seed: int) -> tuple[dict[str, str], int, dict
     manifest = manifest.model_copy(
         update={
             "screen": ManifestScreen(
-                metric="acceptance_pos0", margin=MARGIN, looks=list(LOOKS), spending=SCREEN_SPENDING
+                metric="acceptance_pos0",
+                margin=MARGIN,
+                looks=list(LOOKS),
+                spending=SCREEN_SPENDING,
+                spread=SCREEN_SPREAD,
             )
         }
     )
