@@ -1,5 +1,7 @@
 """specab: multi-boot A/B benchmarks of speculative-decoding acceptance."""
 
+import contextlib
+import ctypes
 import importlib
 import sys
 from collections.abc import Mapping
@@ -27,4 +29,13 @@ def lazy_attribute(package: str, where: Mapping[str, str], name: str) -> Any:
     return getattr(face, name)
 
 
-__all__ = ["__version__", "lazy_attribute"]
+def release_freed_memory() -> None:
+    """Give the pages of freed arrays back to the OS now (glibc's `malloc_trim`; elsewhere
+    nothing). glibc keeps freed blocks below its mmap threshold, which rises as large blocks
+    are freed, in the heap: after loading 10^6 probe rows and building the cells from them,
+    `analyze --json` held 25 MB it no longer used when the resampling began."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+__all__ = ["__version__", "lazy_attribute", "release_freed_memory"]

@@ -11,6 +11,7 @@ builds (`results_from_parts`), cached until the next attempt lands.
 from __future__ import annotations
 
 import threading
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -30,7 +31,9 @@ class AppendedResults:
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
         self._boots: Parts = [(p, prepared(t, False)) for p, t in read_dir(self.root / "boots")]
-        self._probes: Parts = [(p, prepared(t, True)) for p, t in read_dir(self.root / "probes")]
+        self._probes: Parts = read_dir(
+            self.root / "probes", each=partial(prepared, arrow_lists=True)
+        )
         self._cached: Results | None = None
         self._version = 0  # attempts appended: a build from an older snapshot is not kept
         # the driver appends while live tracking reads from its own thread; a build runs

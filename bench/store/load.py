@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
+from bench import release_freed_memory
 from bench.errors import SpecabError
 from bench.records import (
     BOOT_SCHEMA,
@@ -44,8 +46,10 @@ def _one_frame(
     columns = {path: t.column_names for path, t in parts}
     if not parts:
         return None, columns
-    tables = [prepared(t, arrow_lists) for _, t in parts]
-    parts.clear()
+    tables = []
+    while parts:  # each file's table freed as its prepared copy is made (10^6 rows: -90 MB)
+        tables.append(prepared(parts.pop()[1], arrow_lists))
+    tables.reverse()
     table = pa.concat_tables(tables, promote_options="permissive")
     del tables
     if boot_ids is not None and "boot_id" in table.column_names:
@@ -68,23 +72,25 @@ def prepared(t: pa.Table, arrow_lists: bool) -> pa.Table:
     already prepared (a writer keeps its tables so: `AppendedResults`)."""
     if t.schema.metadata:
         t = t.replace_schema_metadata(None)
-    return _narrow_lists(t) if arrow_lists else t
+    return _narrowed(t) if arrow_lists else t
 
 
-def _narrow_lists(t: pa.Table) -> pa.Table:
+def _narrowed(t: pa.Table) -> pa.Table:
     """Per-position counts as int32 lists: the stored int64 at half the memory (10^6 probe
-    rows: 52 MB), read back as the same numbers. A file with a count beyond int32 keeps
-    its type (the files are concatenated at the wider one)."""
-    wide = [i for i, f in enumerate(t.schema) if f.type == pa.list_(pa.int64())]
-    if not wide:
-        return t
+    rows: 52 MB), read back as the same numbers. A file with a count beyond int32 keeps its
+    type (the files are concatenated at the wider one). The scalar counts stay int64: as
+    int32 they cost 60 MB more at that scale (the checks and the cells widen them)."""
     schema = t.schema
-    for i in wide:
-        schema = schema.set(i, schema.field(i).with_type(pa.list_(pa.int32())))
+    for i, f in enumerate(t.schema):
+        if f.type == _WIDE:  # by equality: a list's item name (item, element) is not its type
+            schema = schema.set(i, f.with_type(pa.list_(pa.int32())))
     try:
-        return t.cast(schema)
-    except pa.ArrowInvalid:
+        return t if schema == t.schema else t.cast(schema)
+    except pa.ArrowInvalid:  # a count beyond int32
         return t
+
+
+_WIDE = pa.list_(pa.int64())
 
 
 def _arrow_lists(t: pa.DataType) -> pd.ArrowDtype | None:
@@ -188,7 +194,8 @@ def load_results(root: str | Path, probe_columns: Sequence[str] | None = None) -
         else list(dict.fromkeys([*PROBE_REQUIRED, *COUNTS, *probe_columns]))
     )
     boots = read_dir(root / "boots")
-    return results_from_parts(root, manifest, boots, read_dir(root / "probes", wanted), wanted)
+    probes = read_dir(root / "probes", wanted, partial(prepared, arrow_lists=True))
+    return results_from_parts(root, manifest, boots, probes, wanted)
 
 
 def results_from_parts(
@@ -219,4 +226,6 @@ def results_from_parts(
         boots = boots.sort_values(["order", "arm", "boot", "attempt"], kind="stable").reset_index(
             drop=True
         )
+    pa.default_memory_pool().release_unused()  # the checks' temporaries (10^6 rows: 44 MB)
+    release_freed_memory()
     return Results(root=root, manifest=manifest, boots=boots, probes=probes)

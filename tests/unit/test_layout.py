@@ -34,7 +34,7 @@ ALLOWED = {
     "commands": {"store", "experiment", "run", "stats", "report", "tracking", "demo"},
     "cli": {"commands"},
 }
-EVERYONE = {"errors", "records", "__version__", "lazy_attribute"}
+EVERYONE = {"errors", "records", "__version__", "lazy_attribute", "release_freed_memory"}
 
 # Inside each package, its units (sub-packages and top-level modules) from the bottom up:
 # a unit imports only units listed before it.

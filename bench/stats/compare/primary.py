@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench import release_freed_memory
 from bench.errors import SpecabError
 from bench.records import ALL_METRICS, Results
 from bench.stats.compare.duets import duet_pairs
@@ -43,7 +44,9 @@ def prepare(
     """Arms, resolved settings and the per-arm data on the common prompts."""
     arms = results.arms()
     settings = resolve_settings(results.manifest, arms, options, source)
-    return arms, settings, arm_data(results.probes, results.boots, arms, source)
+    data = arm_data(results.probes, results.boots, arms, source)
+    release_freed_memory()  # the per-row temporaries, before the resampling's weights
+    return arms, settings, data
 
 
 def decide(

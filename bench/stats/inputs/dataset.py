@@ -160,7 +160,7 @@ class _Rows:
     pr: pd.DataFrame
     p_codes: NDArray[np.int64]
     n_p: int
-    per_pos: NDArray[np.int64]
+    per_pos: NDArray[np.int32]
     lengths: NDArray[np.int64]
     b_codes: NDArray[np.int64]
     boots: list[str]
@@ -256,17 +256,18 @@ def arm_data(
     column_of = np.empty(len(names), dtype=np.int64)
     column_of[used] = pd.Index(p_uniques).get_indexer(names[used])
     p_codes = column_of[key]
+    # the prompts' attributes first: their transients come before the cells exist
+    cats = categories(pr, p_codes, len(p_uniques))
+    lengths_in = prompt_lengths(pr, p_codes, len(p_uniques))
     if len(pr):
         lengths = list_lengths(pr["accepted_per_pos"])
-        per_pos = list_matrix(pr["accepted_per_pos"])
+        per_pos = list_matrix(pr["accepted_per_pos"], dtype=np.int32)  # counts: half the memory
     else:
-        per_pos, lengths = np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64)
+        per_pos, lengths = np.zeros((0, 1), dtype=np.int32), np.zeros(0, dtype=np.int64)
     b_codes, b_uniques = pd.factorize(pr["boot_id"])
     rows = _Rows(pr, p_codes, len(p_uniques), per_pos, lengths, b_codes, list(b_uniques))
     groups = corun_groups(ok)
     out = {a: _one_arm(a, ok, rows, source, spec[a], groups) for a in arms}
-    cats = categories(pr, p_codes, len(p_uniques))
-    lengths_in = prompt_lengths(pr, p_codes, len(p_uniques))
     keys = [str(k) for k in p_uniques]
     return Dataset(out, len(p_uniques), notes, keys, cats, lengths_in, gone)
 
@@ -288,8 +289,8 @@ def _one_arm(
     pi = r.p_codes[sel]
     k = int(r.lengths[sel].max()) if sel.any() else 1
     shape = (len(ids), n_p)
-    d = add_cells(shape, bi, pi, pr["num_drafts"].to_numpy(dtype=np.float64)[sel])
-    a = add_cells(shape, bi, pi, pr["num_accepted_tokens"].to_numpy(dtype=np.float64)[sel])
+    d = cell_sums(pr, sel, bi, pi, shape, "num_drafts")  # the arm's rows converted, not all
+    a = cell_sums(pr, sel, bi, pi, shape, "num_accepted_tokens")
     ak = add_cells(shape, bi, pi, r.per_pos[sel][:, :k].astype(np.float64))
     order = [int(x) for x in rows["order"]] if len(rows) else []
     boot = [int(x) for x in rows["boot"]] if len(rows) else []
