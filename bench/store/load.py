@@ -46,10 +46,8 @@ def _one_frame(
     columns = {path: t.column_names for path, t in parts}
     if not parts:
         return None, columns
-    tables = []
-    while parts:  # each file's table freed as its prepared copy is made (10^6 rows: -90 MB)
-        tables.append(prepared(parts.pop()[1], arrow_lists))
-    tables.reverse()
+    tables = [prepared(t, arrow_lists) for _, t in parts]
+    parts.clear()
     table = pa.concat_tables(tables, promote_options="permissive")
     del tables
     if boot_ids is not None and "boot_id" in table.column_names:

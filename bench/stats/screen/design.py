@@ -1,16 +1,18 @@
 """Screening candidates without an order against one baseline, one-sided, with looks.
 
 At look k (n_k boots of the candidate and of the baseline, the first ones by launch order)
-each candidate not yet decided is compared with the baseline by Welch on boot values (as
-`gate` does): L and U are the one-sided bounds of d = candidate − baseline at the look's
-nominal level. **cleared** when L > −margin (not worse by more than the margin), **lowered**
-when U < 0 (worse than the baseline), else unresolved. A decided candidate gets no more
-boots; the baseline is booted while any candidate is unresolved.
+each candidate not yet decided is compared with the baseline on boot values: L and U are
+the one-sided bounds of d = candidate − baseline at the look's nominal level, with the boot
+spread pooled over every arm (`spread`: a pooled look waits for every undecided arm's boots)
+or, with `spread = "welch"` or one candidate, each pair's own (Welch, as `gate` does).
+**cleared** when L > −margin (not worse by more than the margin), **lowered** when U < 0
+(worse than the baseline), else unresolved. A decided candidate gets no more boots; the
+baseline is booted while any candidate is unresolved.
 
 Error control: two families of m hypotheses, "worse by the margin or more" (rejected: the
 candidate clears) and "not worse" (rejected: lowered). Each family is tested by Holm over the
-candidates, each candidate's looks spending its share by O'Brien–Fleming (the group
-sequential Holm procedure, Maurer & Bretz 2013): with j of a family's hypotheses rejected,
+candidates, each candidate's looks spending its share by `spending` (the group sequential
+Holm procedure, Maurer & Bretz 2013): with j of a family's hypotheses rejected,
 every other one is tested at α/(m − j) one-sided, its boundaries recomputed for that level,
 and a rejection at a look lets the others be tested again at that look. So the chance of
 clearing any candidate that is worse by the margin or more is ≤ α, and so is the chance of
@@ -95,11 +97,11 @@ def decide_candidates(
     d, lo, hi, used = (np.full(shape, np.nan) for _ in range(4))
     spread = np.zeros(shape, bool)
     n_base = np.asarray(n_base)[..., None]
+    pooled = design.spread == "pooled" and design.candidates > 1
     for k, n in enumerate(design.looks):
         if n > cands.shape[-1] or n > base.shape[-1]:
             break
         usable = (np.asarray(n_cands) >= n) & (n_base >= n) & (look < 0)
-        pooled = design.spread == "pooled" and design.candidates > 1
         if pooled:  # the look waits for every undecided arm's n boots: its spread is theirs
             usable &= np.all(usable | (look >= 0), axis=-1, keepdims=True)
         if not usable.any():
