@@ -24,7 +24,7 @@ from statistics import fmean
 
 from bench.experiment import load_spec
 from bench.records import BootRecord, ProbeRecord
-from bench.run import Attempt, BootRequest, NodeSetup, run_boot
+from bench.run import Attempt, BootRequest, NodeEnvironment, run_boot
 
 DEMO = Path(__file__).resolve().parents[1] / "arms" / "demo" / "demo-draft-model.toml"
 
@@ -82,7 +82,7 @@ def main() -> None:
         for arm in arms if b % 2 == 0 else reversed(arms):  # ABBA: drift cancels
             attempt = Attempt(arm, b, 1, order, b, "local", f"logs/{arm}-{b}.log")
             req = BootRequest(spec, str(spec_file), attempt, engine_seed=1000 + b)
-            o = run_boot(req, NodeSetup(workdir=work, log_file=work / f"{arm}-{b}.log"))
+            o = run_boot(req, NodeEnvironment(workdir=work, log_file=work / f"{arm}-{b}.log"))
             if o.record.status != "ok":
                 raise SystemExit(f"boot {arm}/{b} failed: {o.record.error} ({work})")
             boot = Boot(arm, o.record, o.probes)

@@ -63,8 +63,8 @@ def main() -> None:
     ap.add_argument("--commits", type=int, default=500)
     ap.add_argument("--modules", type=int, default=200)
     args = ap.parse_args()
+    from bench.experiment.history import expand_history, history_points
     from bench.experiment.manifest import same_as
-    from bench.experiment.spec import expand_history, history_points
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence  # noqa: E402
 from typing import Any  # noqa: E402
 
 from bench.experiment import Experiment, load_spec  # noqa: E402
-from bench.run import Attempt, BootOutcome, BootRequest, NodeSetup, guarded_boot  # noqa: E402
+from bench.run import Attempt, BootOutcome, BootRequest, NodeEnvironment, guarded_boot  # noqa: E402
 
 FAKES_DIR = Path(__file__).parent / "fakes"
 PROBES = Path(__file__).resolve().parents[1] / "arms" / "probes" / "python-code.jsonl"
@@ -198,7 +198,7 @@ def run_boot_once(
     driver, no Ray); scratch under `workdir`, the server log in `workdir/<arm>.log`."""
     attempt = Attempt(arm, 0, 1, order, 0, "test-host", f"logs/{arm}__b000__a1.log")
     req = BootRequest(spec or load_spec(spec_file), str(spec_file), attempt, engine_seed)
-    node = NodeSetup(workdir=workdir, log_file=workdir / f"{arm}.log")
+    node = NodeEnvironment(workdir=workdir, log_file=workdir / f"{arm}.log")
     return guarded_boot(req, node, on_started=on_started)  # a killed worker leaves no server
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,6 +22,7 @@ from bench.commands.options import (
     as_flags,
     check_share,
     deprecated,
+    flags_command,
     margins_given,
     parse_by,
     parse_floats,
@@ -95,43 +97,48 @@ def _prior(sd: str | None, df: float | None, from_dir: Path | None, target: Resu
     return prior_from_results(aa, source=str(from_dir), target=target)
 
 
-def analyze(
-    results_dir: ResultsDir,
-    as_json: Json = False,
+@dataclass(frozen=True)
+class AnalyzeFlags:
+    """`specab analyze`'s options, one field each (`flags_command` makes them Typer's)."""
+
+    results_dir: ResultsDir
+    as_json: Json = False
     fmt: Annotated[
         str | None,
         typer.Option("--format", help="table (default) or markdown (CI job summaries)."),
-    ] = None,
-    baseline: Baseline = None,
-    alpha: Alpha = None,
-    margin: Margin = None,
-    by: By = None,
-    exclude_boot: ExcludeBoot = None,
-    min_drafting_share: MinDraftingShare = None,
+    ] = None
+    baseline: Baseline = None
+    alpha: Alpha = None
+    margin: Margin = None
+    by: By = None
+    exclude_boot: ExcludeBoot = None
+    min_drafting_share: MinDraftingShare = None
     prior_between_boot_sd: Annotated[
         str | None,
         typer.Option(help="A/A-measured between-boot SD for 1-boot arms: X (pos0) or X,Y."),
-    ] = None,
+    ] = None
     prior_df: Annotated[
         float | None, typer.Option(help="Degrees of freedom of that SD: arms x (boots - 1).")
-    ] = None,
+    ] = None
     prior_from: Annotated[
         Path | None, typer.Option(help="A/A results directory to read the SD and its df from.")
-    ] = None,
+    ] = None
     split_arm: Annotated[
         str | None, typer.Option(help="A/A check: split this arm's boots into two pseudo-arms.")
-    ] = None,
+    ] = None
     looks: Annotated[
         str | None, typer.Option(help="Planned sequential looks, boots per arm, e.g. 3,6,10.")
-    ] = None,
-    resamples: Annotated[int, typer.Option(help="Resamples for the resampling parts.")] = 10_000,
-    seed: Annotated[int, typer.Option(help="Seed of the resampling parts.")] = 0,
-    power: Annotated[float, typer.Option(help="Power for mde and boots needed.")] = 0.8,
+    ] = None
+    resamples: Annotated[int, typer.Option(help="Resamples for the resampling parts.")] = 10_000
+    seed: Annotated[int, typer.Option(help="Seed of the resampling parts.")] = 0
+    power: Annotated[float, typer.Option(help="Power for mde and boots needed.")] = 0.8
     fail_on: Annotated[
         str | None,
         typer.Option(help="Exit 1 if a primary verdict is one of these, e.g. regressed."),
-    ] = None,
-) -> int:
+    ] = None
+
+
+def analyze(f: AnalyzeFlags) -> int:
     """Boot-level verdicts: every arm vs the baseline on pos0 acceptance and mean length
     (primary) and output tokens/s (secondary unless the experiment lists it as primary).
 
@@ -139,33 +146,33 @@ def analyze(
     from bench import stats
     from bench.store import load_results
 
-    out_fmt = _output(fmt, as_json, resamples, power)
-    gate = _fail_on(fail_on)
-    results_dir_not_spec(results_dir)
-    results = load_results(results_dir, stats.probe_columns(by))
-    src = str(results_dir)
+    out_fmt = _output(f.fmt, f.as_json, f.resamples, f.power)
+    gate = _fail_on(f.fail_on)
+    results_dir_not_spec(f.results_dir)
+    results = load_results(f.results_dir, stats.probe_columns(f.by))
+    src = str(f.results_dir)
     with as_flags():
         options = stats.AnalysisOptions(
-            baseline=baseline,
-            alpha=alpha,
-            margins=margins_given(margin),
-            looks=_looks(looks),
-            prior=_prior(prior_between_boot_sd, prior_df, prior_from, results),
-            by=parse_by(by),
-            exclude_boots=tuple(exclude_boot or ()),
+            baseline=f.baseline,
+            alpha=f.alpha,
+            margins=margins_given(f.margin),
+            looks=_looks(f.looks),
+            prior=_prior(f.prior_between_boot_sd, f.prior_df, f.prior_from, results),
+            by=parse_by(f.by),
+            exclude_boots=tuple(f.exclude_boot or ()),
             min_drafting_share=check_share(
-                min_drafting_share, stats.AnalysisOptions.min_drafting_share
+                f.min_drafting_share, stats.AnalysisOptions.min_drafting_share
             ),
-            n_resamples=resamples,
-            seed=seed,
-            power=power,
+            n_resamples=f.resamples,
+            seed=f.seed,
+            power=f.power,
         )
-        if split_arm is not None:
+        if f.split_arm is not None:
             if gate:
                 raise SpecabError(
                     "the split check has no verdicts", field="--fail-on", fix="drop --fail-on"
                 )
-            _print_split(stats.split_arm(results, split_arm, options, source=src), out_fmt)
+            _print_split(stats.split_arm(results, f.split_arm, options, source=src), out_fmt)
             return 0
         result = stats.analyze(results, options, source=src)
     _print_analysis(result, out_fmt)
@@ -262,5 +269,5 @@ def plan(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("analyze")(analyze)
+    app.command("analyze")(flags_command(AnalyzeFlags, analyze))
     app.command("plan")(plan)

@@ -54,7 +54,7 @@ def _boot_and_report(
     boot_index: int,
 ) -> int:
     """Claim the attempt, boot it, write it under the directory's claim, print the summary."""
-    from bench.run import BootRequest, NodeSetup, boot_seed, guarded_boot
+    from bench.run import BootRequest, NodeEnvironment, boot_seed, guarded_boot
 
     host = socket.gethostname()
     attempt = ledger.claim(writer, arm, boot_index, block=boot_index, host=host)
@@ -64,7 +64,7 @@ def _boot_and_report(
     console.print(f"booting {arm} (boot {boot_index}, attempt {attempt.number}) ...")
     workdir = Path(tempfile.mkdtemp(prefix="specab-boot-"))
     try:
-        outcome = guarded_boot(req, NodeSetup(workdir=workdir, log_file=log))
+        outcome = guarded_boot(req, NodeEnvironment(workdir=workdir, log_file=log))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     writer.write_boot(outcome.record, outcome.probes)
@@ -92,11 +92,11 @@ def boot(
     An existing results directory of the same experiment is appended to (a new attempt);
     one whose arms, probe sets or settings differ from the file's is refused.
     """
-    from bench.experiment import build_manifest, load_spec, preflight, resume_changes
+    from bench.experiment import build_manifest, load_experiment, preflight, resume_changes
     from bench.run import Ledger
     from bench.store import ResultsWriter
 
-    spec = load_spec(experiment_file)
+    spec = load_experiment(experiment_file)
     spec.arm(arm)  # unknown arm: one line, exit 2, before anything is written
     preflight(experiment_file, spec=spec, arms=[arm])  # every mistake in what it boots
     manifest = build_manifest(spec, experiment_file)

@@ -6,14 +6,19 @@ passes no flags) names the manifest field and never a flag the user did not type
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import dataclasses
+import inspect
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_type_hints
 
 import typer
 
 from bench.errors import SpecabError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # --- options more than one command takes ------------------------------------------------
 # One argument name per kind, in every command's usage line and message.
@@ -246,3 +251,30 @@ def margins_given(given: list[str] | None) -> dict[str, float]:
         out[metric] = number
     check_margins(out)
     return out
+
+
+_Flags = TypeVar("_Flags", bound="DataclassInstance")
+
+
+def flags_command(flags: type[_Flags], body: Callable[[_Flags], Any]) -> Callable[..., Any]:
+    """A Typer command whose options are the fields of one frozen dataclass (each field an
+    option alias: its type, flag and help), so a command with many options is one function of
+    one record. Typer reads the command's signature; this gives it one parameter a field."""
+    hints = get_type_hints(flags, include_extras=True)
+    params = [
+        inspect.Parameter(
+            f.name,
+            inspect.Parameter.KEYWORD_ONLY,
+            annotation=hints[f.name],
+            default=inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default,
+        )
+        for f in dataclasses.fields(flags)
+    ]
+
+    def command(**given: Any) -> Any:
+        return body(flags(**given))
+
+    command.__dict__["__signature__"] = inspect.Signature(params)  # what Typer reads
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__name__, command.__doc__ = body.__name__, body.__doc__
+    return command

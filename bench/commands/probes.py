@@ -4,10 +4,13 @@ vLLM custom JSONL), as probe sets, offline."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from bench.commands.options import flags_command
 
 probes_app = typer.Typer(help="Write standard prompt collections as probe sets (offline).")
 
@@ -79,69 +82,76 @@ def humaneval(
     typer.echo(f"wrote {len(lines)} probes to {out}")
 
 
-@probes_app.command("import")
-def import_set(
+@dataclass(frozen=True)
+class ImportFlags:
+    """`specab probes import`'s arguments and options, one field each (`flags_command`)."""
+
     fmt: Annotated[
         str,
         typer.Argument(
             metavar="FORMAT",
             help="mt-bench, spec-bench, speed-bench, sharegpt, vllm-custom or jsonl.",
         ),
-    ],
-    src: Annotated[Path, typer.Argument(metavar="IN", help="The prompt set on disk.")],
-    out: Annotated[Path, typer.Argument(help="Probe set to write (.jsonl; must not exist).")],
+    ]
+    src: Annotated[Path, typer.Argument(metavar="IN", help="The prompt set on disk.")]
+    out: Annotated[Path, typer.Argument(help="Probe set to write (.jsonl; must not exist).")]
     limit: Annotated[
         int | None,
         typer.Option("--limit", min=1, help="Evenly spread subset of this many prompts."),
-    ] = None,
+    ] = None
     category: Annotated[
         list[str] | None,
         typer.Option("--category", help="Keep only this category (repeat for several)."),
-    ] = None,
+    ] = None
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", min=1, help="Per-probe max_tokens.")
-    ] = None,
+    ] = None
     api: Annotated[
         str | None,
         typer.Option(
             "--api",
             help="chat (messages, the default for conversation sets) or completions (prompt).",
         ),
-    ] = None,
+    ] = None
     fields: Annotated[
         str | None,
         typer.Option("--fields", help="For jsonl: id=FIELD,prompt=FIELD,category=FIELD."),
-    ] = None,
-    spread_lengths: SpreadLengths = None,
-    max_prompt_tokens: MostTokens = None,
-) -> None:
+    ] = None
+    spread_lengths: SpreadLengths = None
+    max_prompt_tokens: MostTokens = None
+
+
+def import_set(f: ImportFlags) -> None:
     """Import a prompt set from disk, keeping ids and categories (first turn of each
     conversation: a later turn answers the model's own reply, which a probe cannot fix)."""
     from bench.errors import SpecabError
     from bench.experiment import import_prompts, load_probe_set, write_probe_lines
 
-    if api not in (None, "chat", "completions"):
-        raise SpecabError(f"{api!r}", field="--api", fix="use --api chat or --api completions")
+    if f.api not in (None, "chat", "completions"):
+        raise SpecabError(f"{f.api!r}", field="--api", fix="use --api chat or --api completions")
     got = import_prompts(
-        fmt,
-        src,
-        api=api,  # type: ignore[arg-type]
-        fields=fields,
-        categories=category,
-        limit=None if spread_lengths is not None else limit,
-        max_tokens=max_tokens,
+        f.fmt,
+        f.src,
+        api=f.api,  # type: ignore[arg-type]
+        fields=f.fields,
+        categories=f.category,
+        limit=None if f.spread_lengths is not None else f.limit,
+        max_tokens=f.max_tokens,
     )
-    lines, spread = _spread(got.lines, limit, spread_lengths, max_prompt_tokens)
+    lines, spread = _spread(got.lines, f.limit, f.spread_lengths, f.max_prompt_tokens)
     turns = (
         f"; only the first turn of each conversation is used ({got.later_turns_dropped} of "
         f"{len(got.lines)} had more)"
         if got.later_turns_dropped
         else ""
     )
-    source = f"{fmt} prompts from {src.name}: {len(lines)} of {got.rows} rows{turns}{spread}"
-    write_probe_lines(lines, out, source=source)
-    load_probe_set(out)  # the file must load as any probe set does
-    typer.echo(f"wrote {len(lines)} probes to {out} ({source})")
+    source = f"{f.fmt} prompts from {f.src.name}: {len(lines)} of {got.rows} rows{turns}{spread}"
+    write_probe_lines(lines, f.out, source=source)
+    load_probe_set(f.out)  # the file must load as any probe set does
+    typer.echo(f"wrote {len(lines)} probes to {f.out} ({source})")
+
+
+probes_app.command("import")(flags_command(ImportFlags, import_set))
 
 
 def register(app: typer.Typer) -> None:

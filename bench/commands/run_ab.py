@@ -4,6 +4,7 @@ results directory (`bench.store.campaign`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -21,6 +22,7 @@ from bench.commands.options import (
     Resume,
     Slots,
     Track,
+    flags_command,
 )
 from bench.errors import SpecabError
 
@@ -28,28 +30,31 @@ if TYPE_CHECKING:
     from bench.run import RunSummary
 
 
-def run_ab(
-    experiment_file: ExperimentFile,
-    results_dir: ResultsDirOption = None,
-    resume: Resume = False,
-    address: Address = None,
-    slots: Slots = None,
-    quiet: Quiet = False,
+@dataclass(frozen=True)
+class RunFlags:
+    """`specab run-ab`'s options, one field each (`flags_command` makes them Typer's)."""
+
+    experiment_file: ExperimentFile
+    results_dir: ResultsDirOption = None
+    resume: Resume = False
+    address: Address = None
+    slots: Slots = None
+    quiet: Quiet = False
     common_random_numbers: Annotated[
         bool,
         typer.Option(
             "--common-random-numbers",
             help="Same engine seed for every arm's boot b (default: independent seeds).",
         ),
-    ] = False,
+    ] = False
     compile_cache: Annotated[
         bool,
         typer.Option(
             "--compile-cache/--no-compile-cache",
             help="Keep vLLM's compile cache across boots of an arm on a node.",
         ),
-    ] = True,
-    report: Report = True,
+    ] = True
+    report: Report = True
     duets: Annotated[
         bool,
         typer.Option(
@@ -57,7 +62,7 @@ def run_ab(
             help="On a node with two slots or more, launch boots in co-run groups that begin "
             "their probes together, for speed compared within them (default on).",
         ),
-    ] = True,
+    ] = True
     strict: Annotated[
         bool,
         typer.Option(
@@ -65,10 +70,12 @@ def run_ab(
             help="Stop before anything is written when `specab lint` finds a known "
             "draft/target config mismatch (exit 2).",
         ),
-    ] = False,
-    track: Track = None,
-    searching: Annotated[bool, typer.Option(hidden=True)] = False,  # called by `bisect`
-) -> int:
+    ] = False
+    track: Track = None
+    searching: Annotated[bool, typer.Option(hidden=True)] = False  # called by `bisect`
+
+
+def run_ab(f: RunFlags) -> int:
     """Run an experiment: boots_per_arm boots of every arm, then print the verdict."""
     from bench.experiment import load_spec
     from bench.report import table_console
@@ -76,36 +83,36 @@ def run_ab(
     from bench.run import run_ab as run
     from bench.tracking import LiveTracker
 
-    spec = load_spec(experiment_file)
-    root = results_dir or Path("results") / spec.experiment.name
+    spec = load_spec(f.experiment_file)
+    root = f.results_dir or Path("results") / spec.experiment.name
     console = table_console()
     note = lambda line: console.print(line, markup=False, soft_wrap=True)  # noqa: E731
-    tracker = LiveTracker(track, root, note) if track else None
-    if spec.bisect is not None and not searching:
+    tracker = LiveTracker(f.track, root, note) if f.track else None
+    if spec.bisect is not None and not f.searching:
         note(
-            f"{experiment_file} has [bisect]: its arms are a history, and this runs its "
+            f"{f.experiment_file} has [bisect]: its arms are a history, and this runs its "
             "culprit search (as `specab bisect` does), booting only the points it asks for"
         )
     opts = RunOptions(
         results_dir=root,
-        resume=resume,
-        address=address,
-        slots=slots,
-        quiet=quiet,
-        common_random_numbers=common_random_numbers,
-        compile_cache=compile_cache,
-        strict=strict,
-        duets=duets,
+        resume=f.resume,
+        address=f.address,
+        slots=f.slots,
+        quiet=f.quiet,
+        common_random_numbers=f.common_random_numbers,
+        compile_cache=f.compile_cache,
+        strict=f.strict,
+        duets=f.duets,
         on_boot=tracker.boot_landed if tracker else None,
     )
     try:
-        summary = run(experiment_file, opts, console)
+        summary = run(f.experiment_file, opts, console)
     except BaseException:
         if tracker is not None:
             tracker.close()  # a refused file or a crash: nothing more to track
         raise
-    rerun = f"specab run-ab {experiment_file} --results-dir {root}"
-    rc = finish(summary, console, rerun, report=report)
+    rerun = f"specab run-ab {f.experiment_file} --results-dir {root}"
+    rc = finish(summary, console, rerun, report=f.report)
     if tracker is not None:
         note(tracker.finish())
     return rc
@@ -184,23 +191,13 @@ def bisect(
             fix='add [bisect] (e.g. metric = "acceptance_pos0"); its arms, in order, are the '
             "history (or run it as an A/B: specab run-ab)",
         )
-    return run_ab(
-        experiment_file,
-        results_dir,
-        resume,
-        address,
-        None,
-        quiet,
-        report=report,
-        duets=False,
-        track=track,
-        searching=True,
-    )
+    flags = RunFlags(experiment_file, results_dir, resume, address, None, quiet, report=report)
+    return run_ab(replace(flags, duets=False, track=track, searching=True))
 
 
 def register(app: typer.Typer) -> None:
     app.command("status")(status)
-    app.command("run-ab")(run_ab)
+    app.command("run-ab")(flags_command(RunFlags, run_ab))
     app.command("bisect")(bisect)
 
 

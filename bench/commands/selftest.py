@@ -99,11 +99,11 @@ def selftest(
 ) -> int:
     """Check a build's acceptance counters end to end against synthetic ground truth."""
     from bench.commands.run_ab import finish
-    from bench.experiment import load_spec, synthetic_truth
+    from bench.experiment import load_experiment, synthetic_truth
     from bench.report import table_console
     from bench.run import RunOptions, run_ab
 
-    spec = load_spec(experiment_file)
+    spec = load_experiment(experiment_file)
     rates = synthetic_truth(spec, experiment_file)  # before anything is written
     root = results_dir or Path("results") / spec.experiment.name
     console = table_console()

@@ -33,7 +33,7 @@ def validate(
     print, per arm, what a boot would run. Boots nothing, writes nothing."""
     import tempfile
 
-    from bench.experiment.spec import served_diffs_in
+    from bench.experiment.history import served_diffs_in
 
     # a git history's served diffs live in a directory that goes with this command
     with (
@@ -51,7 +51,7 @@ def _validate(file: Path, cluster: bool) -> None:
         member_title,
         ready_timeout,
     )
-    from bench.experiment.spec import is_served_diff
+    from bench.experiment.history import is_served_diff
 
     checked, views = inspect_experiment(file, cluster=cluster)
     spec, exp = checked.spec, checked.spec.experiment
@@ -133,7 +133,7 @@ def _print_history(spec: Experiment, file: Path) -> None:
     )
     if b.git is None or b.git.build is not None:
         return
-    from bench.experiment.spec import history_points
+    from bench.experiment.history import history_points
 
     for p in history_points(b.git.model_dump(), Path(file)):
         if p.get("unserved"):

@@ -2,11 +2,13 @@
 arm runs (launch plan: argv, environment, config overlays, code patches) and the probe sets.
 Nothing here starts a server; `bench.run` does.
 
-The layers, each importing only the ones before it: `spec` (the file's models), `probes`,
+The layers, each importing only the ones before it: `spec` (the file's models; parsing
+runs no git and writes nothing), `history` (a git range's points made into arms), `probes`,
 `launch` (arms and what a boot runs), `lint`, `preflight`, `manifest` (build and resume
 diff), `preview` (the `validate` / `materialize` views). `runtime/` holds the stdlib-only
 files copied into every server's environment; its path is a contract."""
 
+from bench.experiment.history import load_experiment
 from bench.experiment.launch import (
     IMAGE_DIFFERS,
     PROBE_TIMEOUT_S,
@@ -100,6 +102,7 @@ __all__ = [
     "json_schema",
     "launch_plan",
     "lint_file",
+    "load_experiment",
     "load_probe_set",
     "load_probe_sets",
     "load_spec",

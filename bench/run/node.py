@@ -1,5 +1,7 @@
 """What is node-local about a boot (or a gang member) on the node that runs it: the scratch
-directory, vLLM's compile-cache root, CPU binding, GPU ids, and log shipping.
+directory, vLLM's compile-cache root, CPU binding, GPU ids, and log shipping. A boot attempt
+asks for them once (`NodeAsk`, fixed by the driver) and gets them once, as one record
+(`NodeEnvironment`, made on the node by `node_environment`), which it passes down.
 
 Per-boot settings reach a server through its launch environment only; the Ray worker's own
 environment is never changed (Ray reuses workers across boots).
@@ -10,15 +12,18 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import shutil
 import socket
 import struct
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 MAX_LOG_BYTES = 4 * 2**20  # log tail shipped back when the node does not share the results dir
 CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 CACHE_ROOT = "VLLM_CACHE_ROOT"
+GPU_ENV = "CUDA_VISIBLE_DEVICES"
 MODEL_INFOS = "modelinfos"  # vLLM's cache of what it inspected of a model architecture
 FABRIC_IFACE = "SPECAB_FABRIC_IFACE"  # in a Ray node's environment: its gang interconnect
 _SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
@@ -121,9 +126,6 @@ def cpu_binding_for(slot: int | None, cpu: float) -> dict[str, str]:
     return {CPU_BIND: ",".join(str(c) for c in mine), "OMP_NUM_THREADS": str(len(mine))}
 
 
-GPU_ENV = "CUDA_VISIBLE_DEVICES"
-
-
 def visible_gpus(requested: float) -> str:
     """The GPU ids a boot's server on this node may use, set explicitly in its environment:
     Ray's assignment when `[resources] gpu` asks for GPUs, none ("") when it asks for none.
@@ -188,3 +190,74 @@ def member_log_name(boot_id: str, rank: int) -> str:
     """The results dir's log of one member: logs/<boot_id>.log for the head (rank 0, the
     boot's `log_path`), logs/<boot_id>.m<r>.log for gang member r."""
     return f"{boot_id}.log" if rank == 0 else f"{boot_id}.m{rank}.log"
+
+
+@dataclass(frozen=True)
+class NodeAsk:
+    """What one boot attempt, or one gang member of it, asks of the node it runs on: fixed
+    by the driver before the launch (picklable)."""
+
+    experiment: str  # the workdir's name on the node
+    boot_id: str
+    rank: int = 0  # 0: the head (or the only server); r: gang member r
+    driver_log_dir: str = ""  # the results dir's logs/ as the driver's node sees it
+    driver_node_id: str = ""  # the node whose filesystem holds it; "" = every node's does
+    cache_key: str = ""  # the kept compile cache's name (`cache_key`)
+    keep_cache: bool = True  # keep it across boots of the definition, else fresh per boot
+    in_image: bool = False  # a container server: JIT caches on the node, its own model infos
+    cpu_slot: int | None = None  # CPU-only boots: which of the node's slots (for pinning)
+    cpu: float = 1.0  # CPUs a slot holds (the binding's width)
+    gpu: float = 0.0  # [resources] gpu: the server sees exactly Ray's ids
+
+
+@dataclass(frozen=True)
+class NodeEnvironment:
+    """What a node gives one boot attempt (or one gang member): made once on the node, passed
+    down to the boot, its server and its clean-up."""
+
+    workdir: Path  # node-local scratch: overlays, patch dirs, the server's cwd
+    log_file: Path  # the server's log
+    server_env: Mapping[str, str] = field(default_factory=dict)  # over this process's env
+    compile_cache: str | None = None  # cold | warm: vLLM's compile cache under server_env
+    gpu: str = field(default_factory=lambda: os.environ.get(GPU_ENV, ""))
+    cache_dir: Path | None = None  # the compile cache, removed after the boot unless kept
+    keep_cache: bool = True
+    log_shipped: bool = False  # written on this node, away from the results dir: shipped
+
+    def guard_file(self, name: str) -> Path:
+        """This process's watchdog file for `name` (a boot id, or a member's)."""
+        return self.workdir / "pgids" / f"{name}.{os.getpid()}"
+
+    def shipped_log(self) -> bytes | None:
+        """The log's tail when it was written away from the results dir, else None."""
+        return read_log_tail(self.log_file) if self.log_shipped else None
+
+    def release(self) -> None:
+        """The boot is over: a compile cache made for it alone goes with it."""
+        if self.cache_dir is not None and not self.keep_cache:
+            shutil.rmtree(self.cache_dir, ignore_errors=True)
+
+
+def node_environment(ask: NodeAsk, here: str) -> NodeEnvironment:
+    """The node's answer to `ask` on node `here` (Ray's node id): the workdir, the log (in
+    the results dir when this node holds it, else on the node, shipped back), the compile
+    cache (warm or cold; model infos shared on the host), JIT caches for an image, CPU
+    binding and GPU ids, all in the server's environment. OSError: the node cannot."""
+    workdir = node_workdir(ask.experiment)
+    name = member_log_name(ask.boot_id, ask.rank)
+    in_place = bool(ask.driver_log_dir) and ask.driver_node_id in ("", here)
+    log = (
+        Path(ask.driver_log_dir) / name
+        if in_place
+        else fresh_node_log(workdir, ask.driver_log_dir, name)
+    )
+    gpus = visible_gpus(ask.gpu)  # what the server sees = the record's
+    cache = compile_cache_path(workdir, ask.cache_key, ask.boot_id, keep=ask.keep_cache)
+    state = cache_state(cache)
+    if not ask.in_image:
+        share_model_infos(cache, os.environ)
+    jit = jit_cache_env(workdir, os.environ) if ask.in_image else {}
+    env = {CACHE_ROOT: str(cache), **jit, **cpu_binding_for(ask.cpu_slot, ask.cpu), GPU_ENV: gpus}
+    return NodeEnvironment(
+        workdir, log, env, state, gpus, cache, ask.keep_cache, log_shipped=not in_place
+    )

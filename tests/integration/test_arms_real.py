@@ -50,7 +50,7 @@ from bench.run import (
     BootOutcome,
     BootRequest,
     Ledger,
-    NodeSetup,
+    NodeEnvironment,
     cpu_binding_for,
     engine_seed,
     guarded_boot,
@@ -151,7 +151,7 @@ def _written_boot(spec: Experiment, arm: str, tmp: Path) -> Boot:
     attempt = Ledger.read(writer.root).claim(writer, arm, 0, block=0, host="node-a")
     seed = engine_seed(spec.experiment.seed, arm, 0)
     req = BootRequest(spec, str(DEMO), attempt, seed)
-    node = NodeSetup(workdir=tmp / "work" / arm, log_file=writer.log_path(attempt.boot_id))
+    node = NodeEnvironment(workdir=tmp / "work" / arm, log_file=writer.log_path(attempt.boot_id))
     started: list[int] = []
     ipc: list[str] = []
 

@@ -10,7 +10,7 @@ import pytest
 
 from bench.cli import run
 from bench.errors import SpecabError
-from bench.experiment import load_spec
+from bench.experiment import load_experiment, load_spec
 
 BASE = """[experiment]
 name = "h"
@@ -62,7 +62,7 @@ def test_a_git_range_becomes_one_arm_per_first_parent_commit(
     changes; a commit outside the package serves what the one before it serves."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     _repo(tmp_path)
-    spec = load_spec(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "bad" }'))
+    spec = load_experiment(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "bad" }'))
     names = [a.name for a in spec.arms]
     assert len(names) == 4 and names[0].startswith("00-")  # good, then all 3 commits
     assert spec.arms[0].patches == [] and len(spec.arms[3].patches) == 1
@@ -72,6 +72,35 @@ def test_a_git_range_becomes_one_arm_per_first_parent_commit(
     assert spec.arms[1].description == "change 0" and spec.arms[1].allow_noop_patches
     assert spec.arms[2].patches == spec.arms[1].patches  # README only: the same served diff
     assert "README" not in Path(spec.arms[2].patches[0]).read_text()
+
+
+def test_parsing_a_git_range_runs_no_git_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`load_spec` checks the file itself (its template arm, the sections) without git: the
+    range comes back as its template, and no process starts and nothing is written; the
+    points, git and the served diffs are `load_experiment`'s, once."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    _repo(tmp_path)
+    f = _file(tmp_path, 'git = { repo = "src", good = "good", bad = "bad" }')
+    before = sorted(tmp_path.rglob("*"))
+    started: list[object] = []
+    real_run = subprocess.run
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: started.append(a) or real_run(*a, **k))
+    spec = load_spec(f)
+    assert started == [] and sorted(tmp_path.rglob("*")) == before
+    assert spec.git_template and [a.name for a in spec.arms] == ["t"]
+    assert spec.arms[0].commit is None and spec.arms[0].patches == []
+    points = load_experiment(f)
+    assert started and not points.git_template and len(points.arms) == 4
+    assert (tmp_path / "cache" / "specab" / "bisect").is_dir()  # the served diffs
+    # a mistake in the file itself is found before any git runs
+    started.clear()
+    bad = _file(tmp_path, 'git = { repo = "nowhere", good = "good", bad = "bad" }',
+                '[[arms]]\nname = "t"\nconcurrency = 0\n')  # fmt: skip
+    with pytest.raises(SpecabError, match="concurrency"):
+        load_experiment(bad)
+    assert started == []
 
 
 @pytest.mark.parametrize(
@@ -150,8 +179,8 @@ def test_a_range_shaped_like_vllms_is_searched_as_it_is(
     model file and a merge: every first-parent commit is a point; data files, renames and
     deletions in the package are served; what a point cannot serve over the build (compiled
     code, pins, binary files) is listed; commits whose served code is unchanged are "same as"."""
+    from bench.experiment.history import history_points
     from bench.experiment.manifest import same_as
-    from bench.experiment.spec import history_points
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     repo = _repo(tmp_path)
@@ -168,7 +197,7 @@ def test_a_range_shaped_like_vllms_is_searched_as_it_is(
     _git(repo, "checkout", "-q", "main")
     _git(repo, "merge", "-q", "--no-ff", "-m", "merge side", "side")
     f = _file(tmp_path, 'git = { repo = "src", good = "good", bad = "main" }')
-    spec = load_spec(f)  # refused before: "commit <the culprit> changes compiled code"
+    spec = load_experiment(f)  # refused before: "commit <the culprit> changes compiled code"
     subjects = [a.description for a in spec.arms]
     assert subjects[-8:-1] == ["docs: a figure", "tuned MoE config", "rename n", "csrc tweak",
                                "pin torch", "the culprit", "kernel + comment"]  # fmt: skip
@@ -192,7 +221,7 @@ def test_a_range_shaped_like_vllms_is_searched_as_it_is(
     # strict: refused, naming the commit that made the compiled change
     strict = _file(tmp_path, 'git = { repo = "src", good = "good", bad = "main", strict = true }')
     with pytest.raises(SpecabError) as exc:
-        load_spec(strict)
+        load_experiment(strict)
     line = exc.value.one_line()
     assert "(csrc tweak) changes compiled code" in line and "csrc/ops.cpp" in line
     assert "the culprit" not in line and "build" in line and ".cache" not in line
@@ -217,7 +246,7 @@ def test_a_commit_that_changes_no_executed_code_runs_its_neighbours_code(
     (repo / "vllm" / "m.py").write_text("# a comment\nX = 2\n")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-qm", "comment only")
-    spec = load_spec(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "HEAD" }'))
+    spec = load_experiment(_file(tmp_path, 'git = { repo = "src", good = "good", bad = "HEAD" }'))
     commits = [_git(repo, "rev-parse", "good")]
     commits += _git(repo, "rev-list", "--reverse", "good..HEAD").split()
     assert len(spec.arms) == len(commits) == 5
@@ -245,13 +274,13 @@ def test_validate_writes_no_served_diff_into_the_cache(
 ) -> None:
     """`validate` reads a history with its points' diffs in a directory that goes with the
     command: nothing lands in specab's cache, and the diffs it read were complete."""
-    from bench.experiment.spec import is_served_diff, served_diffs_in
+    from bench.experiment.history import is_served_diff, served_diffs_in
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     _repo(tmp_path)
     f = _file(tmp_path, 'git = { repo = "src", good = "good", bad = "bad" }')
     with served_diffs_in(tmp_path / "gone"):
-        spec = load_spec(f)
+        spec = load_experiment(f)
         diffs = [Path(a.patches[-1]) for a in spec.arms if a.patches]
         assert diffs and all(is_served_diff(d) and d.is_file() for d in diffs)
         assert all((tmp_path / "gone") in d.parents for d in diffs)

@@ -230,7 +230,7 @@ def test_an_image_not_pulled_on_a_node_fails_the_boot_naming_it_and_is_asked_aga
     then recorded another definition hash and fell back to /metrics deltas: now the boot
     fails naming the image and the node, and the next boot reads the pulled image."""
     from bench.experiment import resolve_arm
-    from bench.run import NodeSetup, run_boot
+    from bench.run import NodeEnvironment, run_boot
 
     runtime = tmp_path / "stub-runtime"
     runtime.write_text(STUB_RUNTIME.format(pulled=tmp_path / "PULLED"))
@@ -247,7 +247,7 @@ def test_an_image_not_pulled_on_a_node_fails_the_boot_naming_it_and_is_asked_aga
     spec = load_spec(toml)
     attempt = Attempt("baseline", 0, 1, 0, 0, "node-7", "logs/baseline__b000__a1.log")
     req = BootRequest(spec, str(toml), attempt, engine_seed=None)
-    node = NodeSetup(workdir=tmp_path / "work", log_file=tmp_path / "work" / "b.log")
+    node = NodeEnvironment(workdir=tmp_path / "work", log_file=tmp_path / "work" / "b.log")
     out = run_boot(req, node)
     assert out.record.status == "failed" and out.probes == []
     error = out.record.error or ""

@@ -61,7 +61,16 @@ LAYERS = {
         "references",
         "campaign",
     ],
-    "experiment": ["spec", "probes", "launch", "lint", "preflight", "manifest", "preview"],
+    "experiment": [
+        "spec",
+        "history",
+        "probes",
+        "launch",
+        "lint",
+        "preflight",
+        "manifest",
+        "preview",
+    ],
     "stats": [
         "schema",
         "methods",

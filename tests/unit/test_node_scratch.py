@@ -1,10 +1,11 @@
 """Node-local scratch: a log written away from the results dir holds this run's lines only;
-a slot's CPU binding."""
+a slot's CPU binding; what a node gives an attempt, made once from what it asks."""
 
 from __future__ import annotations
 
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,9 +13,11 @@ import pytest
 from bench.run import (
     CPU_BIND,
     MAX_LOG_BYTES,
+    NodeAsk,
     cache_state,
     cpu_binding_for,
     fresh_node_log,
+    node_environment,
     read_log_tail,
     share_model_infos,
 )
@@ -94,3 +97,42 @@ def test_a_boot_sees_exactly_the_gpus_ray_gave_it_and_none_without(
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")  # a worker Ray told not to set it
     assert visible_gpus(2) == "2,3"
     assert visible_gpus(0) == ""
+
+
+def test_a_node_answers_an_attempts_ask_once_with_everything_its_server_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The head's log goes into the results dir on the driver's node and is shipped from any
+    other; a member's log is named for its rank; a kept cache is the definition's and warm
+    the second time, a fresh one is removed with its boot; an image gets node JIT caches and
+    keeps its own model infos; the slot's binding and no GPU reach the server's env."""
+    monkeypatch.setenv("SPECAB_WORKDIR", str(tmp_path / "work"))
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vllm"))
+    for name in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "FLASHINFER_WORKSPACE_BASE",
+                 "CUDA_CACHE_PATH"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    logs = tmp_path / "results" / "logs"
+    ask = NodeAsk(experiment="e", boot_id="a__b000__a1", driver_log_dir=str(logs),
+                  driver_node_id="n1", cache_key="def-0123", cpu_slot=0, cpu=1)  # fmt: skip
+    head = node_environment(ask, "n1")
+    assert head.log_file == logs / "a__b000__a1.log" and head.shipped_log() is None
+    assert head.compile_cache == "cold" and head.cache_dir is not None
+    assert head.cache_dir.name == "def-0123" and (head.cache_dir / "modelinfos").is_symlink()
+    env = dict(head.server_env)
+    assert env["VLLM_CACHE_ROOT"] == str(head.cache_dir) and env["CUDA_VISIBLE_DEVICES"] == ""
+    assert env[CPU_BIND] == str(min(os.sched_getaffinity(0))) and env["OMP_NUM_THREADS"] == "1"
+    assert "TRITON_CACHE_DIR" not in env
+    (head.cache_dir / "graph").mkdir()
+    head.release()  # kept: the next boot of the definition finds it
+    assert node_environment(ask, "n1").compile_cache == "warm"
+    member = node_environment(replace(ask, rank=1, keep_cache=False, in_image=True), "n2")
+    assert member.log_file.name == "a__b000__a1.m1.log" and logs not in member.log_file.parents
+    member.log_file.parent.mkdir(parents=True, exist_ok=True)
+    member.log_file.write_text("member line\n")
+    assert member.shipped_log() == b"member line\n"
+    assert member.cache_dir is not None and member.cache_dir.name == "fresh-a__b000__a1"
+    assert not (member.cache_dir / "modelinfos").exists()  # the image keeps its own
+    assert dict(member.server_env)["TRITON_CACHE_DIR"].startswith(str(tmp_path / "work"))
+    assert member.guard_file("x").parent == tmp_path / "work" / "e" / "pgids"
+    member.release()
+    assert not member.cache_dir.exists()

@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
+from bench.experiment.history import load_experiment
 from bench.experiment.launch import ResolvedArm, effective_config, resolve_arm
 from bench.experiment.lint.aux_layers import block_rejection_note
 from bench.experiment.lint.findings import Finding
 from bench.experiment.lint.hub_cache import cached_config, hub_cache_dir, is_hub_id
 from bench.experiment.lint.layer_overflow import offset_layer_keys
 from bench.experiment.lint.mismatches import PairContext, check_pair
-from bench.experiment.spec import Experiment, load_spec
+from bench.experiment.spec import Experiment
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ class LintReport:
 
 def lint_file(path: str | Path, *, environ: Mapping[str, str] | None = None) -> LintReport:
     """Load an experiment file and lint every arm (SpecabError on bad input)."""
-    return lint_spec(load_spec(path), path, environ=environ)
+    return lint_spec(load_experiment(path), path, environ=environ)
 
 
 def lint_spec(

@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from bench import __version__
+from bench.experiment.history import history_points
 from bench.experiment.launch import measurement, resolve_arm
 from bench.experiment.manifest.history_identity import same_as
 from bench.experiment.preflight import awaits_build
 from bench.experiment.probes import load_probe_sets
-from bench.experiment.spec import Experiment, history_points, sweep_cells
+from bench.experiment.spec import Experiment, sweep_cells
 from bench.records import SCHEMA_VERSION, SCREEN_SPENDING, SCREEN_SPREAD, Manifest
 
 ORDER = "blocks of one boot per arm, shuffled within block by experiment.seed"

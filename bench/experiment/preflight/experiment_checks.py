@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.errors import SpecabError
+from bench.experiment.history import load_experiment
 from bench.experiment.launch import (
     ResolvedArm,
     is_diff,
@@ -42,7 +43,7 @@ from bench.experiment.preflight.model_paths import check_models, origin
 from bench.experiment.preflight.server_args import check_server_args
 from bench.experiment.preflight.unloaded_diffs import unloaded_diff_warnings
 from bench.experiment.probes import load_probe_sets
-from bench.experiment.spec import Experiment, load_spec, resolve_path
+from bench.experiment.spec import Experiment, resolve_path
 from bench.records import replication_advice
 
 PER_REQUEST_FLAG = "per-request-spec-decode-metrics"  # as a key of ResolvedArm.args
@@ -94,7 +95,7 @@ def preflight(
     mistake. `environ` is the caller's environment (default: this process's); `cluster`:
     the boots run on other nodes, so what is missing here only warns."""
     spec_file = Path(spec_file)
-    spec = load_spec(spec_file) if spec is None else spec
+    spec = load_experiment(spec_file) if spec is None else spec
     _probe_sets(spec, spec_file)
     names = list(arms) if arms is not None else [a.name for a in spec.arms]
     resolved = tuple(resolve_arm(spec, spec_file, n) for n in names)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
+from bench.experiment.history import load_experiment
 from bench.experiment.launch import (
     ResolvedArm,
     interpreter_env,
@@ -38,7 +39,7 @@ from bench.experiment.launch import (
 )
 from bench.experiment.preflight.engine_config import EngineLine, engine_line, engine_refusal
 from bench.experiment.preflight.gpu_accounting import check_gpus
-from bench.experiment.spec import Experiment, load_spec
+from bench.experiment.spec import Experiment
 
 SCRIPT = Path(__file__).with_name("parse_with_vllm.py")
 CACHE_ENV = "SPECAB_CACHE_DIR"
@@ -267,7 +268,7 @@ def prime_server_args(files: Sequence[Path], environ: Mapping[str, str]) -> int:
     groups: Groups = {}
     for f in files:
         try:
-            spec = load_spec(f)
+            spec = load_experiment(f)
             arms = [resolve_arm(spec, f, a.name) for a in spec.arms]
             _group(arms, environ, groups, engine=True)
         except SpecabError:

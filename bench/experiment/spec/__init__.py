@@ -1,26 +1,26 @@
 """The experiment file (TOML) as frozen pydantic models and its loader: `[experiment]`,
-`[server]`, `[[arms]]` (`experiment_file`), `[probes]` (`probes_section`), `[resources]` and
-containers (`resources`), margins and the primary family (`margins`), `[sweep]` and the arms
-it generates (`sweep`); which settings are secret and their redacted form
+`[server]`, `[[arms]]` (`experiment_file`), reading a file into them (`document_loading`:
+no git, nothing written), `[probes]` (`probes_section`), `[resources]` and containers
+(`resources`), margins and the primary family (`margins`), `[sweep]` and the arms it
+generates (`sweep`), `[bisect]` and a git range's template arm (`bisect_section`),
+`[screen]` (`screen_section`); which settings are secret and their redacted form
 (`secret_settings`); how a validation error becomes one line (`error_lines`), and the
 reference page generated from the models (`reference_page`)."""
 
+from bench.experiment.spec.bisect_section import git_range
+from bench.experiment.spec.document_loading import (
+    load_spec,
+    parse_spec,
+    read_document,
+    validate_document,
+)
 from bench.experiment.spec.experiment_file import (
     ArgValue,
     ArmSpec,
     Experiment,
     ServerSection,
     json_schema,
-    load_spec,
-    parse_spec,
     resolve_path,
-)
-from bench.experiment.spec.git_history import (
-    expand_history,
-    history_points,
-    is_served_diff,
-    needs_build,
-    served_diffs_in,
 )
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.reference_page import experiment_reference_markdown
@@ -49,16 +49,14 @@ __all__ = [
     "ResourcesSection",
     "ServerSection",
     "auth_headers",
-    "expand_history",
     "experiment_reference_markdown",
-    "history_points",
+    "git_range",
     "is_secret_env",
     "is_secret_flag",
-    "is_served_diff",
     "json_schema",
     "load_spec",
-    "needs_build",
     "parse_spec",
+    "read_document",
     "redact_args",
     "redact_env",
     "refuse_secret_flag",
@@ -66,6 +64,6 @@ __all__ = [
     "scrub",
     "secret_flag_env",
     "secret_values",
-    "served_diffs_in",
     "sweep_cells",
+    "validate_document",
 ]

@@ -5,8 +5,12 @@ first point where the metric changed (docs/statistics.md, "Which change did it")
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from bench.errors import SpecabError
 from bench.experiment.spec.margins import MetricName, check_measured, check_relative_margin
 from bench.records import PRIMARY_DEFAULT, looks_ending_at, planned_boots
 
@@ -96,19 +100,67 @@ class BisectSection(BaseModel):
 
 
 def check_history(
-    bisect: BisectSection | None, sweep: bool, names: list[str], undrafted: list[str]
-) -> None:
+    bisect: BisectSection | None, sweep: bool, names: list[str], undrafted: list[str],
+    template: bool = False,
+) -> None:  # fmt: skip
     """A history needs its two ends and a point between them, no sweep beside it, and a
     metric its probes measure at every point (`undrafted`: arms without speculative
-    decoding, whose probes count no drafts)."""
+    decoding, whose probes count no drafts). `template`: the arms are a git range's template,
+    its points not made yet (`bench.experiment.history` counts them)."""
     if bisect is None:
         return
     if sweep:
         raise ValueError("[bisect] and [sweep] ask two questions: keep one of them")
-    if len(names) < 3:
+    if len(names) < 3 and not template:
         raise ValueError(
             f"[bisect] needs at least 3 arms (the good end, a point, the bad end); got "
             f"{len(names)}: {names}"
         )
     check_measured(bisect.metric, undrafted, "point", "search")
     check_relative_margin(bisect.metric, bisect.margin, "[bisect]")
+
+
+def git_range(data: dict[str, Any]) -> dict[str, Any] | None:
+    """The document's `[bisect] git` table, if it has one."""
+    bisect = data.get("bisect")
+    git = bisect.get("git") if isinstance(bisect, dict) else None
+    return git if isinstance(git, dict) else None
+
+
+def as_template(data: dict[str, Any], file: Path) -> dict[str, Any]:
+    """The document as parsed before its git range is read: a hand-written arm may not set
+    `commit`; with `[bisect] git`, the one hand-written arm (or none) is the points'
+    template, validated here as an arm of its own (`bench.experiment.history` then makes the
+    points from git). Without git, the document as it is."""
+    git = git_range(data)
+    arms = data.get("arms")
+    for i, arm in enumerate(arms if isinstance(arms, list) else []):
+        if isinstance(arm, dict) and "commit" in arm:
+            raise SpecabError(
+                f"commit = {arm['commit']!r} on a hand-written arm serves nothing: "
+                + ("[bisect] git sets each point's commit" if git is not None
+                   else "an arm runs its build, patches, python or container"),
+                file=file,
+                field=f"arms[{i}].commit",
+                fix="remove it; serve a commit as `patches = [\"good..commit.diff\"]` (git diff "
+                "good commit -- vllm/) or as its build (`python = \".../bin/python\"`)",
+            )  # fmt: skip
+    if git is None:
+        return data
+    hand = arms or [{}]
+    if not isinstance(hand, list) or len(hand) != 1 or not isinstance(hand[0], dict):
+        raise SpecabError(
+            "[bisect] git makes the arms: give at most one [[arms]] table, their template",
+            file=file,
+            field="arms",
+            fix="keep one [[arms]] (its fields apply to every point) or none",
+        )
+    if git.get("build") is not None and ({"python", "container"} & set(hand[0])):
+        raise SpecabError(
+            "[bisect] git.build makes every point's interpreter: the template arm cannot "
+            "set python or container",
+            file=file,
+            field="arms",
+            fix="remove python/container from the [[arms]] template, or drop build",
+        )
+    return {**data, "arms": [{"name": "template", **hand[0]}]}

@@ -1,29 +1,24 @@
-"""The experiment file (TOML) as pydantic v2 models, and its loader.
-
-Paths inside the file are relative to the file's own directory; `load_spec` resolves them.
-Every validation problem becomes one `SpecabError` line naming file, field path and fix.
-"""
+"""The experiment file (TOML) as pydantic v2 models (`document_loading` reads and checks
+a file into them). Paths inside the file are relative to the file's own directory;
+`resolve_path` resolves them."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import tomllib
 from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bench.errors import SpecabError
 from bench.experiment.spec.bisect_section import BisectSection, check_history
-from bench.experiment.spec.error_lines import spec_error
-from bench.experiment.spec.git_history import expand_history
 from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment.spec.probes_section import ProbesSection
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
-from bench.experiment.spec.screen_section import ScreenSection, check_screen, expand_screen
+from bench.experiment.spec.screen_section import ScreenSection, check_screen
 from bench.experiment.spec.secret_settings import (
     REDACTED,
     is_secret_env,
@@ -31,7 +26,7 @@ from bench.experiment.spec.secret_settings import (
     redact_args,
     redact_env,
 )
-from bench.experiment.spec.sweep import SweepSection, expand_sweep
+from bench.experiment.spec.sweep import SweepSection
 
 ArgValue = str | int | float | bool | None
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
@@ -237,7 +232,7 @@ class Experiment(_Model):
         server = self.server.speculative_config
         undrafted = [a.name for a in self.arms if a.speculative_config is False or not (
             server or a.speculative_config)]  # fmt: skip
-        check_history(self.bisect, self.sweep is not None, names, undrafted)
+        check_history(self.bisect, self.sweep is not None, names, undrafted, self.git_template)
         if self.screen is not None and (self.sweep is not None or self.bisect is not None):
             raise ValueError("[screen] asks its own question: keep it without [sweep] or [bisect]")
         others = [a.name for a in self.arms if a.name != self.baseline]
@@ -252,6 +247,13 @@ class Experiment(_Model):
             names = ", ".join(a.name for a in self.arms)
             raise ValueError(f"baseline {base!r} is not an arm; choose one of: {names}")
         return self
+
+    @property
+    def git_template(self) -> bool:
+        """A `[bisect] git` range whose points are not made yet: the arms are its template
+        (`bench.experiment.history.load_experiment` makes them)."""
+        b = self.bisect
+        return b is not None and b.git is not None and not any(a.commit for a in self.arms)
 
     @property
     def baseline(self) -> str:
@@ -281,35 +283,6 @@ class Experiment(_Model):
     def sha256(self) -> str:
         """The redacted spec's hash (two runs that differ only in a key are the same)."""
         return hashlib.sha256(json.dumps(self.redacted_dump(), sort_keys=True).encode()).hexdigest()
-
-
-def parse_spec(data: dict[str, Any], file: Path) -> Experiment:
-    """Validate a parsed TOML document; raise SpecabError for the first problem."""
-    data = expand_screen(expand_history(expand_sweep(data, file), file), file)
-    try:
-        return Experiment.model_validate(data)
-    except ValidationError as exc:
-        raise spec_error(exc, data, file, Experiment) from None
-
-
-def load_spec(path: str | Path) -> Experiment:
-    """Read, parse and validate an experiment file; paths stay as written (`resolve_path`)."""
-    p = Path(path)
-    if not p.is_file():
-        raise SpecabError("experiment file not found", file=p, fix="pass the path of a .toml file")
-    try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise SpecabError(
-            f"not valid TOML ({exc})", file=p, fix="correct the TOML syntax"
-        ) from None
-    except UnicodeDecodeError:
-        raise SpecabError("not UTF-8 text", file=p, fix="save the file as UTF-8") from None
-    except OSError as exc:
-        raise SpecabError(
-            f"cannot be read ({exc.strerror})", file=p, fix="check the file's permissions"
-        ) from None
-    return parse_spec(data, p)
 
 
 def resolve_path(spec_file: str | Path, value: str) -> Path:

@@ -22,7 +22,6 @@ from bench.run.boot.node_prep import IMAGE_UNREAD, image_problem, prepare_node
 from bench.run.boot.one_boot import (
     BootOutcome,
     BootRequest,
-    NodeSetup,
     failed_record,
     run_boot,
 )
@@ -38,7 +37,6 @@ __all__ = [
     "BootRequest",
     "GateTicket",
     "Measured",
-    "NodeSetup",
     "ProbePass",
     "Sampling",
     "SpecCounts",

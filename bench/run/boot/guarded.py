@@ -4,18 +4,17 @@ with it."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 
-from bench.run.boot.one_boot import BootOutcome, BootRequest, NodeSetup, run_boot
+from bench.run.boot.one_boot import BootOutcome, BootRequest, run_boot
+from bench.run.node import NodeEnvironment
 
 
 def guarded_boot(
-    req: BootRequest, node: NodeSetup, *, on_started: Callable[[int, int], None] | None = None
+    req: BootRequest, node: NodeEnvironment, *, on_started: Callable[[int, int], None] | None = None
 ) -> BootOutcome:
     """`run_boot` under a `BootGuard` holding its process groups."""
     from bench.run.process import BootGuard
 
-    pgids = node.workdir / "pgids" / f"{req.attempt.boot_id}.{os.getpid()}"
-    with BootGuard(pgids, grace_s=5.0) as guard:
+    with BootGuard(node.guard_file(req.attempt.boot_id), grace_s=5.0) as guard:
         return run_boot(req, node, on_started=on_started, watch=guard)

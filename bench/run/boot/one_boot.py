@@ -9,11 +9,10 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
-from pathlib import Path
 
 import httpx
 
@@ -43,7 +42,7 @@ from bench.run.boot.node_prep import image_at_head, prepare_node
 from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
 from bench.run.boot.requests import Sampling
 from bench.run.boot.start_gate import GateTicket, wait_at_gate
-from bench.run.node import CPU_BIND
+from bench.run.node import CPU_BIND, NodeEnvironment
 from bench.run.process import (
     GangServer,
     LocalMembers,
@@ -65,17 +64,6 @@ class BootRequest:
     engine_seed: int | None  # the server's --seed (None: the server's default)
     gate: GateTicket | None = None  # a duet's barrier before the probes (run-ab only)
     image: str = ""  # container arms: the image's id where the driver read the definition
-
-
-@dataclass(frozen=True)
-class NodeSetup:
-    """Where the boot runs: chosen on the node that runs it."""
-
-    workdir: Path  # node-local scratch: overlays, patch dirs, the server's cwd
-    log_file: Path  # the server's log
-    server_env: Mapping[str, str] = field(default_factory=dict)  # over this process's env
-    compile_cache: str | None = None  # cold | warm: vLLM's compile cache under server_env
-    gpu: str = field(default_factory=lambda: os.environ.get("CUDA_VISIBLE_DEVICES", ""))
 
 
 @dataclass(frozen=True)
@@ -124,7 +112,7 @@ def _arm_and_probes(req: BootRequest) -> tuple[ResolvedArm, list[ProbeSet]]:
 
 def run_boot(
     req: BootRequest,
-    node: NodeSetup,
+    node: NodeEnvironment,
     *,
     on_started: Callable[[int, int], None] | None = None,
     watch: Watch | None = None,
@@ -264,7 +252,7 @@ def _after_warmup(req: BootRequest, plan: LaunchPlan, t: _Timeline) -> None:
 
 
 def failed_record(
-    req: BootRequest, error: str, *, started_at: datetime, node: NodeSetup | None = None
+    req: BootRequest, error: str, *, started_at: datetime, node: NodeEnvironment | None = None
 ) -> BootRecord:
     """The record of an attempt that produced none (worker or node died, cancelled)."""
     speculative, concurrency = speculative_and_concurrency(req.spec, req.attempt.arm)
@@ -276,7 +264,7 @@ def failed_record(
 
 def _record(
     req: BootRequest,
-    node: NodeSetup | None,
+    node: NodeEnvironment | None,
     t: _Timeline,
     measured: Measured | None,
     error: str | None,

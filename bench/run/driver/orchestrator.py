@@ -31,7 +31,7 @@ from bench.experiment import (
     Preflight,
     build_manifest,
     image_id,
-    load_spec,
+    load_experiment,
     preflight,
     resume_changes,
 )
@@ -93,7 +93,7 @@ class Driver:
         self.spec_file = Path(spec_file).resolve()
         self.opts = opts
         self.console = console
-        self.spec = load_spec(self.spec_file)
+        self.spec = load_experiment(self.spec_file)
         self.arms = [a.name for a in self.spec.arms]
         self.task = task
         self._writer: ResultsWriter | None = None  # holds the results directory's claim

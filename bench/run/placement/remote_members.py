@@ -13,25 +13,17 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from bench.errors import BootFailed, SpecabError
 from bench.experiment import LaunchPlan, check_patches_applied
 from bench.run.boot import image_problem, prepare_node
 from bench.run.node import (
-    CACHE_ROOT,
-    GPU_ENV,
-    compile_cache_path,
-    cpu_binding_for,
+    NodeAsk,
+    NodeEnvironment,
     fabric_ip,
-    fresh_node_log,
-    jit_cache_env,
     member_log_name,
-    node_workdir,
-    read_log_tail,
-    share_model_infos,
-    visible_gpus,
+    node_environment,
 )
 from bench.run.process import (
     LINGER_LIMIT_S,
@@ -50,16 +42,10 @@ class MemberNode:
     """Node-side settings of a remote member (picklable)."""
 
     label: str  # the node's label in this run (errors, record)
-    cpu: float  # per-node CPUs (CPU binding width)
-    cpu_slot: int | None  # which slot of its node (CPU-only boots), else None
-    compile_cache: bool
-    cache_key: str = ""  # the kept compile cache's name (`cache_key`); "" = the arm's name
+    ask: NodeAsk  # what the member asks of its node (`bench.run.node`)
     pre_boot: tuple[str, ...] = ()
     min_free_memory_gb: float | None = None
     memory_wait_s: float = 300.0
-    driver_node_id: str = ""  # the member logs straight into driver_log_dir on that node
-    driver_log_dir: str = ""
-    gpu: float = 0.0  # per-node GPUs ([resources] gpu): the member sees exactly Ray's ids
 
 
 def _one_line(exc: Exception) -> str:
@@ -75,10 +61,8 @@ class MemberActor:
         self._proc: MemberProcess | None = None
         self._plan: LaunchPlan | None = None
         self._guard: BootGuard | None = None
-        self._log: Path | None = None
-        self._shipped = False
-        self._cache: Path | None = None
-        self._launch: tuple[MemberStart, Path, dict[str, str]] | None = None
+        self._node: NodeEnvironment | None = None
+        self._launch: MemberStart | None = None
 
     def prepare(self, ms: MemberStart, node: MemberNode) -> str | None:
         """Prepare the node (log, scratch, watchdog, pre_boot, memory wait); why it could
@@ -86,49 +70,32 @@ class MemberActor:
         before the head or any member launches."""
         import ray
 
-        workdir = node_workdir(ms.experiment)
-        here = str(ray.get_runtime_context().get_node_id())
-        in_place = bool(node.driver_log_dir) and here == node.driver_node_id
-        name = member_log_name(ms.boot_id, ms.rank)
-        self._log = (
-            Path(node.driver_log_dir) / name
-            if in_place
-            else fresh_node_log(workdir, node.driver_log_dir, name)
-        )
-        self._shipped = not in_place
-        key = node.cache_key or ms.arm.name
-        cache = compile_cache_path(workdir, key, ms.boot_id, keep=node.compile_cache)
-        self._cache = None if node.compile_cache else cache  # a fresh one goes with the boot
-        jit = jit_cache_env(workdir, os.environ) if ms.arm.container is not None else {}
-        env = {**os.environ, CACHE_ROOT: str(cache), **jit, GPU_ENV: visible_gpus(node.gpu)}
-        env |= cpu_binding_for(node.cpu_slot, node.cpu)
         if (wrong := image_problem(ms.arm.container, node.label, ms.image_id)) is not None:
             return wrong
         try:
-            cache.mkdir(parents=True, exist_ok=True)
-            if ms.arm.container is None:  # as the head's node does (task._node_setup)
-                share_model_infos(cache, os.environ)
-            guard_file = workdir / "pgids" / f"{ms.boot_id}.m{ms.rank}.{os.getpid()}"
-            self._guard = BootGuard(guard_file, grace_s=5.0).__enter__()
+            env = node_environment(node.ask, str(ray.get_runtime_context().get_node_id()))
+            self._node = env
+            self._guard = BootGuard(env.guard_file(f"{ms.boot_id}.m{ms.rank}"), grace_s=5.0)
+            self._guard.__enter__()
             prepare_node(
-                node.pre_boot, node.min_free_memory_gb, self._log, wait_s=node.memory_wait_s
+                node.pre_boot, node.min_free_memory_gb, env.log_file, wait_s=node.memory_wait_s
             )
         except (BootFailed, OSError, SpecabError) as exc:
             return _one_line(exc)
-        self._launch = (ms, workdir, env)
+        self._launch = ms
         return None
 
     def launch(self) -> str | None:
         """Start the member on the prepared node; why it could not, else None."""
-        if self._launch is None or self._log is None:
+        ms, node = self._launch, self._node
+        if ms is None or node is None:
             return "its node was not prepared"
-        ms, workdir, env = self._launch
         try:
             self._proc, self._plan = start_member(
                 ms,
-                workdir=workdir,
-                log=self._log,
-                environ=env,
+                workdir=node.workdir,
+                log=node.log_file,
+                environ={**os.environ, **node.server_env},
                 node_ip=fabric_ip(),
                 watch=self._guard,
             )
@@ -165,17 +132,15 @@ class MemberActor:
 
     def log_bytes(self) -> bytes | None:
         """The member's log, when it was not written into the driver's results dir."""
-        return read_log_tail(self._log) if self._shipped and self._log is not None else None
+        return self._node.shipped_log() if self._node is not None else None
 
     def close(self) -> None:
         """The boot is over: release the watchdog (nothing left to kill) and scratch."""
         if self._guard is not None:
             self._guard.__exit__(None, None, None)
             self._guard = None
-        if self._cache is not None:
-            import shutil
-
-            shutil.rmtree(self._cache, ignore_errors=True)
+        if self._node is not None:
+            self._node.release()
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,7 +1,8 @@
 """The body of one Ray task = one boot attempt, run on the node Ray placed it on.
 
-The task chooses what is node-local (workdir, log file, compile-cache root, CPU binding:
-a `NodeSetup`, see `bench.run.node`) and runs the boot under a `BootGuard` watchdog that kills the
+The task asks its node once for what is node-local (workdir, log file, compile cache, JIT
+caches, CPU binding, GPUs: `node_ask`, answered by `bench.run.node`'s `node_environment`),
+passes that record down, and runs the boot under a `BootGuard` watchdog that kills the
 server's process groups and containers if this worker dies (force-cancel, driver killed),
 so no EngineCore outlives its boot. A gang boot's task runs in bundle 0 of the boot's
 placement group (the head); it starts the other members as Ray actors in the other bundles
@@ -17,8 +18,6 @@ and propagates, so the driver stops with its traceback instead of retrying it.
 
 from __future__ import annotations
 
-import os
-import shutil
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,21 +25,8 @@ from typing import Any
 
 from bench.errors import SpecabError
 from bench.records import BootRecord, ProbeRecord
-from bench.run.boot import BootRequest, NodeSetup, failed_record, run_boot
-from bench.run.node import (
-    CACHE_ROOT,
-    GPU_ENV,
-    cache_key,
-    cache_state,
-    compile_cache_path,
-    cpu_binding_for,
-    fresh_node_log,
-    jit_cache_env,
-    node_workdir,
-    read_log_tail,
-    share_model_infos,
-    visible_gpus,
-)
+from bench.run.boot import BootRequest, failed_record, run_boot
+from bench.run.node import NodeAsk, NodeEnvironment, cache_key, node_environment
 from bench.run.placement.remote_members import MemberNode, RayMembers
 from bench.run.process import BootGuard
 
@@ -71,37 +57,24 @@ class TaskResult:
     member_logs: dict[str, bytes] = field(default_factory=dict)  # gang: {file name: log}
 
 
-def compile_cache_dir(workdir: Path, a: AttemptSpec) -> Path:
-    """vLLM's compile cache of this boot: kept per arm on the node, or fresh per boot."""
-    at = a.request.attempt
-    key = cache_key(at.arm, a.definition)
-    return compile_cache_path(workdir, key, at.boot_id, keep=a.compile_cache)
-
-
-def cpu_binding(a: AttemptSpec) -> dict[str, str]:
-    """The head's (or single server's) CPU binding on this node (see `bench.run.node`)."""
-    return cpu_binding_for(a.cpu_slot, a.request.spec.resources.cpu)
-
-
-def _node_setup(a: AttemptSpec, workdir: Path, local: bool) -> NodeSetup:
-    """Log file, compile-cache root and CPU binding of this boot on this node."""
-    boot_id = a.request.attempt.boot_id
-    gpus = visible_gpus(a.request.spec.resources.gpu)  # what the server sees = the record
-    cache = compile_cache_dir(workdir, a)
-    state = cache_state(cache)
-    spec = a.request.spec
-    in_image = (spec.arm(a.request.attempt.arm).container or spec.server.container) is not None
-    if not in_image:
-        share_model_infos(cache, os.environ)
-    jit = jit_cache_env(workdir, os.environ) if in_image else {}
-    return NodeSetup(
-        workdir=workdir,
-        log_file=Path(a.driver_log)
-        if local
-        else fresh_node_log(workdir, str(Path(a.driver_log).parent), f"{boot_id}.log"),
-        server_env={CACHE_ROOT: str(cache), **jit, **cpu_binding(a), GPU_ENV: gpus},
-        compile_cache=state,
-        gpu=gpus,
+def node_ask(a: AttemptSpec, rank: int = 0) -> NodeAsk:
+    """What the attempt's server of `rank` (0: the head or the only one; r: gang member r)
+    asks of its node: the one place the driver's settings become node settings."""
+    spec, at = a.request.spec, a.request.attempt
+    slot = a.cpu_slot if rank == 0 else (a.member_slots or (None,) * rank)[rank - 1]
+    arm = spec.arm(at.arm)
+    return NodeAsk(
+        experiment=spec.experiment.name,
+        boot_id=at.boot_id,
+        rank=rank,
+        driver_log_dir=str(Path(a.driver_log).parent),
+        driver_node_id=a.driver_node_id,
+        cache_key=cache_key(at.arm, a.definition),
+        keep_cache=a.compile_cache,
+        in_image=(arm.container or spec.server.container) is not None,
+        cpu_slot=slot,
+        cpu=spec.resources.cpu,
+        gpu=spec.resources.gpu,
     )
 
 
@@ -112,20 +85,14 @@ def _members(a: AttemptSpec) -> RayMembers | None:
     if n == 1:
         return None
     hosts = a.request.attempt.hosts(n)
-    slots = a.member_slots or (None,) * (n - 1)
+    server = spec.server
     nodes = [
         MemberNode(
             label=hosts[r],
-            cpu=spec.resources.cpu,
-            cpu_slot=slots[r - 1],
-            compile_cache=a.compile_cache,
-            cache_key=cache_key(a.request.attempt.arm, a.definition),
-            pre_boot=tuple(spec.server.pre_boot),
-            min_free_memory_gb=spec.server.min_free_memory_gb,
-            memory_wait_s=spec.server.memory_wait_s,
-            driver_node_id=a.driver_node_id,
-            driver_log_dir=str(Path(a.driver_log).parent),
-            gpu=spec.resources.gpu,
+            ask=node_ask(a, r),
+            pre_boot=tuple(server.pre_boot),
+            min_free_memory_gb=server.min_free_memory_gb,
+            memory_wait_s=server.memory_wait_s,
         )
         for r in range(1, n)
     ]
@@ -137,16 +104,13 @@ def run_attempt(a: AttemptSpec) -> TaskResult:
     import ray
 
     node_id = str(ray.get_runtime_context().get_node_id())
-    local = not a.driver_node_id or node_id == a.driver_node_id
     req = a.request
-    boot_id = req.attempt.boot_id
-    workdir = node_workdir(req.spec.experiment.name)
     started = datetime.now(UTC)
-    node: NodeSetup | None = None
+    node: NodeEnvironment | None = None
     members = _members(a)
     try:
-        node = _node_setup(a, workdir, local)
-        with BootGuard(workdir / "pgids" / f"{boot_id}.{os.getpid()}", grace_s=5.0) as guard:
+        node = node_environment(node_ask(a), node_id)
+        with BootGuard(node.guard_file(req.attempt.boot_id), grace_s=5.0) as guard:
             outcome = run_boot(req, node, watch=guard, members=members)
         result = TaskResult(outcome.record, outcome.probes, node_id)
     except SpecabError as exc:
@@ -156,12 +120,12 @@ def run_attempt(a: AttemptSpec) -> TaskResult:
         record = failed_record(req, error, started_at=started, node=node)
         result = TaskResult(record, [], node_id)
     finally:
-        if not a.compile_cache:
-            shutil.rmtree(compile_cache_dir(workdir, a), ignore_errors=True)
-    if not local and node is not None:
-        result.log_bytes = read_log_tail(node.log_file)
+        if node is not None:
+            node.release()
+    if node is not None:
+        result.log_bytes = node.shipped_log()
     if members is not None:
-        result.member_logs = members.shipped_logs(boot_id)
+        result.member_logs = members.shipped_logs(req.attempt.boot_id)
     return result
 
 

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 import unidiff
 
 from bench.errors import SpecabError
-from bench.experiment.spec import needs_build
+from bench.experiment.history import needs_build
 
 DIFF_SUFFIXES = (".diff", ".patch")
 COMPILED = "a compiled change needs its own build: `python =` or `container =`"
