@@ -14,10 +14,10 @@ status <= 1 s CPU, analyze --json <= 10 s CPU and <= 700 MB, report <= 30 s CPU.
 Measured at 20 x 50 x 1,000 on a 2-core AMD EPYC without AVX-512 (three runs): analyze
 --json 686-692 MB and 14.8-15.5 CPU-s (735-759 MB before each probe file's counts were
 narrowed as read and freed pages returned; the peak is now the resampling, on top of the
-loaded probes and the per-arm cells); status 108 MB, 1.4-2.0 CPU-s; report 917-933 MB,
-45-50 CPU-s: its peak is the output-identity table (`report.tables.verdict_tables`), which
-groups the 10^6 rows by arm, probe and output hash as strings, once for the tables and
-again for the sections.
+loaded probes and the per-arm cells); status 108 MB, 1.4-2.0 CPU-s; report 850 MB and
+27.5 CPU-s (917-933 MB and 45-50 CPU-s before it read only the probe columns analyze reads
+and the output hashes, and built its output-identity table once, on integer codes rather
+than by grouping 10^6 strings twice): its peak is the analysis plus 10^6 output hashes.
 """
 
 from __future__ import annotations

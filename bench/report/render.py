@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -36,7 +37,7 @@ from bench.report.figures import (
 from bench.report.page import ReportFigure, html_page, markdown_page
 from bench.report.sections import sections
 from bench.report.tables import output_identity, probe_temperature, variance_table
-from bench.stats import Analysis, AnalysisOptions, analyze
+from bench.stats import Analysis, AnalysisOptions, analyze, probe_columns
 from bench.store import atomic_write_bytes, load_results
 
 
@@ -75,10 +76,15 @@ def has_categories(results: Results) -> bool:
     return col is not None and bool(col.notna().any())
 
 
-def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
-    """The report's figures keyed by file stem, in reading order (notebook uses this too)."""
+def build_figures(
+    results: Results, analysis: Analysis, identity: pd.DataFrame | None = None
+) -> dict[str, Figure]:
+    """The report's figures keyed by file stem, in reading order (notebook uses this too).
+    `identity`: `output_identity`'s table, when the caller has it already."""
     arms = results.arms()
     base = analysis.baseline
+    if identity is None:
+        identity = output_identity(results.probes, base, arms)
     return {
         **({"fig0_history": plot_history(analysis.bisection)} if analysis.bisection else {}),
         "fig1_boots": plot_boot_strip(analysis),
@@ -86,9 +92,7 @@ def build_figures(results: Results, analysis: Analysis) -> dict[str, Figure]:
         "fig3_positions": plot_positions(analysis),
         "fig4_variance": plot_variance(variance_table(analysis), analysis),
         "fig5_timing": plot_timing(results.boots, arms),
-        "fig6_identity": plot_output_identity(
-            output_identity(results.probes, base, arms), probe_temperature(results.manifest)
-        ),
+        "fig6_identity": plot_output_identity(identity, probe_temperature(results.manifest)),
         "fig7_speed": plot_speed(analysis),
         "fig8_accepted_length": plot_accepted_length(analysis),
         **({"fig9_categories": plot_categories(analysis)} if analysis.breakdown else {}),
@@ -110,8 +114,10 @@ def render_report(
     out_dir: str | Path | None = None,
     options: AnalysisOptions = AnalysisOptions(),
 ) -> Path:
-    """Load, analyze and write the report (see `write_report`); returns report.html's path."""
-    results = load_results(results_dir)
+    """Load, analyze and write the report (see `write_report`); returns report.html's path.
+    It reads the probe columns `analyze` reads and the output hashes (the identity table),
+    so its analysis is `analyze`'s (at 10^6 probe rows, the other columns were 280 MB)."""
+    results = load_results(results_dir, (*probe_columns(options.by), "output_sha256"))
     return write_report(results, analyze_results(results, options), out_dir)
 
 
@@ -124,8 +130,9 @@ def write_report(results: Results, analysis: Analysis, out_dir: str | Path | Non
         out = results.root / "report"
     else:  # a caller's mistake, not a user's input
         raise ValueError("results built in memory have no directory: pass out_dir")
-    figures = render_figures(build_figures(results, analysis))
-    parts = sections(results, analysis)
+    identity = output_identity(results.probes, analysis.baseline, results.arms())
+    figures = render_figures(build_figures(results, analysis, identity))
+    parts = sections(results, analysis, identity)
     title = f"specab report: {results.experiment}"
     md, page = markdown_page(title, parts, figures), html_page(title, parts, figures)
     for f in figures:

@@ -106,11 +106,16 @@ def _speed(analysis: Analysis) -> list[Section]:
     return out
 
 
-def sections(results: Results, analysis: Analysis) -> list[Section]:
+def sections(
+    results: Results, analysis: Analysis, identity: pd.DataFrame | None = None
+) -> list[Section]:
+    """The report's sections in reading order; `identity`: `output_identity`'s table, when
+    the caller has it already (the figures use it too)."""
     arms = results.arms()
     base = analysis.baseline
     prov = provenance(results, base)
-    identity = output_identity(results.probes, base, arms)
+    if identity is None:
+        identity = output_identity(results.probes, base, arms)
     failed = failed_attempts(results.boots)
     notes = grouped_notes(analysis.notes, arms)  # one per kind, with the arms it applies to
     ident_text = identity_summary(identity, base, probe_temperature(results.manifest))
