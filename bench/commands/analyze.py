@@ -210,7 +210,9 @@ def _print_split(split: SplitCheck, out_fmt: str) -> None:
 
 def _print_analysis(result: Analysis, out_fmt: str) -> None:
     if out_fmt == "json":
-        typer.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
+        from bench.report import analysis_json  # its tables only: no matplotlib
+
+        typer.echo(json.dumps(analysis_json(result), indent=2, allow_nan=False))
     elif out_fmt == "markdown":
         from bench.report import verdict_markdown
 

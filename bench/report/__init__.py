@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     )
     from bench.report.tables import (
         accepted_length_table,
+        analysis_json,
         arm_summary,
         category_table,
         draft_length_table,
@@ -54,6 +55,7 @@ _WHERE = {
     "provenance": "bench.report.tables",
     "speedup_table": "bench.report.tables",
     "verdict_table": "bench.report.tables",
+    "analysis_json": "bench.report.tables",
     "analysis_or_refusal": "bench.report.render",
     "analyze_results": "bench.report.render",
     "arm_summary": "bench.report.tables",
@@ -79,7 +81,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "accepted_length_table", "analysis_or_refusal", "analyze_results", "arm_summary",
+    "accepted_length_table", "analysis_json", "analysis_or_refusal", "analyze_results",
+    "arm_summary",
     "build_figures", "category_table", "draft_length_table", "failed_attempts", "figure_png",
     "output_identity", "per_boot_frame", "print_end", "provenance", "render_analysis",
     "render_gate", "render_plan", "render_report", "render_split", "speed_table",

@@ -36,7 +36,12 @@ from bench.report.figures import (
 )
 from bench.report.page import ReportFigure, html_page, markdown_page
 from bench.report.sections import sections
-from bench.report.tables import output_identity, probe_temperature, variance_table
+from bench.report.tables import (
+    analysis_json,
+    output_identity,
+    probe_temperature,
+    variance_table,
+)
 from bench.stats import Analysis, AnalysisOptions, analyze, probe_columns
 from bench.store import atomic_write_bytes, load_results
 
@@ -139,7 +144,7 @@ def write_report(results: Results, analysis: Analysis, out_dir: str | Path | Non
         atomic_write_bytes(out / f"{f.stem}.png", f.png)
     atomic_write_bytes(
         out / "analysis.json",
-        (json.dumps(analysis.to_json(), indent=2, allow_nan=False) + "\n").encode(),
+        (json.dumps(analysis_json(analysis), indent=2, allow_nan=False) + "\n").encode(),
     )
     atomic_write_bytes(out / "report.md", md.encode())
     atomic_write_bytes(out / "report.html", page.encode())

@@ -156,6 +156,8 @@ def finish_runs(runs: TrackedRuns, result: Analysis, report_dir: Path) -> None:
     run marked finished."""
     from mlflow.entities import Metric
 
+    from bench.report import analysis_json
+
     client, now = runs.client, int(time.time() * 1000)
     _log_params(
         client,
@@ -167,7 +169,7 @@ def finish_runs(runs: TrackedRuns, result: Analysis, report_dir: Path) -> None:
             "margins": _param(result.margins),
         },
     )
-    client.log_dict(runs.parent, result.to_json(), "analysis.json")
+    client.log_dict(runs.parent, analysis_json(result), "analysis.json")
     client.log_artifacts(runs.parent, str(report_dir), artifact_path="report")
     for arm in result.arms:
         run = runs.children.get(arm.arm)

@@ -11,6 +11,7 @@ from bench.records import METRIC
 from bench.report.console.verdict_view import print_frame
 from bench.report.tables import (
     bisection_answer,
+    bisection_reason,
     bisection_table,
     screening_summary,
     screening_table,
@@ -26,7 +27,7 @@ def render_screening(s: Screening, out: Console) -> None:
 
 def render_bisection(b: Bisection, out: Console) -> None:
     """The answer first (what was found, its commit, what it rests on), then every point."""
-    out.print(f"bisect ({b.boots} boots, α = {b.alpha:g}): {b.reason}", markup=False)
+    out.print(f"bisect ({b.boots} boots, α = {b.alpha:g}): {bisection_reason(b)}", markup=False)
     for sentence in bisection_answer(b):
         out.print(sentence, markup=False)
     print_frame(out, bisection_table(b), f"History: where did {METRIC[b.metric].short} change?")

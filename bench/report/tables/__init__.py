@@ -6,7 +6,9 @@ the loaded results: verdicts, variance, failed attempts and output identity
 (`provenance`)."""
 
 from bench.report.tables.bisection_table import (
+    analysis_json,
     bisection_answer,
+    bisection_reason,
     bisection_section,
     bisection_table,
 )
@@ -46,8 +48,8 @@ from bench.report.tables.verdict_tables import (
 
 __all__ = [
     "LEAD_SECTIONS", "UNFOLDED", "Heading",
-    "ab_comparisons", "accepted_length_table", "across_p", "arm_summary", "bisection_answer",
-    "bisection_section", "bisection_table", "boots_said",
+    "ab_comparisons", "accepted_length_table", "across_p", "analysis_json", "arm_summary",
+    "bisection_answer", "bisection_reason", "bisection_section", "bisection_table", "boots_said",
     "category_table", "data_row", "difference", "draft_length_table", "estimate_text",
     "failed_attempts", "group_verdict", "grouped_notes", "headlines", "identity_summary",
     "md_table", "output_identity", "probe_temperature", "provenance", "render_selection",

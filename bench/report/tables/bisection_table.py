@@ -1,20 +1,93 @@
-"""A culprit search in the report: the answer first, then every point of the history with
-its boots, estimate and interval, the probability that the change lies at or before it and
-its decision (from `analysis.bisection`)."""
+"""A culprit search in words and a table: the one sentence that answers it (`bisection_reason`,
+also `analyze --json`'s `reason`), then every point of the history with its boots, estimate
+and interval, the probability that the change lies at or before it and its decision (from
+`analysis.bisection`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
-from bench.records import METRIC
+from bench.records import CONFIRM_LOOKS, METRIC
 from bench.report.tables.headings import Heading
-from bench.stats import Bisection
+from bench.stats import Analysis, Bisection
 
 
 def _num(x: float | None, digits: int) -> str:
     return "—" if x is None else f"{x:.{digits}f}"
+
+
+# Why a range was the answer (no confirmation could name a point), by the search's code.
+_RANGE_WHY = {
+    "confirmations_used": "the confirmations are used up",
+    "budget_spent": "the boot budget is spent",
+    "boots_spent": "its boots or its neighbour's are spent",
+    "step_too_small": f"the step is too small to confirm on {CONFIRM_LOOKS[-1]} fresh boots a side",
+    "no_splitting_point": "no point that could tell the candidates apart can be booted",
+    "points_full": "every point that could tell them apart has its most boots",
+}
+
+
+def bisection_reason(b: Bisection) -> str:
+    """One sentence a user can act on: what was found, and what it rests on."""
+    return _outcome_words(b) + _between_levels_words(b)
+
+
+def analysis_json(analysis: Analysis) -> dict[str, Any]:
+    """`analyze --json` and analysis.json: the analysis as JSON-ready data, with a culprit
+    search's `reason` in words."""
+    b = analysis.bisection
+    if b is not None:
+        said = b.model_copy(update={"reason": bisection_reason(b)})
+        analysis = analysis.model_copy(update={"bisection": said})
+    return analysis.to_json()
+
+
+def _outcome_words(b: Bisection) -> str:
+    f = b.confirmation
+    if b.outcome == "culprit" and f is not None:
+        return (
+            f"{f.culprit} is the first changed point: {f.boots_each} fresh boots of it and of "
+            f"{f.point} differ (one-sided, level {f.level:.3g}); a culprit named this way is "
+            f"wrong at most {b.alpha:g} of the time"
+        )
+    if b.outcome == "range":
+        why = (
+            f"{b.blocked_point}, before it, cannot be booted"
+            if b.why == "partner_unbootable"
+            else _RANGE_WHY.get(b.why or "", b.why or "")
+        )
+        pin = (
+            f"; ≈ {b.boots_to_pin} fresh boots at each of a candidate and the point before it "
+            "would pin a change of the ends' size"
+            if b.boots_to_pin is not None
+            else ""
+        )
+        return (
+            f"the change lies in {b.range_first} .. {b.range_last} (P ≥ {1 - b.alpha:g}): "
+            f"{why}{pin}"
+        )
+    if b.outcome == "not_reproduced":
+        seen = (
+            f"; the ends would have shown a change of {b.smallest_change:.3g} or more (80 % power)"
+            if b.smallest_change is not None
+            else ""
+        )
+        return f"the change did not reproduce: the ends do not differ{seen}"
+    return "boots still wanted"
+
+
+def _between_levels_words(b: Bisection) -> str:
+    names = ", ".join(p.arm for p in b.points if p.decision == "neither")
+    if not names:
+        return ""
+    return (
+        f"; {names} sits between the two levels (neither like good nor like bad): a second "
+        "change near it, to search on each side (a history from the good end to it, and from "
+        "it to the bad end)"
+    )
 
 
 def bisection_table(b: Bisection) -> pd.DataFrame:
@@ -86,7 +159,7 @@ def bisection_section(b: Bisection) -> tuple[str, str, pd.DataFrame]:
         "The arms, in order, are a history from the good end to the bad end; the search looked "
         f"for the first point where {b.metric} changed and names one only once fresh boots of "
         "it and of the point before it differ (a named culprit is wrong at most "
-        f"{b.alpha:g} of the time; {b.boots} boots). **{b.reason}**.",
+        f"{b.alpha:g} of the time; {b.boots} boots). **{bisection_reason(b)}**.",
         *bisection_answer(b, lambda x: f"`{x}`"),
     ]
     return (Heading.CULPRIT, " ".join(said), bisection_table(b))

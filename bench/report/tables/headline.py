@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from bench.records import METRIC, Results
+from bench.report.tables.bisection_table import bisection_reason
 from bench.report.tables.screening_table import screening_headlines
 from bench.report.tables.verdict_tables import ab_comparisons
 from bench.stats import Analysis, ArmResult, Comparison, low_drafting_note, modes_note, two_modes
@@ -56,7 +57,11 @@ def headlines(results: Results, analysis: Analysis) -> list[str]:
         said = screening_headlines(analysis.screening)
         return said + _arm_notes(analysis)
     history = analysis.bisection
-    said = [f"**{history.outcome.replace('_', ' ')}**: {history.reason}."] if history else []
+    said = (
+        [f"**{history.outcome.replace('_', ' ')}**: {bisection_reason(history)}."]
+        if history
+        else []
+    )
     said += [
         headline(c, base is not None and sha.get(c.arm) == base)
         for c in ab_comparisons(analysis)

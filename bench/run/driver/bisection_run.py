@@ -75,7 +75,7 @@ class BisectRun:
             last = arms[step.last] if step.last is not None else None
             self.answer = {
                 "culprit": f"bisect: the first changed point is {first}",
-                "range": f"bisect: the change lies in {first} .. {last} ({step.reason})",
+                "range": f"bisect: the change lies in {first} .. {last}",
                 "not_reproduced": "bisect: the change did not reproduce (the ends do not differ)",
             }[step.outcome]
             note(self.answer)

@@ -9,10 +9,10 @@ next step, the `bisection` of `analyze --json`)."""
 from bench.stats.bisect.changepoint import between_levels, credible_range, culprit_posterior
 from bench.stats.bisect.confirm import attempt_level, pair_test
 from bench.stats.bisect.history import bisection, history_step
-from bench.stats.bisect.search import next_step, run_search
+from bench.stats.bisect.search import Why, next_step, run_search
 from bench.stats.bisect.search_settings import BisectSettings
 
 __all__ = [
-    "BisectSettings", "attempt_level", "between_levels", "bisection", "credible_range",
+    "BisectSettings", "Why", "attempt_level", "between_levels", "bisection", "credible_range",
     "culprit_posterior", "history_step", "next_step", "pair_test", "run_search",
 ]  # fmt: skip

@@ -133,7 +133,7 @@ def bisection(results: Results, alpha: float) -> Bisection:
 def _second_change(
     answer: Bisection, values: list[F], alpha: float, posterior: F | None
 ) -> Bisection:
-    """Points between the two levels ("neither"): said, and left for a search on each side."""
+    """Points between the two levels: decided "neither", left for a search on each side."""
     pts = np.concatenate([np.full(v.size, i, dtype=np.int64) for i, v in enumerate(values)])
     flagged = between_levels(pts, np.concatenate(values), len(values), alpha, posterior)
     if not flagged:
@@ -142,13 +142,7 @@ def _second_change(
         p.model_copy(update={"decision": "neither"}) if p.index in flagged else p
         for p in answer.points
     ]
-    names = ", ".join(answer.points[i].arm for i in flagged)
-    reason = (
-        f"{answer.reason}; {names} sits between the two levels (neither like good nor like "
-        "bad): a second change near it, to search on each side (a history from the good end to "
-        "it, and from it to the bad end)"
-    )
-    return answer.model_copy(update={"points": points, "reason": reason})
+    return answer.model_copy(update={"points": points})
 
 
 def _decision(i: int, n: int, boots: int, changed: float | None, alpha: float) -> str:
@@ -189,7 +183,8 @@ def _answer(
         difference_ci_low=lo,
         difference_ci_high=hi,
         boots=sum(p.boots for p in points),
-        reason=_reason(outcome, step, conf, first, last, alpha, smallest),
+        why=step.why,
+        blocked_point=arms[step.blocked] if step.blocked is not None else None,
         points=points,
         confirmation=conf,
         boots_to_pin=step.boots_to_pin if outcome == "range" else None,
@@ -209,32 +204,3 @@ def _confirmation(
         difference=as_diff(t.difference) if t.difference is not None else None,
         bound=as_diff(t.ci_low) if t.ci_low is not None else None,
     )  # fmt: skip
-
-
-def _reason(
-    outcome: str, step: Step, conf: BisectConfirmation | None, first: str | None,
-    last: str | None, alpha: float, smallest: float | None,
-) -> str:  # fmt: skip
-    """One sentence a user can act on: what was found, and what it rests on."""
-    if outcome == "culprit" and conf is not None:
-        return (
-            f"{conf.culprit} is the first changed point: {conf.boots_each} fresh boots of it "
-            f"and of {conf.point} differ (one-sided, level {conf.level:.3g}); a culprit named "
-            f"this way is wrong at most {alpha:g} of the time"
-        )
-    if outcome == "range":
-        pin = (
-            f"; ≈ {step.boots_to_pin} fresh boots at each of a candidate and the point before "
-            "it would pin a change of the ends' size"
-            if step.boots_to_pin is not None
-            else ""
-        )
-        return f"the change lies in {first} .. {last} (P ≥ {1 - alpha:g}): {step.reason}{pin}"
-    if outcome == "not_reproduced":
-        seen = (
-            f"; the ends would have shown a change of {smallest:.3g} or more (80 % power)"
-            if smallest is not None
-            else ""
-        )
-        return f"the change did not reproduce: the ends do not differ{seen}"
-    return "boots still wanted"

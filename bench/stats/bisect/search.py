@@ -43,6 +43,18 @@ from bench.stats.bisect.ends import Shown, endpoint_test, smallest_change
 from bench.stats.bisect.search_settings import BisectSettings
 
 Outcome = Literal["boot", "culprit", "range", "not_reproduced"]
+# Why a search answered a range (no confirmation could name a point), or that the change did
+# not reproduce: a code the report words (`Bisection.why`).
+Why = Literal[
+    "ends_equal",
+    "partner_unbootable",
+    "confirmations_used",
+    "budget_spent",
+    "boots_spent",
+    "step_too_small",
+    "no_splitting_point",
+    "points_full",
+]
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,8 @@ class Step:
     last: int | None = None  # the range's last point (the culprit again when one is named)
     posterior: F | None = None  # P(c = k), k = 1 .. n_points - 1
     endpoints: Shown | None = None  # diff, ci_low, ci_high, df
-    reason: str = ""
+    why: Why | None = None
+    blocked: int | None = None  # "partner_unbootable": the point before the candidate
     confirmation: Confirmation | None = None
     boots_to_pin: int | None = None  # fresh boots a side that would pin a range ("range")
     smallest_change: float | None = None  # what the ends could have shown ("not_reproduced")
@@ -130,7 +143,7 @@ class Search:
             self._ends = (reproduced, shown)
         reproduced, shown = self._ends
         if not reproduced:
-            return Step("not_reproduced", endpoints=shown, reason="the ends do not differ",
+            return Step("not_reproduced", endpoints=shown, why="ends_equal",
                         smallest_change=smallest_change(shown, s), used=self.used)  # fmt: skip
         post = posterior_of_sums(
             self.counts.astype(np.float64), self._sums[0], self._sums[1], self.same
@@ -187,18 +200,16 @@ class Search:
         level = attempt_level(self.s.alpha, len(self.tried))
         sd = within_point_sd([self._at(p) for p in range(self.s.n_points)])
         need = boots_to_pin(self._fitted_step(c), sd, level, ATTEMPT_POWER)
-        why = (
-            f"point {partner}, before it, cannot be booted" if partner in self.unavailable
-            else "the confirmations are used up" if len(self.tried) >= self.s.attempts
-            else "the boot budget is spent" if self.used >= self.s.max_boots
-            else "its boots or its neighbour's are spent"
-            if min(self._room(partner), self._room(c)) < first
-            else f"the step is too small to confirm on {CONFIRM_LOOKS[-1]} fresh boots a side"
-            if need is not None and need > CONFIRM_LOOKS[-1]
-            else ""
+        why: Why | None = (
+            "partner_unbootable" if partner in self.unavailable
+            else "confirmations_used" if len(self.tried) >= self.s.attempts
+            else "budget_spent" if self.used >= self.s.max_boots
+            else "boots_spent" if min(self._room(partner), self._room(c)) < first
+            else "step_too_small" if need is not None and need > CONFIRM_LOOKS[-1]
+            else None
         )  # fmt: skip
-        if why:
-            return self._range(post, shown, why)
+        if why is not None:
+            return self._range(post, shown, why, partner if why == "partner_unbootable" else None)
         start = (len(self.by_point[partner]), len(self.by_point[c]))
         self.attempt = _Attempt(partner, c, start, len(self.tried))
         step = self._confirm(self.attempt, shown, post)
@@ -217,16 +228,14 @@ class Search:
         asked = _asked(post, counts, open_, s) if go_on else {}
         if asked:
             return Step("boot", asked, posterior=post, endpoints=shown, used=self.used)
-        why = (
-            "the boot budget is spent"
-            if used >= s.max_boots
-            else "no point that could tell the candidates apart can be booted"
-            if not splittable
-            else "every point that could tell them apart has its most boots"
-        )
+        why: Why = (
+            "budget_spent" if used >= s.max_boots
+            else "no_splitting_point" if not splittable
+            else "points_full"
+        )  # fmt: skip
         return self._range(post, shown, why)
 
-    def _range(self, post: F, shown: Shown, why: str) -> Step:
+    def _range(self, post: F, shown: Shown, why: Why, blocked: int | None = None) -> Step:
         """The shortest run holding 1 − α, widened to two candidates (one is a name, and
         only a confirmation names)."""
         lo, hi = credible_range(post, 1 - self.s.alpha)
@@ -239,8 +248,9 @@ class Search:
             shown[0], within_point_sd([self._at(p) for p in range(self.s.n_points)]), level
         )
         last = self.tried[-1] if self.tried else None
-        return Step("range", first=lo, last=hi, posterior=post, endpoints=shown, reason=why,
-                    confirmation=last, boots_to_pin=pin, used=self.used)  # fmt: skip
+        return Step("range", first=lo, last=hi, posterior=post, endpoints=shown, why=why,
+                    blocked=blocked, confirmation=last, boots_to_pin=pin,
+                    used=self.used)  # fmt: skip
 
 
 def _asked(posterior: F, counts: Ints, open_: np.ndarray, s: BisectSettings) -> dict[int, int]:

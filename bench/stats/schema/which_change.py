@@ -86,7 +86,23 @@ class Bisection(Frozen):
     difference_ci_low: Num = Field(description="Its interval at the ends' level.")
     difference_ci_high: Num = Field(description="Its upper end.")
     boots: Int = Field(description="Ok boots of the search, all points.")
-    reason: str = Field(description="One sentence on the outcome.")
+    reason: str = Field(
+        "",
+        description="One sentence on the outcome, in words the report layer composes from "
+        "the fields here (`analyze --json` and analysis.json carry it).",
+    )
+    why: str | None = Field(
+        None,
+        description="range: why no confirmation could name a point (partner_unbootable: the "
+        "point before the candidate cannot be booted; confirmations_used; budget_spent: the "
+        "boot budget; boots_spent: the candidate's or its neighbour's boots; step_too_small: "
+        "to confirm on the most fresh boots a side; no_splitting_point: no bootable point "
+        "could tell the candidates apart; points_full: every such point has its most boots); "
+        "not_reproduced: ends_equal; null otherwise.",
+    )
+    blocked_point: str | None = Field(
+        None, description="why partner_unbootable: the point that cannot be booted."
+    )
     points: list[BisectPoint] = Field(description="Every point, in history order.")
     confirmation: BisectConfirmation | None = Field(
         None,
