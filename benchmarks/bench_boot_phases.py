@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.experiment import parse_spec
-from bench.run import Attempt, BootRequest, NodeSetup, guarded_boot
+from bench.run import Attempt, BootRequest, NodeEnvironment, guarded_boot
 
 DEMO = Path(__file__).resolve().parents[1] / "arms" / "demo" / "demo.toml"
 FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "amx_bf16", "amx_tile")
@@ -148,7 +148,7 @@ def boot(variant: str, arm: str, workdir: Path, seed: int) -> dict[str, float | 
     try:
         out = guarded_boot(
             BootRequest(spec, str(DEMO), attempt, seed),
-            NodeSetup(workdir=workdir / variant, log_file=log),
+            NodeEnvironment(workdir=workdir / variant, log_file=log),
         )
     finally:
         clock.done.set()

@@ -1,6 +1,7 @@
 """The suite's floor on this machine: each lane of `make test` alone, then their sum.
 
     .venv/bin/python benchmarks/bench_lanes.py [--lanes real,bed,other,lint] [--out DIR]
+    .venv/bin/python benchmarks/bench_lanes.py --costs FILE...   (tables only)
 
 `make test` runs lint and three pytests at once (tests/run-lanes.sh). Where they keep every
 core busy, no schedule can end before the work of all of them is done:
@@ -15,6 +16,12 @@ floor. A `make test` run well above the floor lost time to the lanes slowing eac
 better schedule. Each lane's pytest output goes to DIR (its slowest tests at the end).
 Lint runs without mypy's and ruff's caches; for the pytests' fresh-clone figures, give the
 run an empty `XDG_CACHE_HOME` outside /tmp (vLLM's caches live there).
+
+Then, per pytest lane, its costliest tests: each test's wall and the CPU-s of the pytest's
+process tree over it (tests/run_pytest.py's SPECAB_TEST_COST lines; a module fixture's
+boots count in its first test). `make test` writes the same lines beside each lane's log
+(`.venv/real-tests.log.cost`, `.bed.cost`, `.other.cost`), and `--costs` tabulates them:
+there the wall is under the other lanes' load, the CPU-s much less so.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from pathlib import Path
 # the machine's busy CPU-s from /proc/stat, as the boot benchmark measures it (this folder)
 from bench_boot_phases import machine_cpu_seconds
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -70,7 +78,7 @@ def _commands(python: str, out: Path) -> dict[str, tuple[list[str], dict[str, st
 def _run_lane(
     name: str, argv: list[str], extra: dict[str, str], out: Path
 ) -> tuple[float, float, int]:
-    env = {**os.environ, **extra}
+    env = {**os.environ, **extra, "SPECAB_TEST_COST": str(out / f"{name}.cost")}
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # as the Makefile: bytecode written once, reused
     log = out / f"{name}.log"
     cpu0, t0 = machine_cpu_seconds(), time.monotonic()
@@ -79,11 +87,39 @@ def _run_lane(
     return time.monotonic() - t0, machine_cpu_seconds() - cpu0, rc
 
 
+def costliest(path: Path, top: int) -> Table:
+    """A lane's `top` tests by process-tree CPU-s, with the lane's total."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        node, wall, cpu = line.rsplit("\t", 2)
+        rows.append((float(cpu), float(wall), node))
+    rows.sort(reverse=True)
+    cpu_sum, wall_sum = sum(r[0] for r in rows), sum(r[1] for r in rows)
+    table = Table(
+        title=f"{path.name}: {len(rows)} tests, {wall_sum:.0f} s wall, {cpu_sum:.0f} CPU-s; "
+        f"the {min(top, len(rows))} costliest"
+    )
+    for col in ("test (setup, call, teardown)", "wall s", "CPU-s", "share of CPU"):
+        table.add_column(col, justify="left" if col.startswith("test") else "right")
+    for cpu, wall, node in rows[:top]:
+        share = f"{cpu / cpu_sum:.1%}" if cpu_sum else "—"
+        table.add_row(escape(node), f"{wall:.0f}", f"{cpu:.0f}", share)
+    return table
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lanes", default="real,bed,other,lint", help="comma-separated subset")
     ap.add_argument("--out", type=Path, default=None, help="where each lane's log goes")
+    ap.add_argument("--costs", type=Path, nargs="+", help="only tabulate these cost files")
+    ap.add_argument("--top", type=int, default=12, help="tests shown per lane")
     args = ap.parse_args()
+    console = Console(width=160)
+    if args.costs:
+        for path in args.costs:
+            if path.is_file():
+                console.print(costliest(path, args.top))
+        return
     lanes = [x.strip() for x in args.lanes.split(",") if x.strip()]
     unknown = sorted(set(lanes) - {"real", "bed", "other", "lint"})
     if unknown:
@@ -92,7 +128,6 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     commands = _commands(str(Path(sys.executable)), out)
     cores = len(os.sched_getaffinity(0))
-    console = Console()
     table = Table(title=f"each lane alone ({cores} cores; logs in {out})")
     for col in ("lane", "wall", "CPU-s", "cores busy", "status"):
         table.add_column(col, justify="left" if col == "lane" else "right")
@@ -111,6 +146,9 @@ def main() -> None:
         f"{floor:.0f} s ({floor / 60:.1f} min), before the install; one after the other "
         f"they took {total_wall / 60:.1f} min"
     )
+    for name in lanes:
+        if (out / f"{name}.cost").is_file():
+            console.print(costliest(out / f"{name}.cost", args.top))
 
 
 if __name__ == "__main__":

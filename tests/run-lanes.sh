@@ -15,6 +15,8 @@ LINT=${3:-true}
 # pytest through tests/run_pytest.py: its status, without the interpreter's teardown (where
 # Ray's native threads once crashed the process after every test had passed).
 RUN=("$PYTHON" "$(dirname "$0")/run_pytest.py")
+# Each lane's per-test wall and process-tree CPU (run_pytest.py), tabulated at the end.
+rm -f "$LOG.cost" "$LOG.bed.cost" "$LOG.other.cost"
 REAL="vllm"
 # Beside the real lane rather than in it: the real lane was the longest (CI: 16:39 against
 # 13:14), and these mostly sleep. Two beds up at once take different subnets
@@ -27,15 +29,18 @@ lint=$!
 # OpenMP threads that wait by sleeping, not spinning: a vLLM server's pools spin between
 # ops on cores the other lanes need (bench_boot_phases.py: one boot alone 62 -> 47 CPU-s;
 # numerics unchanged: the demo at concurrency 1 counted the very same acceptance with it).
-OMP_WAIT_POLICY=PASSIVE "${RUN[@]}" -p no:cacheprovider -m "$REAL" >"$LOG" 2>&1 &
+SPECAB_TEST_COST="$LOG.cost" OMP_WAIT_POLICY=PASSIVE "${RUN[@]}" -p no:cacheprovider \
+    -m "$REAL" >"$LOG" 2>&1 &
 real=$!
-OMP_WAIT_POLICY=PASSIVE "${RUN[@]}" -p no:cacheprovider -m "$BED" >"$LOG.bed" 2>&1 &
+SPECAB_TEST_COST="$LOG.bed.cost" OMP_WAIT_POLICY=PASSIVE "${RUN[@]}" -p no:cacheprovider \
+    -m "$BED" >"$LOG.bed" 2>&1 &
 bed=$!
 # A background job of a script ignores Ctrl-C: pass an interrupt on to it.
 trap 'kill -TERM "$real" "$bed" "$lint" 2>/dev/null; wait "$real" "$bed" "$lint"; exit 130' INT TERM
 # One OpenMP/BLAS thread there: the other lanes keep both cores busy, and two threads per
 # torch op on busy cores ran a training test 9x slower than alone (CI: 73 s against 8 s).
-OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 "${RUN[@]}" -m "not ($REAL or $BED)"
+SPECAB_TEST_COST="$LOG.other.cost" OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 \
+    "${RUN[@]}" -m "not ($REAL or $BED)"
 rest=$?
 wait "$real"
 real_rc=$?
@@ -49,5 +54,8 @@ echo "==================== test-bed tests without vLLM (log: $LOG.bed) =========
 cat "$LOG.bed"
 echo "==================== real vLLM tests (log: $LOG) ===================="
 cat "$LOG"
+echo "==================== where the time went (each lane's costliest tests) ===================="
+"$PYTHON" "$(dirname "$0")/../benchmarks/bench_lanes.py" --costs "$LOG.cost" "$LOG.bed.cost" \
+    "$LOG.other.cost" || echo "(the cost tables could not be printed)"
 echo "exit status: lint $lint_rc, other tests $rest, test-bed tests $bed_rc, real vLLM tests $real_rc"
 [ "$lint_rc" -eq 0 ] && [ "$rest" -eq 0 ] && [ "$bed_rc" -eq 0 ] && [ "$real_rc" -eq 0 ]

@@ -264,6 +264,50 @@ def test_tests_import_what_a_package_exports() -> None:
     assert not offenders, offenders
 
 
+def _defined_names(module: str) -> set[str]:
+    """What `from module import name` may name: a face's `__all__` and its sub-modules, or a
+    plain module's top-level definitions and imports."""
+    path = ROOT / module.replace(".", "/")
+    init = path / "__init__.py"
+    tree = ast.parse((init if init.is_file() else path.with_suffix(".py")).read_text("utf-8"))
+    names: set[str] = set()
+    if init.is_file():
+        names = {p.stem for p in path.glob("*.py")} | {p.name for p in path.iterdir() if p.is_dir()}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+                assert node.value is not None
+                names |= {ast.literal_eval(e) for e in node.value.elts}  # type: ignore[attr-defined]
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def test_outside_code_imports_only_names_that_exist() -> None:
+    """A name renamed or removed in bench fails here, not when a benchmark, a docs script or a
+    test is next run by hand (a benchmark once imported a record two releases gone)."""
+    missing = []
+    for path, text in _outside_files():
+        if path.suffix != ".py":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+                continue
+            if node.module.split(".")[0] != "bench":
+                continue
+            defined = _defined_names(node.module)
+            missing += [
+                f"{path.relative_to(ROOT)}: {node.module}.{a.name}"
+                for a in node.names
+                if a.name != "*" and a.name not in defined
+            ]
+    assert not missing, missing
+
+
 def _face_exports() -> dict[str, list[str]]:
     """Each package face's `__all__`."""
     out = {}
