@@ -17,11 +17,11 @@ better schedule. Each lane's pytest output goes to DIR (its slowest tests at the
 Lint runs without mypy's and ruff's caches; for the pytests' fresh-clone figures, give the
 run an empty `XDG_CACHE_HOME` outside /tmp (vLLM's caches live there).
 
-Then, per pytest lane, its costliest tests: each test's wall and the CPU-s of the pytest's
-process tree over it (tests/run_pytest.py's SPECAB_TEST_COST lines; a module fixture's
-boots count in its first test). `make test` writes the same lines beside each lane's log
-(`.venv/real-tests.log.cost`, `.bed.cost`, `.other.cost`), and `--costs` tabulates them:
-there the wall is under the other lanes' load, the CPU-s much less so.
+Then, per pytest lane, its costliest tests: each test's wall and the machine's CPU-s over
+it (tests/run_pytest.py's SPECAB_TEST_COST lines; a module fixture's boots count in its
+first test). `make test` writes the same lines beside each lane's log
+(`.venv/real-tests.log.cost`, `.bed.cost`, `.other.cost`), and `--costs` tabulates them by
+wall alone: there the machine's CPU is the three lanes' together.
 """
 
 from __future__ import annotations
@@ -87,23 +87,24 @@ def _run_lane(
     return time.monotonic() - t0, machine_cpu_seconds() - cpu0, rc
 
 
-def costliest(path: Path, top: int) -> Table:
-    """A lane's `top` tests by process-tree CPU-s, with the lane's total."""
+def costliest(path: Path, top: int, *, alone: bool) -> Table:
+    """A lane's `top` tests: by the machine's CPU-s when the lane ran alone, else by wall."""
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         node, wall, cpu = line.rsplit("\t", 2)
-        rows.append((float(cpu), float(wall), node))
+        rows.append((float(cpu) if alone else float(wall), float(wall), float(cpu), node))
     rows.sort(reverse=True)
-    cpu_sum, wall_sum = sum(r[0] for r in rows), sum(r[1] for r in rows)
-    table = Table(
-        title=f"{path.name}: {len(rows)} tests, {wall_sum:.0f} s wall, {cpu_sum:.0f} CPU-s; "
-        f"the {min(top, len(rows))} costliest"
-    )
-    for col in ("test (setup, call, teardown)", "wall s", "CPU-s", "share of CPU"):
+    wall_sum, cpu_sum = sum(r[1] for r in rows), sum(r[2] for r in rows)
+    said = f"{wall_sum:.0f} s wall, {cpu_sum:.0f} CPU-s" if alone else f"{wall_sum:.0f} s wall"
+    table = Table(title=f"{path.name}: {len(rows)} tests, {said}; the {min(top, len(rows))} "
+                  f"costliest{'' if alone else ' (wall under the other lanes)'}")  # fmt: skip
+    cols = ["test (setup, call, teardown)", "wall s", *(["CPU-s"] if alone else []), "share"]
+    for col in cols:
         table.add_column(col, justify="left" if col.startswith("test") else "right")
-    for cpu, wall, node in rows[:top]:
-        share = f"{cpu / cpu_sum:.1%}" if cpu_sum else "—"
-        table.add_row(escape(node), f"{wall:.0f}", f"{cpu:.0f}", share)
+    for key, wall, cpu, node in rows[:top]:
+        total = cpu_sum if alone else wall_sum
+        share = f"{key / total:.1%}" if total else "—"
+        table.add_row(escape(node), f"{wall:.0f}", *([f"{cpu:.0f}"] if alone else []), share)
     return table
 
 
@@ -118,7 +119,7 @@ def main() -> None:
     if args.costs:
         for path in args.costs:
             if path.is_file():
-                console.print(costliest(path, args.top))
+                console.print(costliest(path, args.top, alone=False))
         return
     lanes = [x.strip() for x in args.lanes.split(",") if x.strip()]
     unknown = sorted(set(lanes) - {"real", "bed", "other", "lint"})
@@ -148,7 +149,7 @@ def main() -> None:
     )
     for name in lanes:
         if (out / f"{name}.cost").is_file():
-            console.print(costliest(out / f"{name}.cost", args.top))
+            console.print(costliest(out / f"{name}.cost", args.top, alone=True))
 
 
 if __name__ == "__main__":
