@@ -15,7 +15,7 @@ LINT=${3:-true}
 # pytest through tests/run_pytest.py: its status, without the interpreter's teardown (where
 # Ray's native threads once crashed the process after every test had passed).
 RUN=("$PYTHON" "$(dirname "$0")/run_pytest.py")
-# Each lane's per-test wall and process-tree CPU (run_pytest.py), tabulated at the end.
+# Each lane's per-test wall and machine CPU (run_pytest.py), ranked by wall at the end.
 rm -f "$LOG.cost" "$LOG.bed.cost" "$LOG.other.cost"
 REAL="vllm"
 # Beside the real lane rather than in it: the real lane was the longest (CI: 16:39 against

@@ -12,8 +12,8 @@ processes are not run this way: the tests that start them assert their exit stat
 
 With SPECAB_TEST_COST=FILE it also writes, per test (its setup, call and teardown), a line
 `node id <TAB> wall s <TAB> the machine's busy CPU-s`. The machine's, from /proc/stat: a
-count over this process's tree missed the Ray workers and the servers they start (the real
-bisection's 18 boots came to 61 CPU-s). It is the test's own cost when its lane runs alone
+count over this process's tree does not see Ray's workers and the servers they start, whose
+time never reaches this process. It is the test's own cost when its lane runs alone
 (`benchmarks/bench_lanes.py`); under `make test` it holds the other lanes' work too, and
 only the wall is the test's.
 """
