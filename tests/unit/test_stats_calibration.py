@@ -2,16 +2,21 @@
 "The method in detail"). Thousands of simulated experiments go through the product's own
 `estimate` and `family`, and a sequential design through `primary`, the decision the driver
 takes at a look (`test_stats.py` checks `analyze` agrees with them).
-Tolerances are alpha + 2 MCSE (false positives) and 1 - alpha - 2 MCSE (coverage)."""
+The suite runs each on its share of replicates (`replicates`) and fails it beyond alpha +
+3 MCSE (false claims) or below 1 - alpha - 3 MCSE (coverage); each count written here is
+the full one, which `benchmarks/bench_calibration.py` runs and holds to 2 MCSE."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 from stats_calib_helpers import (
+    at_least,
+    at_most,
     compare_one,
     mcse,
     primary_family,
+    replicates,
     sequential_run,
     simulate,
     simulate_cells,
@@ -28,9 +33,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.parametrize("boots", [2, 3, 5, 10, 20])
 def test_aa_false_positive_rate_within_alpha(boots: int) -> None:
-    reps = 1500
+    reps = replicates(1500)
     m = simulate(np.random.default_rng(100 + boots), [0.0, 0.0], boots, reps)
-    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    limit = at_most(ALPHA, reps)
     for metric in m:
         f = compare_one(m, metric, 0, 1, ALPHA)
         claimed = ((f.v_lo > 0) | (f.v_hi < 0))[:, 0]  # a difference declared
@@ -67,8 +72,8 @@ def test_coverage_of_true_difference(label: str, params: SimParams) -> None:
     deltas = [0.0, 0.1]
     ps = draw_prompt_set(rng, 2, 100, params)
     truth = _truth(rng, deltas, params, ps)
-    reps = 1000
-    limit = 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    reps = replicates(1000)
+    limit = at_least(1 - ALPHA, reps)
     for boots in (3, 10):
         m = simulate(rng, deltas, boots, reps, params=params, prompt_set=ps)
         for metric in m:
@@ -96,8 +101,8 @@ def test_aa_false_positive_rate_on_realistic_departures(case: int, boots: int) -
     """A/A: how often does the product's verdict family (both metrics, Holm) claim a
     difference? Per-metric raw rates are printed for the README table."""
     label, params = ROBUST[case]
-    reps = 2000
-    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    reps = replicates(2000)
+    limit = at_most(ALPHA, reps)
     m = simulate(np.random.default_rng([300, case, boots]), [0.0, 0.0], boots, reps, params=params)
     for metric in m:
         f = compare_one(m, metric, 0, 1, ALPHA)
@@ -111,12 +116,12 @@ def test_aa_false_positive_rate_on_realistic_departures(case: int, boots: int) -
 
 
 def test_holm_controls_familywise_error_with_four_arms() -> None:
-    reps = 2000
+    reps = replicates(2000)
     m = simulate(np.random.default_rng(11), [0.0, 0.0, 0.0, 0.0], 5, reps)
     f = primary_family(m, 4, ALPHA, MARGINS)
     raw = float(np.mean((f.p < ALPHA).any(axis=-1)))
     claimed = float(np.mean(np.isin(f.code, CLAIMS).any(axis=-1)))
-    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    limit = at_most(ALPHA, reps)
     print(f"4 arms, 6 primary tests, B=5: FWER raw {raw:.4f}, verdicts (Holm) {claimed:.4f}")
     assert claimed <= limit
     assert raw > limit  # without the correction the family error really is inflated
@@ -128,8 +133,8 @@ def test_sequential_design_error_rate_and_average_boots() -> None:
     looks = (3, 6, 10)
     # one `primary` call per replicate and look (~2 ms each), as the driver decides: fewer
     # replicates than the batched checks, the limit's MCSE says how many
-    reps = 1000
-    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    reps = replicates(1000)
+    limit = at_most(ALPHA, reps)
     aa = simulate(np.random.default_rng(21), [0.0, 0.0], 10, reps)
     claimed, used = sequential_run(aa, looks, ALPHA, MARGINS)
     print(
@@ -144,7 +149,7 @@ def test_sequential_design_error_rate_and_average_boots() -> None:
     print(f"naive re-testing at each look: error {naive.mean():.4f}")
     assert naive.mean() > claimed.mean()
 
-    ab = simulate(np.random.default_rng(22), [0.0, 0.1], 10, reps // 2)
+    ab = simulate(np.random.default_rng(22), [0.0, 0.1], 10, replicates(500))
     claimed, used = sequential_run(ab, looks, ALPHA, MARGINS)
     fixed = primary_family(ab, 2, ALPHA, MARGINS)
     fixed_power = float(np.mean(np.isin(fixed.code, CLAIMS).any(axis=-1)))
@@ -168,7 +173,7 @@ def test_simultaneous_position_intervals_cover(positions: int, boots: int) -> No
     ps = draw_prompt_set(rng, 1, 100, params)
     d, a = simulate_boot_totals(rng, [0.0], 4000, 100, params, 1, held=HeldFixed(ps))
     truth = a[0, 0].sum(axis=0) / d[0, 0].sum()
-    reps = 1000
+    reps = replicates(1000)
     d, a = simulate_boot_totals(rng, [0.0], boots, 100, params, reps, held=HeldFixed(ps))
     hits, methods = 0, set()
     for r in range(reps):
@@ -177,7 +182,7 @@ def test_simultaneous_position_intervals_cover(positions: int, boots: int) -> No
         hits += bool(np.all((band.ci_low <= truth) & (truth <= band.ci_high)))
         methods.add(band.method)
     cover = hits / reps
-    limit = 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    limit = at_least(1 - ALPHA, reps)
     print(f"K={positions} B={boots} ({', '.join(sorted(methods))}): coverage {cover:.4f}")
     assert cover >= limit
 
@@ -185,7 +190,7 @@ def test_simultaneous_position_intervals_cover(positions: int, boots: int) -> No
 def test_permutation_test_false_positive_rate() -> None:
     from bench.stats.methods import permutation_test
 
-    reps = 500
+    reps = replicates(500)
     rng = np.random.default_rng(31)
     num, den = simulate(rng, [0.0, 0.0], 5, reps)["acceptance_pos0"]
     p = np.array(
@@ -195,7 +200,7 @@ def test_permutation_test_false_positive_rate() -> None:
         ]
     )
     fpr = float(np.mean(p < ALPHA))
-    limit = ALPHA + 2 * mcse(ALPHA, reps)
+    limit = at_most(ALPHA, reps)
     print(f"permutation test A/A B=5 (exact, 252 relabelings): FPR {fpr:.4f} (limit {limit:.4f})")
     assert fpr <= limit
 
@@ -207,7 +212,7 @@ def test_studentized_cluster_bootstrap_coverage(boots: int) -> None:
     rng = np.random.default_rng(41)
     ps = draw_prompt_set(rng, 2, 100, SimParams())
     truth = _truth(rng, [0.0, 0.1], SimParams(), ps)["acceptance_pos0"]
-    reps = 500
+    reps = replicates(500)
     num, den = simulate(rng, [0.0, 0.1], boots, reps, prompt_set=ps)["acceptance_pos0"]
     ci = np.array(
         [
@@ -216,7 +221,7 @@ def test_studentized_cluster_bootstrap_coverage(boots: int) -> None:
         ]
     )
     cover = float(np.mean((ci[:, 0] <= truth) & (ci[:, 1] >= truth)))
-    limit = 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    limit = at_least(1 - ALPHA, reps)
     print(f"studentized cluster bootstrap B={boots}: coverage {cover:.4f} (limit {limit:.4f})")
     assert cover >= limit
 
@@ -239,7 +244,7 @@ def test_pigeonhole_interval_covers_the_new_prompts_difference() -> None:
     d_pop, a_pop, _ = simulate_counts(rng, [0.0, 0.1], 4, 50_000, params)
     pos0 = a_pop[0, ..., 0].sum(axis=(1, 2)) / d_pop[0].sum(axis=(1, 2))
     truth = pos0[1] - pos0[0]
-    reps, primary, pigeon = 200, 0, 0
+    reps, primary, pigeon = replicates(200), 0, 0
     for _ in range(reps):
         d_all, a_all, _ = simulate_counts(rng, [0.0, 0.1], 5, 100, params)
         d, a = d_all[0].astype(float), a_all[0, ..., 0].astype(float)
@@ -252,7 +257,7 @@ def test_pigeonhole_interval_covers_the_new_prompts_difference() -> None:
         lo, hi = pigeonhole_interval(float(f.diff[0]), sj - si, float(f.df[0]), ALPHA)
         primary += bool(f.lo[0] <= truth <= f.hi[0])
         pigeon += bool(lo <= truth <= hi)
-    limit = 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    limit = at_least(1 - ALPHA, reps)
     print(
         f"new-prompts truth {truth:.4f}: pigeonhole coverage {pigeon / reps:.3f} "
         f"(limit {limit:.3f}); primary interval {primary / reps:.3f}"
@@ -273,7 +278,7 @@ def test_power_table_matches_the_planning_formula() -> None:
     num0, den0 = simulate(rng, [0.0, 0.0], 20, 300, prompt_set=ps)["acceptance_pos0"]
     se0 = compare_one({"m": (num0, den0)}, "m", 0, 1, ALPHA).se
     sd = float(np.sqrt(np.mean(se0**2) / (2 / 20)))  # pooled between-boot SD, 300 x 2 x 20 boots
-    reps = 600
+    reps = replicates(600)
     print(f"pos0 between-boot SD (simulated model) {sd:.4f}")
     print("  B  delta  true diff  power(sim)  power(formula)  MDE(80%)")
     for delta in (0.05, 0.1):
@@ -304,12 +309,12 @@ def test_the_per_request_length_holds_alpha_and_covers_its_truth(boots: int) -> 
     A/A claims a difference at most alpha (+ 2 MCSE) of the time, and an A/B's interval
     covers the true difference (the per-request mean over 5,000 boots per arm) at 1 - alpha
     (- 2 MCSE)."""
-    metric, reps = "request_mean_accepted_length", 1000
+    metric, reps = "request_mean_accepted_length", replicates(1000)
     aa = simulate_cells(np.random.default_rng(300 + boots), [0.0, 0.0], boots, reps, prompts=40)
     f = compare_one(aa, metric, 0, 1, ALPHA)
     fpr = float(((f.v_lo > 0) | (f.v_hi < 0))[:, 0].mean())
     print(f"A/A B={boots} {metric}: FPR {fpr:.4f}")
-    assert fpr <= ALPHA + 2 * mcse(ALPHA, reps)
+    assert fpr <= at_most(ALPHA, reps)
     ps = draw_prompt_set(np.random.default_rng(8), 2, 40, SimParams())
     truth_cells = simulate_cells(
         np.random.default_rng(9), [0.0, 0.3], 5000, 1, prompts=40, prompt_set=ps
@@ -322,5 +327,5 @@ def test_the_per_request_length_holds_alpha_and_covers_its_truth(boots: int) -> 
     f = compare_one(ab, metric, 0, 1, ALPHA)
     covered = float(((f.lo[:, 0] <= truth) & (truth <= f.hi[:, 0])).mean())
     print(f"A/B B={boots} {metric}: coverage {covered:.4f} of {truth:+.4f}")
-    assert covered >= 1 - ALPHA - 2 * mcse(ALPHA, reps)
+    assert covered >= at_least(1 - ALPHA, reps)
     assert truth > 0.05  # the shift moved it: a coverage test of a real difference
