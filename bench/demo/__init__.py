@@ -1,8 +1,9 @@
 """The demo world: a tiny Qwen3 target, a 1-layer draft and the trained DFlash and EAGLE-3
 drafters (built locally from the CPython stdlib, nothing downloaded): their geometry,
-tokenizer and corpus (`tiny_models`), forwards written after vLLM's (`dflash`, `eagle3`),
-the fixed training recipes (`train`: target and draft; `distillation`: the drafters),
-building them (`drafters`, `build`), and the `make demo` entry (`python -m bench.demo`)."""
+tokenizer and corpus (`tiny_models`), forwards written after vLLM's (`dflash`, `eagle3`) and
+as reference forwards (`training_forward`), the fixed training recipes (`train`: target and
+draft; `distillation`: the drafters), building them (`drafters`, `build`), and the
+`make demo` entry (`python -m bench.demo`)."""
 
 from typing import TYPE_CHECKING, Any
 

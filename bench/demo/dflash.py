@@ -48,10 +48,19 @@ def gqa_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch
     return out.transpose(1, 2).flatten(2)
 
 
+def partial_rope(x: torch.Tensor, pos: torch.Tensor, theta: float, dims: int) -> torch.Tensor:
+    """`rope` over the first `dims` of each head, the rest passed through (vLLM's neox
+    partial rotary: rotary_dim = head_dim x partial_rotary_factor)."""
+    if dims >= x.shape[-1]:
+        return rope(x, pos, theta)
+    return torch.cat((rope(x[..., :dims], pos, theta), x[..., dims:]), dim=-1)
+
+
 class _Attention(nn.Module):
     def __init__(self, cfg: Qwen3Config, theta: float) -> None:
         super().__init__()
         self.theta = theta
+        self.rotary_dims = int(cfg.head_dim or 0)  # trained full-head; fewer: as vLLM reads 0.25
         h, hd = int(cfg.hidden_size), int(cfg.head_dim or 0)
         self.heads, self.kv_heads = int(cfg.num_attention_heads), int(cfg.num_key_value_heads or 0)
         self.head_dim = hd
@@ -65,7 +74,7 @@ class _Attention(nn.Module):
     def kv(self, x: torch.Tensor, pos: torch.Tensor) -> tuple[Any, Any]:
         """K (normed, rotated) and V of x [B, S, H] at positions pos [B, S]."""
         shape = (*x.shape[:-1], self.kv_heads, self.head_dim)
-        k = rope(self.k_norm(self.k_proj(x).view(shape)), pos, self.theta)
+        k = partial_rope(self.k_norm(self.k_proj(x).view(shape)), pos, self.theta, self.rotary_dims)
         return k, self.v_proj(x).view(shape)
 
     def forward(
@@ -73,7 +82,7 @@ class _Attention(nn.Module):
     ) -> torch.Tensor:
         """x [B, Q, H] queries; ctx_kv ([B, T, kvh, hd] x 2); mask [B, Q, T + Q] (True: see)."""
         q = self.q_norm(self.q_proj(x).view(*x.shape[:-1], self.heads, self.head_dim))
-        q = rope(q, pos, self.theta)
+        q = partial_rope(q, pos, self.theta, self.rotary_dims)
         k_q, v_q = self.kv(x, pos)
         k = torch.cat((ctx_kv[0], k_q), dim=1)
         v = torch.cat((ctx_kv[1], v_q), dim=1)

@@ -4,7 +4,8 @@ Nothing here starts a server; `bench.run` does.
 
 The layers, each importing only the ones before it: `spec` (the file's models; parsing
 runs no git and writes nothing), `history` (a git range's points made into arms), `probes`,
-`launch` (arms and what a boot runs), `lint`, `preflight`, `manifest` (build and resume
+`reference` (a reference arm's forward, its interpreter and its runner's job), `launch`
+(arms and what a boot runs), `lint`, `preflight`, `manifest` (build and resume
 diff), `preview` (the `validate` / `materialize` views). `runtime/` holds the stdlib-only
 files copied into every server's environment; its path is a contract."""
 
@@ -53,6 +54,8 @@ from bench.experiment.probes import (
     spread_lines,
     write_probe_lines,
 )
+from bench.experiment.reference import RUNNER as REFERENCE_RUNNER
+from bench.experiment.reference import runner_job
 from bench.experiment.spec import (
     ArmSpec,
     ContainerSpec,
@@ -72,6 +75,7 @@ __all__ = [
     "IMAGE_DIFFERS",
     "PROBE_TIMEOUT_S",
     "REDACTED",
+    "REFERENCE_RUNNER",
     "SERVER_MODULE",
     "ArmSpec",
     "ContainerRef",
@@ -119,6 +123,7 @@ __all__ = [
     "resolve_arm",
     "resolve_path",
     "resume_changes",
+    "runner_job",
     "scrub",
     "secret_values",
     "speculative_and_concurrency",

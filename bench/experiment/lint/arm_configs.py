@@ -71,6 +71,8 @@ def lint_spec(
     """Lint every arm of an already loaded experiment, in file order."""
     findings: list[Finding] = []
     for a in spec.arms:
+        if a.reference is not None:  # serves nothing: no config of it is read by vLLM
+            continue
         arm = resolve_arm(spec, spec_file, a.name)
         own = tuple(Path(p).stem for p in a.patches)
         findings += lint_arm(arm, arm_patches=own, environ=environ)

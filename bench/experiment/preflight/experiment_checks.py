@@ -43,6 +43,7 @@ from bench.experiment.preflight.model_paths import check_models, origin
 from bench.experiment.preflight.server_args import check_server_args
 from bench.experiment.preflight.unloaded_diffs import unloaded_diff_warnings
 from bench.experiment.probes import load_probe_sets
+from bench.experiment.reference import check_reference_interpreter
 from bench.experiment.spec import Experiment, resolve_path
 from bench.records import replication_advice
 
@@ -65,6 +66,8 @@ class Preflight:
         (lint would refuse their missing model directory as bad input)."""
         findings: list[Finding] = []
         for arm in self.arms:
+            if arm.reference is not None:  # serves nothing: no config of it is read by vLLM
+                continue
             if arm.name in self.unchecked:
                 findings.append(
                     Finding(
@@ -111,6 +114,11 @@ def preflight(
         )
     unchecked: list[str] = []
     compiled: set[Path] = set()
+    for arm in resolved:  # a reference arm starts no server: its models and its forward
+        if arm.reference is not None:
+            warnings += check_models(spec, spec_file, arm, env, cluster=cluster)
+            check_reference_interpreter(arm.reference, spec_file, arm.python, arm.name)
+    resolved_all, resolved = resolved, tuple(a for a in resolved if a.reference is None)
     for arm in resolved:
         _patches_compile(spec, spec_file, arm.name, compiled)
         _speculative_tokens(spec, spec_file, arm)
@@ -125,7 +133,7 @@ def preflight(
     warnings += check_known_bad_builds(spec, spec_file, resolved, cluster=cluster)
     # with a cluster, by this machine's vLLM: the arm's interpreter is checked here too
     warnings += check_server_args(spec, spec_file, resolved, env, cluster=cluster)
-    return Preflight(spec, resolved, tuple(warnings), tuple(unchecked), _small_campaign(spec))
+    return Preflight(spec, resolved_all, tuple(warnings), tuple(unchecked), _small_campaign(spec))
 
 
 def awaits_build(arm: ResolvedArm) -> bool:

@@ -3,9 +3,10 @@
 no git, nothing written), `[probes]` (`probes_section`), `[resources]` and containers
 (`resources`), margins and the primary family (`margins`), `[sweep]` and the arms it
 generates (`sweep`), `[bisect]` and a git range's template arm (`bisect_section`),
-`[screen]` (`screen_section`); which settings are secret and their redacted form
-(`secret_settings`); how a validation error becomes one line (`error_lines`), and the
-reference page generated from the models (`reference_page`)."""
+`[screen]` (`screen_section`), a reference arm's forward (`reference_arm`); which
+settings are secret and their redacted form (`secret_settings`); how a validation error
+becomes one line (`error_lines`), and the reference page generated from the models
+(`reference_page`)."""
 
 from bench.experiment.spec.bisect_section import git_range
 from bench.experiment.spec.document_loading import (
@@ -23,6 +24,7 @@ from bench.experiment.spec.experiment_file import (
     resolve_path,
 )
 from bench.experiment.spec.probes_section import ProbesSection
+from bench.experiment.spec.reference_arm import ReferenceForward
 from bench.experiment.spec.reference_page import experiment_reference_markdown
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
 from bench.experiment.spec.secret_settings import (
@@ -46,6 +48,7 @@ __all__ = [
     "ContainerSpec",
     "Experiment",
     "ProbesSection",
+    "ReferenceForward",
     "ResourcesSection",
     "ServerSection",
     "auth_headers",

@@ -17,6 +17,7 @@ from bench.errors import SpecabError
 from bench.experiment.spec.bisect_section import BisectSection, check_history
 from bench.experiment.spec.margins import PRIMARY_DEFAULT, Margins, PrimaryMetrics
 from bench.experiment.spec.probes_section import ProbesSection
+from bench.experiment.spec.reference_arm import ReferenceForward, check_reference_arms
 from bench.experiment.spec.resources import ContainerSpec, ResourcesSection
 from bench.experiment.spec.screen_section import ScreenSection, check_screen
 from bench.experiment.spec.secret_settings import (
@@ -179,6 +180,11 @@ class ArmSpec(_Model):
         description="The commit this arm serves ([bisect] git fills it; with its `build`, "
         "`python` is that commit's build, made when a boot first needs it).",
     )
+    reference: ReferenceForward | None = Field(
+        None,
+        description="Make this a reference arm: no server; the drafter's own forward, driven "
+        "offline over the same probes (docs/reference-forward.md).",
+    )
 
     @field_validator("speculative_config", mode="before")
     @classmethod
@@ -238,6 +244,7 @@ class Experiment(_Model):
         others = [a.name for a in self.arms if a.name != self.baseline]
         implied = None if self.experiment.baseline is not None else self.baseline
         check_screen(self.screen, others, self.experiment.boots_per_arm, undrafted, implied)
+        check_reference_arms(self)
         return self
 
     @model_validator(mode="after")

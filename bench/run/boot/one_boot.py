@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
 import httpx
 
@@ -40,6 +41,7 @@ from bench.run.boot.counters import SpecCounts, scrape_k, vllm_version
 from bench.run.boot.failure_reason import one_line, with_root_cause
 from bench.run.boot.node_prep import image_at_head, prepare_node
 from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
+from bench.run.boot.reference_boot import reference_measurement
 from bench.run.boot.requests import Sampling
 from bench.run.boot.start_gate import GateTicket, wait_at_gate
 from bench.run.node import CPU_BIND, NodeEnvironment
@@ -92,16 +94,11 @@ class _Timeline:
     corun_group: str | None = None  # the duet it was measured in (every member arrived)
     image_id: str | None = None  # container arms: the image's id on this (the head's) node
     no_drafts: str | None = None  # a speculative boot that drafted nothing: why
+    reference_forward: str | None = None  # a reference arm's forward (no server)
 
 
 def _now() -> datetime:
     return datetime.now(UTC)
-
-
-def choose_measurement(req: BootRequest, arm: ResolvedArm, plan: LaunchPlan) -> Measurement:
-    """Acceptance source, server timings, concurrency and the flags they need, for the
-    server's own interpreter and PYTHONPATH (bench.experiment.measurement)."""
-    return measurement(req.spec, req.spec_file, arm, pythonpath=plan.env.get("PYTHONPATH", ""))
 
 
 def _arm_and_probes(req: BootRequest) -> tuple[ResolvedArm, list[ProbeSet]]:
@@ -125,6 +122,8 @@ def run_boot(
     `members` (default: all on this machine, each its own process tree).
     """
     arm, sets = _arm_and_probes(req)
+    if arm.reference is not None:  # no server: the drafter's own forward, offline
+        return _reference_outcome(req, arm, sets, node, watch)
     unread, here = image_at_head(arm, req.attempt.host, req.image)
     unread = unread or commit_build(req.spec, arm)  # a commit's interpreter, built if not yet
     if unread is not None:  # its definition and measurement would be guessed: fail instead
@@ -152,7 +151,8 @@ def run_boot(
             extra_mounts=[node.log_file.parent],
         )
         plan.create_mount_dirs()
-        how = choose_measurement(req, arm, plan)
+        # acceptance source, timings, concurrency and their flags, for its interpreter
+        how = measurement(req.spec, req.spec_file, arm, pythonpath=plan.env.get("PYTHONPATH", ""))
         srv = req.spec.server
         setup = ServerSetup.of(
             req.spec, arm, req.attempt.boot_id, req.engine_seed, (node.log_file, cwd)
@@ -193,6 +193,22 @@ def run_boot(
     if record.status == "ok" and measured is not None:
         return BootOutcome(record, measured.records, measured.deltas)
     return BootOutcome(record, [])
+
+
+def _reference_outcome(
+    req: BootRequest, arm: ResolvedArm, sets: list[ProbeSet], node: NodeEnvironment, watch: Any
+) -> BootOutcome:
+    t = _Timeline(started_at=_now(), k=arm.num_speculative_tokens, phase="probes",
+                  reference_forward=arm.reference.forward if arm.reference else None)  # fmt: skip
+    t.definition_sha256, t.probe_sets_sha256 = arm.definition_sha256(), probe_sets_sha256(sets)
+    t.ready_at = t.started_at
+    measured, error = reference_measurement(
+        req.spec, req.spec_file, req.attempt, arm, sets, node, watch
+    )
+    if measured is not None:
+        t.phase, t.no_drafts = "counts", check_boot_total(measured, t.k)
+    record = _record(req, node, t, measured, error)
+    return BootOutcome(record, measured.records if record.status == "ok" and measured else [])
 
 
 def _measure_served(
@@ -307,6 +323,7 @@ def _record(
         corun_group=t.corun_group if error is None else None,
         image_id=t.image_id,
         no_drafts=t.no_drafts if error is None else None,
+        reference_forward=t.reference_forward,
         slot=a.slot,
         cpus=node.server_env.get(CPU_BIND, "") if node else "",
     )

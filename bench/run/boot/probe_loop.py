@@ -18,7 +18,7 @@ import httpx
 
 from bench.errors import BootFailed
 from bench.experiment import Probe, ProbeSet
-from bench.records import AcceptanceSource, ProbeRecord
+from bench.records import AcceptanceSource, ProbeRecord, token_ids_sha256
 from bench.run.attempt import Attempt
 from bench.run.boot.counters import (
     SpecCounts,
@@ -139,6 +139,10 @@ class _Rows:
             drafted_per_pos=drafted,
             step_accepted=steps[0],
             step_drafted=steps[1],
+            prompt_ids_sha256=(
+                token_ids_sha256(resp.prompt_token_ids) if resp.prompt_token_ids else None
+            ),
+            output_token_ids=resp.output_token_ids,
         )
 
 

@@ -48,6 +48,10 @@ class ProbeResponse:
     ttft_s: float | None = None  # scheduled -> first token (queue time excluded)
     tpot_s: float | None = None  # mean time per output token after the first
     queue_s: float | None = None  # queued -> scheduled
+    # As the server tokenized the prompt (chat template applied) and generated; None from a
+    # server that does not return token ids.
+    prompt_token_ids: tuple[int, ...] | None = None
+    output_token_ids: tuple[int, ...] | None = None
 
     @property
     def output_sha256(self) -> str:
@@ -63,6 +67,9 @@ def request_body(probe: Probe, model: str, sampling: Sampling) -> tuple[str, dic
         "top_p": sampling.top_p,
         "n": 1,  # per-request spec-decode metrics exist only for single-sequence requests
         "stream": False,
+        # the ids the engine saw and made: what a reference forward is given, and where two
+        # arms' outputs part (a server that does not know the field ignores it)
+        "return_token_ids": True,
     }
     if sampling.seed is not None:
         body["seed"] = sampling.seed
@@ -127,11 +134,22 @@ def run_probe(client: httpx.Client, probe: Probe, model: str, sampling: Sampling
             ttft_s=_seconds(metrics, "time_to_first_token_ms"),
             tpot_s=_seconds(metrics, "mean_itl_ms"),
             queue_s=_seconds(metrics, "queue_time_ms"),
+            prompt_token_ids=_ids(choice.get("prompt_token_ids") or obj.get("prompt_token_ids")),
+            output_token_ids=_ids(choice.get("token_ids")),
         )
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise BootFailed(
             f"probe {probe.set_name}/{probe.id}: malformed response ({exc!r})"
         ) from None
+
+
+def _ids(value: Any) -> tuple[int, ...] | None:
+    """Token ids from a response; ValueError for anything but a list of integers."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(type(i) is int for i in value):
+        raise ValueError(f"token ids {str(value)[:80]}")
+    return tuple(value)
 
 
 def _seconds(metrics: dict[str, Any], key: str) -> float | None:

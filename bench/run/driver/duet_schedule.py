@@ -32,6 +32,7 @@ class Pairing:
     """Who has met whom in a group so far, and the run's gates (made at the first group)."""
 
     baseline: str
+    alone: frozenset[str] = frozenset()  # arms measured without partners (reference arms)
     met: Counter[tuple[str, str]] = field(default_factory=Counter)
     groups: int = 0
     gates: Any = None  # the StartGates actor
@@ -45,11 +46,13 @@ class Pairing:
     ) -> list[int]:
         """Indices into `todo` of up to `room` partners for `todo[first]` (see the module
         docstring for the order of preference)."""
-        if room < 1 or not todo:
+        if room < 1 or not todo or todo[first].arm in self.alone:
             return []
         last_block = todo[0].block + 1
         window = [
-            i for i, p in enumerate(todo) if i != first and p.block <= last_block and eligible(p)
+            i
+            for i, p in enumerate(todo)
+            if i != first and p.block <= last_block and eligible(p) and p.arm not in self.alone
         ]
         chosen: list[int] = []
         arms = [todo[first].arm]

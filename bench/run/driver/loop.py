@@ -91,11 +91,11 @@ class RunLoop:
         self.progress, self.dispatch, self.seq = progress, dispatch, seq
         self.spec_file = _task_spec_file(spec_file)
         self.driver_node = str(ray.get_runtime_context().get_node_id())
-        res = self.spec.resources
-        self.cpu_only = res.gpu == 0 and res.cpu >= 1
+        self.cpu_only = self.spec.resources.gpu == 0 and self.spec.resources.cpu >= 1
         self.tries: Counter[tuple[str, int]] = Counter()  # attempts in this run
         duets = opts.duets and dispatch.duets_possible()
-        self.pairing = Pairing(spec.experiment.baseline or "") if duets else None
+        alone = frozenset(a.name for a in spec.arms if a.reference)  # no server to co-run
+        self.pairing = Pairing(spec.experiment.baseline or "", alone) if duets else None
         self.repeat = RepeatGuard(arm for arm, boots in books.ledger.ok.items() if boots)
 
     def run(self, todo: deque[PlannedBoot]) -> None:

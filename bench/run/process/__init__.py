@@ -19,7 +19,7 @@ from bench.run.process.member_process import (
     TreeSettings,
 )
 from bench.run.process.procfs import descendants, group_members, log_tail
-from bench.run.process.reaper import BootGuard, clean_up, read_recorded
+from bench.run.process.reaper import BootGuard, clean_up, kill_groups, read_recorded
 from bench.run.process.root_cause import cause_context, exception_line, root_cause, summarize_tail
 from bench.run.process.server_for_boot import LocalMembers, MemberLauncher, ServerSetup, make_server
 
@@ -28,6 +28,6 @@ __all__ = [
     "MemberLauncher", "MemberProcess", "MemberStart", "ServerProcess", "ServerSetup",
     "TreeSettings", "Watch", "cause_context", "clean_up",
     "container_exists", "descendants", "exception_line", "exit_problem", "free_port",
-    "group_members", "log_tail", "make_server", "read_recorded", "root_cause", "start_member",
-    "summarize_tail",
+    "group_members", "kill_groups", "log_tail", "make_server", "read_recorded", "root_cause",
+    "start_member", "summarize_tail",
 ]  # fmt: skip

@@ -62,7 +62,7 @@ def split_arm(
         splits = [tuple(sorted(rng.choice(b, h, replace=False))) for _ in range(max_splits)]
     first = np.array(splits, dtype=np.int64)  # (S, h)
     rest = np.array([[i for i in range(b) if i not in c] for c in splits], dtype=np.int64)
-    metrics = [m for m in ALL_METRICS if ad.speculative or not METRIC[m].acceptance]
+    metrics = [m for m in ALL_METRICS if ad.has(m)]
     primary = [m for m in metrics if m in s.primary]
     claimed = {}
     # the primary family as analyze tests it (Holm across its metrics), then each secondary

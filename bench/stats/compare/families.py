@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-from bench.records import ACCEPTANCE_METRICS, ALL_METRICS, METRIC, SPEED_METRIC
+from bench.records import ACCEPTANCE_METRICS, ALL_METRICS, SPEED_METRIC
 from bench.stats.describe import speed_est
 from bench.stats.inputs import ArmData, Prior, VerdictSettings, margin_for
 from bench.stats.methods import Est, Family, estimate, family
@@ -27,7 +27,8 @@ def estimates(data: Mapping[str, ArmData], prior: Prior) -> dict[str, dict[str, 
         if ad.speculative:
             for m in ACCEPTANCE_METRICS:
                 e[m] = estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m))
-        e[SPEED_METRIC] = speed_est(ad)  # the one metric not counted from drafts
+        if ad.timed:
+            e[SPEED_METRIC] = speed_est(ad)  # the one metric not counted from drafts
         out[a] = e
     return out
 
@@ -35,10 +36,7 @@ def estimates(data: Mapping[str, ArmData], prior: Prior) -> dict[str, dict[str, 
 def arm_metrics(data: Mapping[str, ArmData]) -> dict[str, tuple[str, ...]]:
     """The metrics each arm has (as `estimates` builds them): acceptance only when it
     speculates, speed always."""
-    return {
-        a: tuple(m for m in ALL_METRICS if ad.speculative or not METRIC[m].acceptance)
-        for a, ad in data.items()
-    }
+    return {a: tuple(m for m in ALL_METRICS if ad.has(m)) for a, ad in data.items()}
 
 
 def comparison_keys(

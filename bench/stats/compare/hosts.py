@@ -19,7 +19,6 @@ import numpy as np
 import scipy.stats as st
 from numpy.typing import NDArray
 
-from bench.records import METRIC
 from bench.stats.inputs import ArmData, boot_values
 from bench.stats.methods import Est
 from bench.stats.schema import HostSummary
@@ -153,11 +152,7 @@ def host_summary(
     effect: dict[str, float | None] = {}
     notes: list[str] = []
     for m in metrics:
-        vals = {
-            a: boot_values(ad, m)
-            for a, ad in data.items()
-            if ad.speculative or not METRIC[m].acceptance
-        }
+        vals = {a: boot_values(ad, m) for a, ad in data.items() if ad.has(m)}
         vals = {a: v for a, v in vals.items() if len(v) and np.isfinite(v).all()}
         effect[m] = host_effect_p(vals, {a: data[a].hosts for a in vals})
     if adjusted:

@@ -24,7 +24,7 @@ def speedups(
         return [], []
     out, notes = [], []
     for a, ad in data.items():
-        if not ad.speculative or not ad.n_boots:
+        if not ad.speculative or not ad.n_boots or not ad.timed:
             continue
         refs = [n for n in plain if data[n].concurrency == ad.concurrency]
         if not refs:

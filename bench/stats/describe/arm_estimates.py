@@ -102,10 +102,10 @@ def arm_metrics(ad: ArmData, alpha: float, prior: Prior) -> dict[str, MetricEsti
     """Every metric of one arm; the acceptance ones are null for a no-speculation arm."""
     metrics = {}
     for m in ALL_METRICS:  # registry order: the order of `arms[].metrics` in the JSON
-        if not METRIC[m].acceptance:
-            metrics[m] = speed_estimate(ad, alpha)
-        elif not ad.speculative:
+        if not ad.has(m):
             metrics[m] = null_estimate()
+        elif not METRIC[m].acceptance:
+            metrics[m] = speed_estimate(ad, alpha)
         else:
             e = estimate(*ad.totals(m), prior.sd.get(m), prior.df.get(m))
             metrics[m] = metric_estimate(e, m, alpha, ad.positions)

@@ -28,9 +28,10 @@ from bench.stats.inputs.probe_attributes import (
     histograms,
     prompt_lengths,
     rows_where,
+    served,
     speculative_arms,
     undrafted_boots,
-)
+)  # fmt: skip
 
 F = NDArray[np.float64]
 C = NDArray[np.float32]  # whole counts held exactly (hist, drafted): sum with dtype=np.float64
@@ -58,10 +59,15 @@ class ArmData:
     hosts: list[str] = field(default_factory=list)  # per boot, the host it ran on (head node)
     corun: list[str] = field(default_factory=list)  # per boot, its co-run group ("": alone)
     slots: list[str] = field(default_factory=list)  # per boot, its node's slot ("": unknown)
+    timed: bool = True  # False: a reference arm (no server: its tokens/s is not a speed)
 
     @property
     def n_boots(self) -> int:
         return len(self.boot_ids)
+
+    def has(self, metric: str) -> bool:
+        """Acceptance when it speculates, speed when a server was timed."""
+        return self.speculative if METRIC[metric].acceptance else self.timed
 
     def speed(self) -> F:
         """Each boot's output tokens/s: sum completion tokens / sum latency (ratio of sums
@@ -79,17 +85,10 @@ class ArmData:
         def cut(x: Any) -> Any:  # an optional cell array (float64, or float32 counts)
             return None if x is None else x[:, idx]
 
-        return replace(
-            self,
-            drafts=self.drafts[:, idx],
-            accepted=self.accepted[:, idx],
-            per_pos=self.per_pos[:, idx],
-            completion=cut(self.completion),
-            latency=cut(self.latency),
-            hist=cut(self.hist),
-            drafted=cut(self.drafted),
-            draft_tokens=cut(self.draft_tokens),
-        )
+        return replace(self, drafts=self.drafts[:, idx], accepted=self.accepted[:, idx],
+                       per_pos=self.per_pos[:, idx], completion=cut(self.completion),
+                       latency=cut(self.latency), hist=cut(self.hist), drafted=cut(self.drafted),
+                       draft_tokens=cut(self.draft_tokens))  # fmt: skip
 
     @property
     def positions(self) -> int:
@@ -306,6 +305,7 @@ def _one_arm(
         hosts=[str(h) for h in rows["host"]] if len(rows) and "host" in rows.columns else [],
         corun=[(groups or {}).get(b, "") for b in ids],
         slots=boot_slots(rows),
+        timed=served(rows),
     )  # fmt: skip
 
 

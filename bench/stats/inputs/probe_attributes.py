@@ -169,3 +169,9 @@ def boot_slots(rows: pd.DataFrame) -> list[str]:
     if not len(rows) or "slot" not in rows.columns:
         return [""] * len(rows)
     return ["" if pd.isna(v) else str(int(v)) for v in rows["slot"]]
+
+
+def served(rows: pd.DataFrame) -> bool:
+    """Whether these boots ran a server (a reference arm's drove its forward offline)."""
+    return not (len(rows) and "reference_forward" in rows.columns
+                and rows["reference_forward"].notna().any())  # fmt: skip

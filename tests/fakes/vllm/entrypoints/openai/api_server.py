@@ -90,6 +90,10 @@ def _u01(*parts: object) -> float:
     return int.from_bytes(h[:8], "big") / 2**64
 
 
+def _u32(text: str) -> int:
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", required=True)
@@ -238,11 +242,15 @@ def main() -> None:
                     made += j + 1
                     step += 1
             text = hashlib.sha256(f"{prompt}:{want}".encode()).hexdigest()[: max(1, want)]
+            choice: dict[str, object] = {"index": 0, "text": text, "finish_reason": "length"}
+            if body.get("return_token_ids"):  # one id per word, as prompt_tokens counts them
+                choice["prompt_token_ids"] = [_u32(w) % 50_000 for w in prompt.split()]
+                choice["token_ids"] = [(_u32(prompt) + i) % 50_000 for i in range(made)]
             resp = {
                 "id": f"cmpl-{completions[0]}",
                 "object": "text_completion",
                 "model": model,
-                "choices": [{"index": 0, "text": text, "finish_reason": "length"}],
+                "choices": [choice],
                 "usage": {
                     "prompt_tokens": len(prompt.split()),
                     "completion_tokens": made,

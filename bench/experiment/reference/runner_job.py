@@ -1,0 +1,51 @@
+"""The job a reference arm's runner is given (`runtime/specab_reference.py`): the target, the
+drafter, the forward and its path, K, the sampling and every probe of the experiment, in the
+order and with the lengths a served boot sends them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.experiment.probes import ProbeSet
+from bench.experiment.reference.forward_source import forward_paths
+from bench.experiment.spec import Experiment, ReferenceForward
+
+RUNNER = Path(__file__).resolve().parents[1] / "runtime" / "specab_reference.py"
+
+
+def runner_job(
+    spec: Experiment,
+    spec_file: str | Path,
+    ref: ReferenceForward,
+    models: tuple[str, str, int],
+    sets: list[ProbeSet],
+    threads: int = 1,
+) -> dict[str, Any]:
+    """The runner's JSON job; `models` is (target, drafter, K) as the arm resolved them."""
+    target, drafter, k = models
+    p = spec.probes
+    return {
+        "target": target,
+        "drafter": drafter,
+        "forward": ref.forward,
+        "path": forward_paths(ref, spec_file),
+        "k": k,
+        "temperature": p.temperature,
+        "ignore_eos": p.ignore_eos,
+        "seed": p.seed or 0,
+        "device": ref.device,
+        "dtype": ref.dtype,
+        "threads": threads,
+        "probes": [
+            {
+                "set": s.name,
+                "id": probe.id,
+                "prompt": probe.prompt,
+                "messages": list(probe.messages) if probe.messages is not None else None,
+                "max_tokens": probe.max_tokens or p.max_tokens,
+            }
+            for s in sets
+            for probe in s.probes
+        ],
+    }

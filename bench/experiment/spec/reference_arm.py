@@ -1,0 +1,95 @@
+"""A reference arm (`[[arms]] reference = { ... }`): an arm whose boot starts no server. It
+drives the drafter's own forward (the training code's, `forward = "MODULE:FUNCTION"`)
+through speculative decoding offline, with the target in HF transformers, over the
+experiment's probes: what the served arms would count if vLLM served the drafter as it was
+trained (docs/reference-forward.md). `check_reference_arms` refuses, in one line each, what
+such an arm cannot honour."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from bench.experiment.spec.experiment_file import ArmSpec, Experiment
+
+FORWARD_RE = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$"
+
+
+class ReferenceForward(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    forward: str = Field(
+        pattern=FORWARD_RE,
+        description="The drafter's reference forward, MODULE:FUNCTION: called once per verify "
+        "step with the target's layer outputs, the tokens and K, it returns the K drafted "
+        "slots' logits (docs/reference-forward.md).",
+    )
+    path: list[str] = Field(
+        default_factory=list,
+        description="Directories put first on the reference's sys.path (relative to the "
+        "experiment file): the checkout of the training code that defines `forward`.",
+    )
+    python: str | None = Field(
+        None,
+        description="Interpreter that runs the reference (the training framework's venv, with "
+        "its own torch and transformers); default: the one running specab.",
+    )
+    device: Literal["cpu", "cuda"] = Field(
+        "cpu", description="Where the target and the forward run."
+    )
+    dtype: Literal["float32", "bfloat16", "float16"] = Field(
+        "float32", description="The target's dtype in HF transformers."
+    )
+
+
+# An arm's own fields that set up a server, which a reference arm does not start.
+_SERVER_FIELDS = ("args", "env", "patches", "python", "container", "target_config", "commit")
+
+
+def _refusal(arm: ArmSpec, spec: Experiment) -> tuple[str, str] | None:
+    """(field, what is wrong and the fix) for the first thing this reference arm cannot do."""
+    for field in _SERVER_FIELDS:
+        if getattr(arm, field):
+            return field, (
+                f"a reference arm starts no server, so its {field} would do nothing; remove "
+                f"it (the reference's own interpreter is reference.python)"
+            )
+    if arm.draft_config is not None:
+        return "draft_config", (
+            "the reference forward loads the drafter as it was trained, not through a config "
+            "overlay; remove draft_config (the served arms keep theirs)"
+        )
+    speculative: dict[str, Any] | Literal[False] = arm.speculative_config
+    merged = {**spec.server.speculative_config, **(speculative or {})}
+    if speculative is False or not isinstance(merged.get("model"), str):
+        return "speculative_config", (
+            "a reference forward drives a drafter checkpoint: set speculative_config.model "
+            "(in [server] or the arm) to the drafter the served arms load"
+        )
+    if not str(merged.get("num_speculative_tokens", "")).isdigit():
+        return "speculative_config.num_speculative_tokens", (
+            "the reference drafts K tokens a step as the served arms do: set "
+            "num_speculative_tokens in [server].speculative_config"
+        )
+    if spec.probes.temperature != 0:
+        return "probes.temperature", (
+            "a reference forward is driven greedily here (temperature 0, where "
+            "served and reference tokens must agree); set [probes] temperature = 0"
+        )
+    if spec.resources.nodes > 1:
+        return "resources.nodes", "a reference arm runs on one node; set [resources] nodes = 1"
+    return None
+
+
+def check_reference_arms(spec: Experiment) -> None:
+    """ValueError (one line: the arm, the field and the fix) for a reference arm that sets
+    up a server or asks what the reference cannot drive."""
+    for arm in spec.arms:
+        if arm.reference is None:
+            continue
+        refused = _refusal(arm, spec)
+        if refused is not None:
+            field, why = refused
+            raise ValueError(f"arms({arm.name}).{field}: {why}")

@@ -1,0 +1,86 @@
+"""Reference arms through `run-ab` on real Ray (no vLLM server: the runner drives the drafter's
+own forward with the target in HF transformers): the demo's DFlash training forward against a
+mismatch planted by the config the demo ships (the same forward with rope over the quarter of
+each head that `partial_rotary_factor` declares, as vLLM builds it). Both write the rows a
+served boot writes; the analysis calls the planted one lower, from boots that repeat exactly,
+and states no speed for either; their output tokens agree (greedy decoding does not depend
+on the drafter)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.cli import run
+from bench.demo import committed_models
+from bench.store import load_results
+
+pytestmark = [
+    pytest.mark.ray,
+    pytest.mark.timeout(600),
+    pytest.mark.usefixtures("shared_ray"),
+    pytest.mark.skipif(committed_models() is None, reason="the committed demo models are absent"),
+]
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "arms" / "demo" / "models"
+
+
+def test_a_planted_mismatch_departs_from_the_training_forward(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = tmp_path / "parity.toml"
+    spec.write_text(f"""
+[experiment]
+name = "parity"
+boots_per_arm = 2
+baseline = "reference"
+[server]
+model = "{MODELS / "target"}"
+speculative_config = {{ method = "dflash", num_speculative_tokens = 4, \
+model = "{MODELS / "dflash-trained"}" }}
+[probes]
+sets = ["{ROOT / "arms" / "demo" / "probes" / "stdlib-8.jsonl"}"]
+max_tokens = 32
+temperature = 0.0
+[resources]
+cpu = 1
+[[arms]]
+name = "reference"
+reference = {{ forward = "bench.demo.training_forward:dflash_logits", path = ["{ROOT}"] }}
+[[arms]]
+name = "declared-rope"
+reference = {{ forward = "bench.demo.training_forward:dflash_declared_logits", \
+path = ["{ROOT}"] }}
+""")
+    root = tmp_path / "results"
+    assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    res = load_results(root)
+    ok = res.ok_boots()
+    assert sorted(ok["arm"]) == ["declared-rope"] * 2 + ["reference"] * 2
+    assert set(ok["reference_forward"]) == {
+        "bench.demo.training_forward:dflash_logits",
+        "bench.demo.training_forward:dflash_declared_logits",
+    }
+    pr = res.probes
+    assert (pr["source"] == "reference").all() and pr["prompt_ids_sha256"].notna().all()
+    by_arm = {a: g.sort_values(["boot", "probe_id"]) for a, g in pr.groupby("arm")}
+    ref, planted = by_arm["reference"], by_arm["declared-rope"]
+    assert [list(x) for x in ref["output_token_ids"]] == [
+        list(x) for x in planted["output_token_ids"]
+    ]
+    assert list(ref["prompt_ids_sha256"]) == list(planted["prompt_ids_sha256"])
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    pos0 = next(
+        c
+        for c in out["comparisons"]
+        if c["arm"] == "declared-rope" and c["metric"] == "acceptance_pos0"
+    )
+    assert pos0["verdict"] == "regressed" and pos0["difference"] < -0.05, pos0
+    assert pos0["method"] == "deterministic"  # every boot repeats exactly at T = 0
+    assert not [c for c in out["comparisons"] if c["metric"] == "output_tokens_per_s"]
+    speed = {a["arm"]: a["metrics"]["output_tokens_per_s"]["estimate"] for a in out["arms"]}
+    assert speed == {"reference": None, "declared-rope": None}

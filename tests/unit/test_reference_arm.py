@@ -1,0 +1,151 @@
+"""Reference arms (docs/reference-forward.md): what the experiment file refuses, the reference
+interpreter's check before anything is written, and the runner driving the demo's DFlash
+training forward (and the same forward with the rope its shipped config declares) through
+speculative decoding at T = 0 on the committed tiny models."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.cli import run
+from bench.demo import committed_models
+from bench.experiment import REFERENCE_RUNNER
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ROOT / "arms" / "demo" / "models"
+TRAINED = "bench.demo.training_forward:dflash_logits"
+
+
+def _spec(tmp: Path, reference: str, *, server: str = "", probes: str = "", arm: str = "") -> Path:
+    text = f"""
+[experiment]
+name = "parity"
+boots_per_arm = 2
+baseline = "reference"
+[server]
+model = "{MODELS / "target"}"
+speculative_config = {{ method = "dflash", num_speculative_tokens = 4, \
+model = "{MODELS / "dflash-trained"}" }}
+{server}
+[probes]
+sets = ["{ROOT / "arms" / "demo" / "probes" / "humaneval-12.jsonl"}"]
+temperature = 0.0
+{probes}
+[[arms]]
+name = "shipped"
+[[arms]]
+name = "reference"
+reference = {reference}
+{arm}
+"""
+    path = tmp / "parity.toml"
+    path.write_text(text)
+    return path
+
+
+TRAINED_REF = f'{{ forward = "{TRAINED}", path = ["{ROOT}"] }}'
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"arm": "args = { max-model-len = 512 }"}, "arms(reference).args"),
+        ({"arm": 'env = { X = "1" }'}, "arms(reference).env"),
+        ({"arm": 'patches = ["p.py"]'}, "arms(reference).patches"),
+        ({"arm": "draft_config = { partial_rotary_factor = 1.0 }"}, "arms(reference).draft_config"),
+        ({"arm": "speculative_config = false"}, "arms(reference).speculative_config"),
+    ],
+)
+def test_a_reference_arm_that_would_set_up_a_server_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change: dict[str, str], field: str
+) -> None:
+    spec = _spec(tmp_path, TRAINED_REF, **change)
+    root = tmp_path / "results"
+    rc = run(["run-ab", str(spec), "--results-dir", str(root)])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and field in err and "Fix:" in err and len(err.splitlines()) == 1, err
+    assert not root.exists()
+
+
+def test_a_sampled_reference_is_refused_naming_the_temperature(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    spec = _spec(tmp_path, TRAINED_REF)
+    spec.write_text(spec.read_text().replace("temperature = 0.0", "temperature = 0.8"))
+    assert run(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err
+    assert "arms(reference).probes.temperature" in err and "temperature = 0" in err
+
+
+def test_a_forward_its_interpreter_cannot_import_is_refused_before_anything_is_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "mine.py").write_text("import specab_no_such_package\n\ndef f(step):\n    pass\n")
+    (tmp_path / "other.py").write_text("def g(step):\n    pass\n")
+    cases = [
+        ("mine:f", "has no module 'specab_no_such_package' (imported by mine)", "pip install"),
+        ("other:nope", "other has no function 'nope'", "MODULE:FUNCTION"),
+    ]
+    for forward, said, fix in cases:
+        spec = _spec(tmp_path, f'{{ forward = "{forward}", path = ["{tmp_path}"] }}')
+        root = tmp_path / "results"
+        assert run(["run-ab", str(spec), "--results-dir", str(root)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and fix in err and "arms(reference).reference" in err, err
+        assert not root.exists()
+
+
+def _probes(n: int = 4) -> list[dict[str, str]]:
+    lines = (ROOT / "arms" / "demo" / "probes" / "humaneval-12.jsonl").read_text().splitlines()
+    return [json.loads(x) for x in lines if x.startswith("{")][:n]
+
+
+def _decode(forward: str, path: Path, tmp: Path) -> list[dict[str, Any]]:
+    job = {"target": str(MODELS / "target"), "drafter": str(MODELS / "dflash-trained"),
+           "forward": forward, "path": [str(path)], "k": 4, "temperature": 0.0,
+           "ignore_eos": True, "probes": [{"set": "h", "id": p["id"], "prompt": p["prompt"],
+                                           "max_tokens": 32} for p in _probes()]}  # fmt: skip
+    (tmp / "job.json").write_text(json.dumps(job))
+    out = tmp / f"{forward.split(':')[1]}.jsonl"
+    subprocess.run([sys.executable, str(REFERENCE_RUNNER), str(tmp / "job.json"), str(out)],
+                   check=True, capture_output=True, timeout=600)  # fmt: skip
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert rows[-1] == {"done": True}
+    return rows[:-1]
+
+
+@pytest.mark.skipif(committed_models() is None, reason="the committed demo models are absent")
+def test_the_runner_decodes_greedily_and_counts_what_the_forward_gets_accepted(
+    tmp_path: Path,
+) -> None:
+    """At T = 0 speculative decoding must reproduce the target's own greedy text whatever the
+    drafter proposes: a good drafter and a broken one (rope over the declared quarter of each
+    head) give the same tokens and differ only in what was accepted, counted as vLLM counts
+    it."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    trained = _decode(TRAINED, ROOT, tmp_path)
+    planted = _decode("bench.demo.training_forward:dflash_declared_logits", ROOT, tmp_path)
+    tok = AutoTokenizer.from_pretrained(MODELS / "target")
+    model = AutoModelForCausalLM.from_pretrained(MODELS / "target", dtype=torch.float32).eval()
+    for t, p, probe in zip(trained, planted, _probes(), strict=True):
+        assert t["prompt_ids"] == p["prompt_ids"] == tok(probe["prompt"])["input_ids"]
+        with torch.no_grad():
+            out = model.generate(torch.tensor([t["prompt_ids"]]), max_new_tokens=32,
+                                 do_sample=False, eos_token_id=None, pad_token_id=0)  # fmt: skip
+        greedy = out[0, len(t["prompt_ids"]) :].tolist()
+        assert t["output_ids"] == p["output_ids"] == greedy, t["id"]
+        for row in (t, p):  # each count as vLLM keeps it: a prefix per step
+            steps = row["step_accepted"]
+            assert row["drafts"] == len(steps)
+            assert row["accepted_per_pos"] == [sum(s > k for s in steps) for k in range(4)]
+    pos0 = [sum(r["accepted_per_pos"][0] for r in x) / sum(r["drafts"] for r in x)
+            for x in (trained, planted)]  # fmt: skip
+    assert pos0[0] > 0.4 and pos0[1] < pos0[0] - 0.08, pos0  # 0.48 and 0.36 here
