@@ -6,6 +6,7 @@ every package reads and builds these, none of them computes anything."""
 
 from bench.records.boots_and_probes import (
     BOOT_SCHEMA,
+    PARITY_COLUMNS,
     PROBE_OPTIONAL,
     PROBE_SCHEMA,
     SCHEMA_VERSION,
@@ -69,6 +70,7 @@ __all__ = [
     "LOOKS",
     "METRIC",
     "MIN_USEFUL_BOOTS",
+    "PARITY_COLUMNS",
     "PLAN_LOOKS",
     "PRIMARY_DEFAULT",
     "PROBE_OPTIONAL",

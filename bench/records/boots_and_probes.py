@@ -255,6 +255,9 @@ PROBE_SCHEMA = pa.schema(
         ("output_token_ids", pa.list_(pa.int64())),
     ]
 )
+# What a served probe is compared with a reference arm's by (`analyze`'s parity): read with
+# the rest wherever a run has a reference arm (10^6 served rows of output ids are not read).
+PARITY_COLUMNS = ("prompt_ids_sha256", "output_token_ids")
 # Columns a writer may leave out of a probe frame (stored as null): beyond the contract's
 # minimum and not known to every acceptance source or server build.
 PROBE_OPTIONAL = (

@@ -193,6 +193,10 @@ class Manifest(_Read):
     def arm_names(self) -> list[str]:
         return [a.name for a in self.arms]
 
+    def reference_arms(self) -> list[str]:
+        """The arms whose boots drove the drafter's own forward offline (no server)."""
+        return [a.name for a in self.arms if a.definition.get("reference")]
+
     def definition(self, arm: str) -> dict[str, Any]:
         """The arm's definition ({} for an arm the manifest does not list)."""
         return next((dict(a.definition) for a in self.arms if a.name == arm), {})

@@ -26,7 +26,7 @@ from bench.report.tables import (
     speedup_table,
     verdict_table,
 )
-from bench.stats import Analysis, groups_clause
+from bench.stats import Analysis, OutputParity, groups_clause
 
 Section = tuple[str, str, pd.DataFrame | None]  # heading, paragraph, optional table
 
@@ -106,6 +106,28 @@ def _speed(analysis: Analysis) -> list[Section]:
     return out
 
 
+def parity_sentence(p: OutputParity) -> str:
+    """Where a served arm's output tokens part from its reference arm's, in words."""
+    head = f"{p.arm} against {p.reference}: output tokens identical on {p.identical} of "
+    head += f"{p.compared} probe rows"
+    if p.identical < p.compared:
+        at = ", ".join(str(i) for i in p.first_difference[:8])
+        more = ", …" if len(p.first_difference) > 8 else ""
+        head += (
+            f"; the other {p.compared - p.identical} part at token {at}{more} "
+            f"({', '.join(p.probes_parting[:4])}{', …' if len(p.probes_parting) > 4 else ''})"
+            ". At temperature 0 both decode the target greedily, so a token where they part is "
+            "a near-tie flipped by numerics or batching; no verdict rests on identical text"
+        )
+    if p.unchecked:
+        head += f"; {p.unchecked} rows unchecked (their server returned no token ids)"
+    return head + "."
+
+
+def _parity(analysis: Analysis) -> str:
+    return "\n".join(f"- {parity_sentence(p)}" for p in analysis.parity)
+
+
 def sections(
     results: Results, analysis: Analysis, identity: pd.DataFrame | None = None
 ) -> list[Section]:
@@ -169,6 +191,7 @@ def sections(
             if by
             else []
         ),
+        *([("Served against trained", _parity(analysis), None)] if analysis.parity else []),
         ("Provenance", where, prov["arms"]),
         ("Output identity", ident_text, identity),
         *([("Notes", "\n".join(f"- {n.rstrip('.')}." for n in notes), None)] if notes else []),

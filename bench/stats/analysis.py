@@ -30,6 +30,7 @@ from bench.stats.compare import (
     group_share,
     host_summary,
     order_notes,
+    output_parity,
     position_comparisons,
     prepare,
     primary,
@@ -113,6 +114,8 @@ def analyze(
         result = result.model_copy(update={"notes": [*result.notes, *said]})
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)
     update: dict[str, Any] = {"drift": within} if within else {}
+    if parity := output_parity(probes, arms, manifest.reference_arms()):
+        update["parity"] = parity
     notes = list(result.notes)
     if options.exclude_boots:
         update["excluded_boots"] = list(options.exclude_boots)

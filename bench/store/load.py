@@ -18,6 +18,7 @@ from bench import release_freed_memory
 from bench.errors import SpecabError
 from bench.records import (
     BOOT_SCHEMA,
+    PARITY_COLUMNS,
     PROBE_SCHEMA,
     BootRecord,
     Manifest,
@@ -186,10 +187,11 @@ def load_results(root: str | Path, probe_columns: Sequence[str] | None = None) -
             fix="pass results/<experiment> as written by `specab run-ab` or `specab boot`",
         )
     manifest = load_manifest(root)
+    parity = PARITY_COLUMNS if manifest.reference_arms() else ()  # served vs trained, by token
     wanted = (
         None
         if probe_columns is None
-        else list(dict.fromkeys([*PROBE_REQUIRED, *COUNTS, *probe_columns]))
+        else list(dict.fromkeys([*PROBE_REQUIRED, *COUNTS, *probe_columns, *parity]))
     )
     boots = read_dir(root / "boots")
     probes = read_dir(root / "probes", wanted, partial(prepared, arrow_lists=True))

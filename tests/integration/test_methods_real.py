@@ -12,7 +12,9 @@ the /metrics delta around each probe (a mismatch fails the boot), so four ok boo
 methods whose two counters agree. The server logs name the code path each arm ran. ngram
 drafts fewer than K tokens per step: its drafted-per-position counts (per_step_drafted)
 must say so, the analysis must report both acceptance definitions and note that the arms
-draft differently; the model drafters draft all K every step.
+draft differently; the model drafters draft all K every step. Two reference arms in the
+same run (no server: each drafter's own training forward, offline) show the served drafters
+decoding as they were trained, token for token.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ ARCH = {
     "eagle3": "Resolved architecture: LlamaForCausalLMEagle3",
 }
 K = 4
+REFERENCES = {"dflash": "dflash-reference", "eagle3": "eagle3-reference"}  # served: trained
 OVERLAY = "draft_config = { partial_rotary_factor = 1.0 }"
 OVERLAY_DFLASH = f'model = "../demo/models/dflash-trained" }}\n{OVERLAY}\n'
 
@@ -82,6 +85,7 @@ def _copy(spec: Path, models: Path, out: Path, *, drop: str = "") -> Path:
         assert len(kept) == len(blocks) - 1
         text = "[[arms]]\n".join([head, *kept])
     text = text.replace('"../demo/', f'"{ROOT / "arms" / "demo"}/')
+    text = text.replace('path = ["../.."]', f'path = ["{ROOT}"]')  # the reference forwards
     text = text.replace("boots_per_arm = 2", "boots_per_arm = 1")
     assert "../" not in text and "boots_per_arm = 1" in text
     out.write_text(text)
@@ -127,7 +131,7 @@ def test_every_method_boots_and_its_counters_agree(methods_run: tuple[Path, str,
     assert rc == 0, out
     res = load_results(root)
     ok = res.ok_boots()
-    want = sorted([*ARCH, "dflash-diff", "nospec"])
+    want = sorted([*ARCH, "dflash-diff", "nospec", *REFERENCES.values()])
     assert sorted(ok["arm"]) == want, res.boots[["arm", "status", "error"]]
     for arm, line in ARCH.items():
         boot_id = ok.loc[ok["arm"] == arm, "boot_id"].item()
@@ -147,6 +151,7 @@ def test_boots_ran_in_duets_that_measured_side_by_side(methods_run: tuple[Path, 
     overlapped almost whole."""
     res = load_results(methods_run[0])
     ok = res.ok_boots()
+    ok = ok[ok["reference_forward"].isna()]  # a reference boot starts no server: alone
     grouped = ok[ok["corun_group"].notna()]
     groups = grouped.groupby("corun_group")
     assert len(groups) == 2 and (groups.size() == 2).all(), ok[["arm", "corun_group"]]
@@ -196,6 +201,32 @@ def test_the_trained_drafters_accept_as_their_training_forward_predicts(
         drafts = int(rows["num_drafts"].sum())
         assert _per_pos(rows, "accepted_per_pos")[0] / drafts > pos0, arm
         assert 1 + int(rows["num_accepted_tokens"].sum()) / drafts > length, arm
+
+
+def test_the_served_drafters_decode_as_their_training_forwards_token_for_token(
+    methods_run: tuple[Path, str, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Served against trained (docs/reference-forward.md): each trained drafter's reference
+    arm drove its own training forward offline over the same probes. vLLM tokenized every
+    prompt as the reference did (else `analyze` refuses), its outputs are the reference's
+    token for token on most probes (the rest part at a near-tie: vLLM runs bf16, the
+    reference float32), and acceptance agrees within 0.03."""
+    root = methods_run[0]
+    pr = load_results(root).probes
+    for served, ref in REFERENCES.items():
+        s, r = (pr[pr["arm"] == a].set_index("probe_id").sort_index() for a in (served, ref))
+        assert list(s["prompt_ids_sha256"]) == list(r["prompt_ids_sha256"])
+        pairs = zip(s["output_token_ids"], r["output_token_ids"], strict=True)
+        assert sum(list(a) == list(b) for a, b in pairs) >= 0.75 * len(s), served
+        pos0 = [_per_pos(x, "accepted_per_pos")[0] / int(x["num_drafts"].sum()) for x in (s, r)]
+        assert abs(pos0[0] - pos0[1]) < 0.03, (served, pos0)
+    capsys.readouterr()
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    parity = {(p["arm"], p["reference"]): p for p in json.loads(capsys.readouterr().out)["parity"]}
+    for served, ref in REFERENCES.items():
+        p = parity[(served, ref)]
+        assert p["compared"] == len(pr[pr["arm"] == served]) and p["unchecked"] == 0
+        assert p["identical"] + len(p["first_difference"]) == p["compared"]
 
 
 def _per_pos(rows: Any, col: str) -> list[int]:

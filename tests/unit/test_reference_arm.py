@@ -107,10 +107,11 @@ def _probes(n: int = 4) -> list[dict[str, str]]:
 
 
 def _decode(forward: str, path: Path, tmp: Path) -> list[dict[str, Any]]:
+    probes = [{"set": "h", "id": p["id"], "prompt": p["prompt"], "max_tokens": 32}
+              for p in _probes()]  # fmt: skip
     job = {"target": str(MODELS / "target"), "drafter": str(MODELS / "dflash-trained"),
            "forward": forward, "path": [str(path)], "k": 4, "temperature": 0.0,
-           "ignore_eos": True, "probes": [{"set": "h", "id": p["id"], "prompt": p["prompt"],
-                                           "max_tokens": 32} for p in _probes()]}  # fmt: skip
+           "dtype": "float32", "ignore_eos": True, "probes": probes}  # fmt: skip
     (tmp / "job.json").write_text(json.dumps(job))
     out = tmp / f"{forward.split(':')[1]}.jsonl"
     subprocess.run([sys.executable, str(REFERENCE_RUNNER), str(tmp / "job.json"), str(out)],

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from stats_calib_helpers import Totals as CalibTotals
 from stats_calib_helpers import (
     at_least,
     at_most,
@@ -329,3 +330,52 @@ def test_the_per_request_length_holds_alpha_and_covers_its_truth(boots: int) -> 
     print(f"A/B B={boots} {metric}: coverage {covered:.4f} of {truth:+.4f}")
     assert covered >= at_least(1 - ALPHA, reps)
     assert truth > 0.05  # the shift moved it: a coverage test of a real difference
+
+
+def _values(rng: np.random.Generator, ps: PromptSet) -> dict[str, float]:
+    """One arm's true value of every metric on the prompt set (5,000 boots)."""
+    m = simulate(rng, [0.0], 5000, 1, prompt_set=ps)
+    return {k: float(n[0, 0].sum() / d[0, 0].sum()) for k, (n, d) in m.items()}
+
+
+def _against_a_fixed_reference(m: CalibTotals, value: dict[str, float]) -> CalibTotals:
+    """Arm 0 made a reference arm at temperature 0: every boot the same counts, its ratio
+    `value` (its boots repeat exactly: spread 0); arm 1 the served arm as simulated."""
+    out = {}
+    for k, (num, den) in m.items():
+        d0 = np.broadcast_to(den[:, 1:2].mean(axis=2, keepdims=True), den[:, 1:2].shape)
+        out[k] = (np.concatenate((d0 * value[k], num[:, 1:2]), 1),
+                  np.concatenate((d0, den[:, 1:2]), 1))  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("boots", [3, 5, 10])
+def test_a_served_arm_against_a_zero_spread_reference_keeps_alpha_and_finds_a_departure(
+    boots: int,
+) -> None:
+    """Served against trained: a reference arm's boots repeat exactly (spread 0), so Welch's
+    interval rests on the served arm's spread alone (df = B - 1). A served arm equal to the
+    reference is called different at most alpha (+ MCSE) of the time, and one 0.02 below it
+    in pos0 is found as often as the plan's two-arm formula promises at these boots, within
+    3 MCSE (full counts: 0.638 against 0.676 at B = 3, where B - 1 df cost what half the
+    spread gains; 0.992 against 0.969 at B = 5; 1.000 at 10)."""
+    from scipy import stats as st
+
+    rng = np.random.default_rng(600 + boots)
+    ps = draw_prompt_set(rng, 1, 100, SimParams())
+    served = _values(rng, ps)
+    reps = replicates(1000)
+    runs = simulate(rng, [0.0, 0.0], boots, reps, prompt_set=ps)
+    f = compare_one(_against_a_fixed_reference(runs, served), "acceptance_pos0", 0, 1, ALPHA)
+    fpr = float(((f.v_lo > 0) | (f.v_hi < 0))[:, 0].mean())
+    print(f"served = reference (spread 0), B={boots}: FPR {fpr:.4f} ({reps} replicates)")
+    assert fpr <= at_most(ALPHA, reps)
+    assert np.allclose(f.df[:, 0], boots - 1, atol=0.01)  # the served arm's spread alone
+    higher = {**served, "acceptance_pos0": served["acceptance_pos0"] + 0.02}
+    f = compare_one(_against_a_fixed_reference(runs, higher), "acceptance_pos0", 0, 1, ALPHA)
+    found = float((f.hi[:, 0] < 0).mean())
+    se = float(np.sqrt(np.mean(f.se[:, 0] ** 2)))  # one arm's SE; the plan counts two
+    nu = 2 * boots - 2
+    plan = float(st.nct.sf(st.t.ppf(1 - ALPHA / 2, nu), nu, 0.02 / (se * np.sqrt(2))))
+    print(f"served 0.02 below, B={boots}: found {found:.3f}, the plan's formula {plan:.3f}")
+    assert found >= plan - 3 * mcse(plan, reps)

@@ -131,7 +131,8 @@ def main(job_path, out_path):
     torch.set_num_threads(int(job.get("threads") or 1))
     torch.manual_seed(int(job.get("seed") or 0))
     propose = _forward(job["forward"], job.get("path") or [])
-    dtype = getattr(torch, job.get("dtype") or "float32")
+    dtype = job.get("dtype") or "auto"  # auto: the config's, as vLLM serves it
+    dtype = dtype if dtype == "auto" else getattr(torch, dtype)
     tok = AutoTokenizer.from_pretrained(job["target"])
     model = AutoModelForCausalLM.from_pretrained(job["target"], dtype=dtype)
     model.to(job.get("device") or "cpu").eval()

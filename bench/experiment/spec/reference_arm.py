@@ -39,8 +39,10 @@ class ReferenceForward(BaseModel):
     device: Literal["cpu", "cuda"] = Field(
         "cpu", description="Where the target and the forward run."
     )
-    dtype: Literal["float32", "bfloat16", "float16"] = Field(
-        "float32", description="The target's dtype in HF transformers."
+    dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto",
+        description="The target's dtype in HF transformers; auto: its config's, as vLLM serves "
+        "it (a float32 reference beside a bf16 server parts from it at every near-tie).",
     )
 
 

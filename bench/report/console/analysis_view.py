@@ -10,6 +10,7 @@ from rich.table import Table
 from bench.records import METRIC, REGISTRY, short_name
 from bench.report.console.bisect_view import render_bisection, render_screening
 from bench.report.console.verdict_view import print_verdicts
+from bench.report.sections import parity_sentence
 from bench.report.tables import (
     across_p,
     data_row,
@@ -105,6 +106,8 @@ def render_analysis(result: Analysis, out: Console) -> None:
             f"{d.last_pass}: {fmt(d.change)} {ci} over {d.boots} boot(s): {d.verdict}",
             markup=False,
         )
+    for p in result.parity:
+        out.print(f"parity: {parity_sentence(p)}", markup=False)
     if result.breakdown is not None:
         _render_breakdown(result, out)
     if result.hosts is not None:

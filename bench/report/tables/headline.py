@@ -47,6 +47,27 @@ def headline(c: Comparison, aa: bool) -> str:
     )
 
 
+def against_training(c: Comparison, analysis: Analysis) -> str:
+    """A served arm against a reference arm (its drafter's training forward) in the words
+    the question asks: does vLLM serve the drafter as it was trained?"""
+    m, est = METRIC[c.metric], {a.arm: a.metrics.get(c.metric) for a in analysis.arms}
+    lo, hi = c.verdict_ci if c.verdict_ci is not None else (c.ci_low, c.ci_high)
+    served, trained = (getattr(est.get(a), "estimate", None) for a in (c.arm, c.baseline))
+    value = f"{m.short} {_value(c.metric, served)}"
+    where = f"where its training forward ({c.baseline}) gives {_value(c.metric, trained)}"
+    delta = f"{_fmt(c.metric, c.difference)} [{_fmt(c.metric, lo)}, {_fmt(c.metric, hi)}]"
+    margin = f"{c.margin:.1%}" if m.relative else f"{c.margin:g}"
+    if c.verdict in ("improved", "regressed"):
+        return f"**{c.arm}** serves {value} {where}: serving departs from training, {delta}."
+    if c.verdict == "equivalent":
+        return f"**{c.arm}** serves {value} {where}: equivalent to training within ±{margin}."
+    return f"**{c.arm}** serves {value} {where}: {delta}, {_WORDS[c.verdict].format(m=margin)}."
+
+
+def _value(metric: str, x: float | None) -> str:
+    return "—" if x is None else f"{x:.{METRIC[metric].digits}f}"
+
+
 def headlines(results: Results, analysis: Analysis) -> list[str]:
     """One sentence per primary comparison, in the analysis' order, then one per arm whose
     boots are not one population or drafted on few requests. A history leads with the
@@ -62,8 +83,11 @@ def headlines(results: Results, analysis: Analysis) -> list[str]:
         if history
         else []
     )
+    trained = analysis.baseline in results.manifest.reference_arms()
     said += [
-        headline(c, base is not None and sha.get(c.arm) == base)
+        against_training(c, analysis)
+        if trained
+        else headline(c, base is not None and sha.get(c.arm) == base)
         for c in ab_comparisons(analysis)
         if c.family == "primary"
     ]

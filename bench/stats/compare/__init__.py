@@ -24,6 +24,7 @@ from bench.stats.compare.hosts import (
     host_summary,
     pseudo_pair,
 )
+from bench.stats.compare.parity import output_parity
 from bench.stats.compare.position_differences import position_comparisons
 from bench.stats.compare.primary import decide, prepare, primary
 from bench.stats.compare.speedups import order_notes, speed_notes, speedups
@@ -33,7 +34,8 @@ __all__ = [
     "MIN_DF", "adjusted_difference", "arm_metrics", "balanced", "blocked_contrasts",
     "breakdown", "check_by", "comparison_keys", "comparisons", "decide", "duet_pairs", "edges",
     "group_share",
-    "host_effect_p", "host_summary", "level_name", "order_notes", "pairwise_contrasts",
+    "host_effect_p", "host_summary", "level_name", "order_notes",
+    "output_parity", "pairwise_contrasts",
     "position_comparisons", "prepare", "primary", "pseudo_pair",
     "slot_note", "speed_notes", "speedups", "windowed",
 ]  # fmt: skip

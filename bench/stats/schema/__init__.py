@@ -42,7 +42,12 @@ from bench.stats.schema.comparison import (
     Speedup,
     Verdict,
 )
-from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
+from bench.stats.schema.conditions import (
+    DriftEstimate,
+    HostSummary,
+    OutputParity,
+    SharedMachine,
+)
 from bench.stats.schema.gate_check import GateCheck, GateResult, GateVerdict
 from bench.stats.schema.plan_result import Plan, ScreenPlan
 from bench.stats.schema.selection_result import Selection, SelectionConfig, SelectionGroup
@@ -88,6 +93,7 @@ __all__ = [
     "HostSummary",
     "LowDraftingBoot",
     "MetricEstimate",
+    "OutputParity",
     "PeerLengths",
     "Plan",
     "PooledComponents",

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from bench.stats.schema.arm_result import ArmResult
 from bench.stats.schema.comparison import Breakdown, Comparison, PositionComparison, Speedup
-from bench.stats.schema.conditions import DriftEstimate, HostSummary, SharedMachine
+from bench.stats.schema.conditions import DriftEstimate, HostSummary, OutputParity, SharedMachine
 from bench.stats.schema.selection_result import Selection
 from bench.stats.schema.sequential_decision import Decision
 from bench.stats.schema.strict_json import Frozen, Int
@@ -85,6 +85,10 @@ class Analysis(Frozen):
     )
     screening: Screening | None = Field(
         None, description="Each candidate against the baseline, one-sided, for [screen]."
+    )
+    parity: list[OutputParity] = Field(
+        default_factory=list,
+        description="Each served arm's output tokens against each reference arm's (T = 0).",
     )
 
     def to_json(self) -> dict[str, Any]:

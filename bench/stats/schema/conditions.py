@@ -1,6 +1,7 @@
 """How the run's conditions moved, in `analyze --json`: drift within boots from the first to the
 last pass (`drift`, for `[probes] passes = N`) and hosts that differ between arms (`hosts`:
-the arms x hosts table, the host effect and which comparisons were made within hosts)."""
+the arms x hosts table, the host effect and which comparisons were made within hosts), and
+where a served arm's output tokens part from its reference arm's (`parity`)."""
 
 from __future__ import annotations
 
@@ -70,4 +71,29 @@ class SharedMachine(Frozen):
         None,
         description="Residual df of the arm + group fit (a paired interval's own df can be "
         "fewer: the slot as a covariate, a sequential look's boots).",
+    )
+
+
+class OutputParity(Frozen):
+    """A served arm's output tokens against a reference arm's (the drafter's own forward,
+    docs/reference-forward.md), probe by probe and boot by boot, at temperature 0: where
+    parity holds they are the target's greedy tokens on both sides, and numerics or batching
+    can flip a near-tie. No verdict rests on identical text: this says how often they part,
+    and where."""
+
+    arm: str = Field(description="The served arm.")
+    reference: str = Field(description="The reference arm.")
+    compared: Int = Field(description="Probe rows of the served arm compared (boots x probes).")
+    identical: Int = Field(description="Rows whose output tokens equal the reference's.")
+    first_difference: list[int] = Field(
+        description="For every other row, the token index where its output first parts from "
+        "the reference's (0-based), ascending."
+    )
+    probes_parting: list[str] = Field(
+        description="The probes (set/id) where any boot's output parts from the reference's."
+    )
+    unchecked: Int = Field(
+        0,
+        description="Rows without token ids (a server that returns none): neither their "
+        "prompt nor their output could be compared with the reference's.",
     )
