@@ -150,3 +150,39 @@ def test_the_runner_decodes_greedily_and_counts_what_the_forward_gets_accepted(
     pos0 = [sum(r["accepted_per_pos"][0] for r in x) / sum(r["drafts"] for r in x)
             for x in (trained, planted)]  # fmt: skip
     assert pos0[0] > 0.4 and pos0[1] < pos0[0] - 0.08, pos0  # 0.48 and 0.36 here
+
+
+def _rows(arm: str, boot: int, probes: dict[str, tuple[str | None, list[int] | None]]) -> Any:
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {"arm": arm, "boot": boot, "probe_set": "s", "probe_id": pid,
+             "prompt_ids_sha256": prompt, "output_token_ids": out}
+            for pid, (prompt, out) in probes.items()
+        ]
+    )  # fmt: skip
+
+
+def test_parity_names_where_served_tokens_part_and_refuses_other_inputs() -> None:
+    """A served row equal to the reference's, one parting at token 3, one a prefix of it
+    (parts at its end), one without token ids (unchecked); a prompt tokenized otherwise is
+    refused in one line naming the probe."""
+    import pandas as pd
+
+    from bench.errors import SpecabError
+    from bench.stats.compare import output_parity
+
+    ref = {"a": ("h1", [1, 2, 3, 4]), "b": ("h2", [5, 6, 7, 8]), "c": ("h3", [9, 9]),
+           "d": ("h4", [1])}  # fmt: skip
+    served = {"a": ("h1", [1, 2, 3, 4]), "b": ("h2", [5, 6, 7, 0]), "c": ("h3", [9]),
+              "d": (None, None)}  # fmt: skip
+    frame = pd.concat([_rows("reference", 0, ref), _rows("reference", 1, ref),
+                       _rows("served", 0, served)])  # fmt: skip
+    (p,) = output_parity(frame, ["reference", "served"], ["reference"])
+    assert (p.compared, p.identical, p.unchecked) == (3, 1, 1)
+    assert p.first_difference == [1, 3] and p.probes_parting == ["s/b", "s/c"]
+    other = pd.concat([_rows("reference", 0, ref), _rows("served", 0, {"a": ("hX", [1])})])
+    with pytest.raises(SpecabError, match=r"probe s/a reached arm 'served'.s server as other"):
+        output_parity(other, ["reference", "served"], ["reference"])
+    assert output_parity(frame, ["served"], []) == []  # no reference arm: nothing to say
