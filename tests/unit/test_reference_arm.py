@@ -60,6 +60,10 @@ TRAINED_REF = f'{{ forward = "{TRAINED}", path = ["{ROOT}"] }}'
         ({"arm": 'patches = ["p.py"]'}, "arms(reference).patches"),
         ({"arm": "draft_config = { partial_rotary_factor = 1.0 }"}, "arms(reference).draft_config"),
         ({"arm": "speculative_config = false"}, "arms(reference).speculative_config"),
+        (
+            {"arm": "speculative_config = { num_speculative_tokens = 2 }"},
+            "arms(reference).speculative_config.num_speculative_tokens",
+        ),
     ],
 )
 def test_a_reference_arm_that_would_set_up_a_server_is_refused_in_one_line(

@@ -70,10 +70,16 @@ def _refusal(arm: ArmSpec, spec: Experiment) -> tuple[str, str] | None:
             "a reference forward drives a drafter checkpoint: set speculative_config.model "
             "(in [server] or the arm) to the drafter the served arms load"
         )
-    if not str(merged.get("num_speculative_tokens", "")).isdigit():
+    k = merged.get("num_speculative_tokens")
+    if not str(k).isdigit():
         return "speculative_config.num_speculative_tokens", (
             "the reference drafts K tokens a step as the served arms do: set "
             "num_speculative_tokens in [server].speculative_config"
+        )
+    if others := _other_k(spec, merged["model"], int(str(k))):
+        return "speculative_config.num_speculative_tokens", (
+            f"the reference drafts K = {k}, served arm(s) {', '.join(others)} of the same "
+            "drafter another K: their acceptance would not compare; give them one K"
         )
     if spec.probes.temperature != 0:
         return "probes.temperature", (
@@ -83,6 +89,19 @@ def _refusal(arm: ArmSpec, spec: Experiment) -> tuple[str, str] | None:
     if spec.resources.nodes > 1:
         return "resources.nodes", "a reference arm runs on one node; set [resources] nodes = 1"
     return None
+
+
+def _other_k(spec: Experiment, drafter: str, k: int) -> list[str]:
+    """Served arms of the same drafter that draft another K."""
+    out = []
+    for arm in spec.arms:
+        own = arm.speculative_config
+        if arm.reference is not None or own is False:
+            continue
+        cfg = {**spec.server.speculative_config, **own}
+        if cfg.get("model") == drafter and str(cfg.get("num_speculative_tokens")) != str(k):
+            out.append(arm.name)
+    return out
 
 
 def check_reference_arms(spec: Experiment) -> None:
