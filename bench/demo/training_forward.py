@@ -28,9 +28,18 @@ def _config(drafter: str) -> tuple[Qwen3Config, dict[str, Any]]:
 
 
 def _loaded(module: torch.nn.Module, drafter: str) -> torch.nn.Module:
-    """The checkpoint in `module` (every tensor by name: a missing or extra one raises,
-    naming it), in float32, for inference."""
-    state = load_file(str(Path(drafter) / "model.safetensors"))
+    """The checkpoint in `module` (every tensor by name and shape: the first missing, extra
+    or misshapen one raises, naming it), in float32, for inference."""
+    path = Path(drafter) / "model.safetensors"
+    state, want = load_file(str(path)), module.state_dict()
+    for name, tensor in want.items():
+        if name not in state:
+            raise ValueError(f"{path}: no tensor {name}, which the training module has")
+        if tuple(state[name].shape) != tuple(tensor.shape):
+            raise ValueError(f"{path}: tensor {name} has shape {tuple(state[name].shape)}, "
+                             f"the training module {tuple(tensor.shape)}")  # fmt: skip
+    if extra := sorted(set(state) - set(want)):
+        raise ValueError(f"{path}: tensor {extra[0]} has no place in the training module")
     module.load_state_dict({k: v.float() for k, v in state.items()}, strict=True)
     return module.float().eval()
 
@@ -95,3 +104,10 @@ def eagle3_logits(step: dict[str, Any]) -> torch.Tensor:
         rows.append(head.logits(prenorm[0, 0, -1]))
         ids.append(int(rows[-1].argmax()))
     return torch.stack(rows)
+
+
+# The protocol's optional check (docs/reference-forward.md): `validate` calls FUNCTION.check
+# with the drafter's directory, so a checkpoint the module cannot load is named before a run.
+dflash_logits.check = _dflash  # type: ignore[attr-defined]
+dflash_declared_logits.check = _dflash  # type: ignore[attr-defined]
+eagle3_logits.check = _eagle3  # type: ignore[attr-defined]

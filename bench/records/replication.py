@@ -22,11 +22,20 @@ def too_few_boots(*boots: int, prior: bool = False) -> bool:
     return not prior and any(0 < b < MIN_USEFUL_BOOTS for b in boots)
 
 
-def replication_advice(boots: int) -> str | None:
+def replication_advice(boots: int, *, may_repeat: bool = False) -> str | None:
     """What `boots` per arm can and cannot tell, in the words `validate` and `analyze` share
-    (None at MIN_USEFUL_BOOTS or more)."""
+    (None at MIN_USEFUL_BOOTS or more). `may_repeat`: greedy decoding one request at a time,
+    where boots on one CPU repeat exactly and are compared without a spread."""
     if boots >= MIN_USEFUL_BOOTS:
         return None
+    if may_repeat and boots == MIN_BOOTS:
+        return (
+            f"{boots} boots per arm at temperature 0, one request at a time: boots that repeat "
+            "exactly (one CPU) are compared as 'deterministic', the exact difference against "
+            "the margin, and the second boot shows that they repeat; where they do not (a "
+            f"GPU's kernels), intervals rest on 1 degree of freedom: run {MIN_USEFUL_BOOTS} or "
+            "more boots per arm there"
+        )
     if boots < MIN_BOOTS:
         return (
             f"{boots} boot per arm: no between-boot variance, so every verdict will be "

@@ -30,7 +30,7 @@ from bench.stats.compare import (
     group_share,
     host_summary,
     order_notes,
-    output_parity,
+    parity_at,
     position_comparisons,
     prepare,
     primary,
@@ -114,9 +114,11 @@ def analyze(
         result = result.model_copy(update={"notes": [*result.notes, *said]})
     within = drift(probes, boots, arms, dict(s.margins), s.alpha)
     update: dict[str, Any] = {"drift": within} if within else {}
-    if parity := output_parity(probes, arms, manifest.reference_arms()):
-        update["parity"] = parity
     notes = list(result.notes)
+    temperature = manifest.spec.probes.temperature if manifest.spec is not None else None
+    parity, said = parity_at(probes, arms, manifest.reference_arms(), temperature)
+    update |= {"parity": parity} if parity else {}
+    notes += said
     if options.exclude_boots:
         update["excluded_boots"] = list(options.exclude_boots)
         notes.insert(0, f"boots left out by --exclude-boot: {', '.join(options.exclude_boots)}; "
@@ -227,9 +229,10 @@ def analyze_data(
     arm_entries = [arm_result(data[a], s.alpha, prior, failed.get(a, 0)) for a in arms]
     notes += speed_notes(data, s)
     notes += draft_length_notes(data, arms, s.baseline)
-    notes += arm_notes(arm_entries, prior)
-    notes += [modes_note(e.arm, m[0], e.boots) for e in arm_entries if (m := two_modes(e))]
     comps, said = comparisons(prim, s, power, n_resamples, np.random.default_rng(seed))
+    repeated = bool(comps) and all(c.deterministic for c in comps if c.metric != SPEED_METRIC)
+    notes += arm_notes(arm_entries, prior, repeated=repeated)
+    notes += [modes_note(e.arm, m[0], e.boots) for e in arm_entries if (m := two_modes(e))]
     notes += said
     comps = [_say_prior(c, prior) for c in comps]
     faster_or_slower = [c.arm for c in comps if c.metric == SPEED_METRIC and c.verdict in CLAIMED]
@@ -269,9 +272,10 @@ def analyze_data(
     )
 
 
-def arm_notes(arm_entries: list[ArmResult], prior: Prior) -> list[str]:
+def arm_notes(arm_entries: list[ArmResult], prior: Prior, *, repeated: bool = False) -> list[str]:
     """What the arms' boots say about every interval: unreplicated or empty arms, unequal work
-    per boot, too few boots, one speculative token."""
+    per boot, too few boots (`repeated`: every acceptance comparison's boots repeated
+    exactly), one speculative token."""
     notes = []
     for e in arm_entries:
         if e.boots == 1:
@@ -286,7 +290,7 @@ def arm_notes(arm_entries: list[ArmResult], prior: Prior) -> list[str]:
                 "the same probes and max_tokens to recover the power"
             )
     fewest = min((e.boots for e in arm_entries if e.boots), default=0)
-    if fewest and not prior.sd and (advice := replication_advice(fewest)):
+    if fewest and not prior.sd and (advice := replication_advice(fewest, may_repeat=repeated)):
         notes.append(advice)
     if {e.positions for e in arm_entries if e.boots and e.speculative} == {1}:
         notes.append(

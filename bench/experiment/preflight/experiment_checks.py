@@ -117,7 +117,8 @@ def preflight(
     for arm in resolved:  # a reference arm starts no server: its models and its forward
         if arm.reference is not None:
             warnings += check_models(spec, spec_file, arm, env, cluster=cluster)
-            check_reference_interpreter(arm.reference, spec_file, arm.python, arm.name)
+            drafter = arm.draft_model or ""  # check_reference_arms made sure there is one
+            check_reference_interpreter(arm.reference, spec_file, arm.python, arm.name, drafter)
     resolved_all, resolved = resolved, tuple(a for a in resolved if a.reference is None)
     for arm in resolved:
         _patches_compile(spec, spec_file, arm.name, compiled)
@@ -145,7 +146,10 @@ def awaits_build(arm: ResolvedArm) -> bool:
 def _small_campaign(spec: Experiment) -> tuple[str, ...]:
     """What fewer than 3 boots an arm cannot tell, in the words `analyze` uses too."""
     b = spec.experiment.boots_per_arm
-    advice = replication_advice(b)
+    one_at_a_time = spec.probes.concurrency == 1 and all(
+        arm.concurrency in (None, 1) for arm in spec.arms
+    )
+    advice = replication_advice(b, may_repeat=spec.probes.temperature == 0 and one_at_a_time)
     return () if advice is None else (f"experiment.boots_per_arm: {advice}",)
 
 

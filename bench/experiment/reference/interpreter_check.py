@@ -1,6 +1,7 @@
 """Before anything is written: the reference's interpreter can import torch, transformers
-and the forward (MODULE:FUNCTION on the arm's `path`). A failure is one line naming what is
-missing and the command that installs it."""
+and the forward (MODULE:FUNCTION on the arm's `path`), and the forward's own check, where it
+has one (`FUNCTION.check(drafter)`), loads the drafter's checkpoint. A failure is one line
+naming what is missing and the command that installs it, or the tensor the check named."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from bench.experiment.spec import ReferenceForward
 # Run by the reference's interpreter: one JSON line, {"missing": package} or {"error": ...}.
 _PROBE = """
 import importlib, json, sys
-paths, spec = json.loads(sys.argv[1]), sys.argv[2]
+paths, spec, drafter = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 sys.path[:0] = paths
 for need in ("torch", "transformers", "safetensors"):
     try:
@@ -29,18 +30,29 @@ except ImportError as exc:
     print(json.dumps({"missing": exc.name or module, "module": module})); sys.exit(0)
 except Exception as exc:
     print(json.dumps({"error": f"importing {module}: {type(exc).__name__}: {exc}"})); sys.exit(0)
-print(json.dumps({"error": f"{module} has no function {name!r}"} if not callable(fn) else {}))
+if not callable(fn):
+    print(json.dumps({"error": f"{module} has no function {name!r}"})); sys.exit(0)
+check = getattr(fn, "check", None)
+try:
+    if callable(check):
+        check(drafter)
+except Exception as exc:
+    print(json.dumps({"load": " ".join(f"{type(exc).__name__}: {exc}".split())[:400]}))
+    sys.exit(0)
+print(json.dumps({}))
 """
 
 
 def check_reference_interpreter(
-    ref: ReferenceForward, spec_file: str | Path, python: str, arm: str
+    ref: ReferenceForward, spec_file: str | Path, python: str, arm: str, drafter: str
 ) -> None:
-    """SpecabError (exit 2, nothing written) unless `python` can run the forward."""
+    """SpecabError (exit 2, nothing written) unless `python` can run the forward and its
+    check loads `drafter`."""
     field = f"arms({arm}).reference"
+    paths = json.dumps(forward_paths(ref, spec_file))
     try:
         out = subprocess.run(
-            [python, "-c", _PROBE, json.dumps(forward_paths(ref, spec_file)), ref.forward],
+            [python, "-c", _PROBE, paths, ref.forward, drafter],
             capture_output=True, text=True, timeout=300,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -70,4 +82,11 @@ def check_reference_interpreter(
             f"the reference forward {ref.forward!r}: {said['error']}", file=spec_file,
             field=f"{field}.forward",
             fix="name a MODULE:FUNCTION the interpreter can import (docs/reference-forward.md)",
+        )  # fmt: skip
+    if "load" in said:
+        raise SpecabError(
+            f"the reference forward {ref.forward!r} cannot load the drafter {drafter}: "
+            f"{said['load']}", file=spec_file, field=f"{field}.forward",
+            fix="point speculative_config.model at the checkpoint the training code wrote, "
+            "or the forward at the module that checkpoint was trained as",
         )  # fmt: skip

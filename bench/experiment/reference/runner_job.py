@@ -32,8 +32,13 @@ def runner_job(
         "path": forward_paths(ref, spec_file),
         "k": k,
         "temperature": p.temperature,
+        "top_p": p.top_p,
+        # Per-request seeds, as the served requests carry them; the boot's own seed is set
+        # by the boot. At temperature 0 one pass is decoded and repeated.
+        "request_seed": p.seed,
+        "seed": 0,
+        "passes": p.passes if p.temperature > 0 else 1,
         "ignore_eos": p.ignore_eos,
-        "seed": p.seed or 0,
         "device": ref.device,
         "dtype": ref.dtype,
         "threads": threads,

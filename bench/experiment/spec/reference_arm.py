@@ -81,27 +81,64 @@ def _refusal(arm: ArmSpec, spec: Experiment) -> tuple[str, str] | None:
             f"the reference drafts K = {k}, served arm(s) {', '.join(others)} of the same "
             "drafter another K: their acceptance would not compare; give them one K"
         )
-    if spec.probes.temperature != 0:
-        return "probes.temperature", (
-            "a reference forward is driven greedily here (temperature 0, where "
-            "served and reference tokens must agree); set [probes] temperature = 0"
-        )
+    if rule := _other_rule(spec, merged):
+        return rule
     if spec.resources.nodes > 1:
         return "resources.nodes", "a reference arm runs on one node; set [resources] nodes = 1"
     return None
 
 
-def _other_k(spec: Experiment, drafter: str, k: int) -> list[str]:
-    """Served arms of the same drafter that draft another K."""
+def _served_of(spec: Experiment, drafter: str) -> list[tuple[str, dict[str, Any]]]:
+    """(name, merged speculative config) of each served arm of this drafter."""
     out = []
     for arm in spec.arms:
         own = arm.speculative_config
         if arm.reference is not None or own is False:
             continue
         cfg = {**spec.server.speculative_config, **own}
-        if cfg.get("model") == drafter and str(cfg.get("num_speculative_tokens")) != str(k):
-            out.append(arm.name)
+        if cfg.get("model") == drafter:
+            out.append((arm.name, cfg))
     return out
+
+
+def _other_k(spec: Experiment, drafter: str, k: int) -> list[str]:
+    """Served arms of the same drafter that draft another K."""
+    return [n for n, cfg in _served_of(spec, drafter)
+            if str(cfg.get("num_speculative_tokens")) != str(k)]  # fmt: skip
+
+
+# Drafters that draft a step's K slots in one forward, each slot's distribution its own: a
+# draw per slot is then exactly how vLLM samples their drafts. An autoregressive head's later
+# slots depend on the drawn earlier ones, which one call of the forward per step cannot give.
+_PARALLEL_DRAFTERS = ("dflash", "dspark")
+
+
+def _other_rule(spec: Experiment, merged: dict[str, Any]) -> tuple[str, str] | None:
+    """A served arm of this drafter that accepts by a rule the reference does not drive: the
+    reference verifies with vLLM's standard rejection sampler (at temperature 0, greedy;
+    above it, min(1, p/q)) and drafts as the served arms do: each slot's argmax, or above
+    temperature 0 with draft_sample_method "probabilistic" (parallel drafters) a draw."""
+    hot = spec.probes.temperature > 0
+    drafts = merged.get("draft_sample_method", "greedy")
+    if hot and drafts != "greedy" and merged.get("method") not in _PARALLEL_DRAFTERS:
+        return "speculative_config.draft_sample_method", (
+            f"a {merged.get('method')} head drafts slot by slot, so its sampled drafts need "
+            "each earlier draw, which the reference protocol does not hand its forward; "
+            'measure with draft_sample_method = "greedy" (vLLM\'s default)'
+        )
+    for name, cfg in _served_of(spec, merged["model"]):
+        rejection = cfg.get("rejection_sample_method", "standard")
+        if rejection == "synthetic" or (hot and rejection != "standard"):
+            return f"arms({name}).speculative_config.rejection_sample_method", (
+                f"served arm {name} accepts by the {rejection!r} rule, the reference by vLLM's "
+                "standard rejection sampler: their acceptance would not compare; remove it"
+            )
+        if hot and cfg.get("draft_sample_method", "greedy") != drafts:
+            return f"arms({name}).speculative_config.draft_sample_method", (
+                f"served arm {name} drafts by another rule than the reference "
+                f"({drafts!r}): their acceptance would not compare; give both one rule"
+            )
+    return None
 
 
 def check_reference_arms(spec: Experiment) -> None:
@@ -112,5 +149,6 @@ def check_reference_arms(spec: Experiment) -> None:
             continue
         refused = _refusal(arm, spec)
         if refused is not None:
-            field, why = refused
-            raise ValueError(f"arms({arm.name}).{field}: {why}")
+            field, why = refused  # a served arm's own field comes named already
+            where = field if field.startswith("arms(") else f"arms({arm.name}).{field}"
+            raise ValueError(f"{where}: {why}")

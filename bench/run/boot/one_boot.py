@@ -41,7 +41,7 @@ from bench.run.boot.counters import SpecCounts, scrape_k, vllm_version
 from bench.run.boot.failure_reason import one_line, with_root_cause
 from bench.run.boot.node_prep import image_at_head, prepare_node
 from bench.run.boot.probe_loop import Measured, ProbePass, check_boot_total, measure
-from bench.run.boot.reference_boot import reference_measurement
+from bench.run.boot.reference_boot import ReferenceBoot, reference_measurement
 from bench.run.boot.requests import Sampling
 from bench.run.boot.start_gate import GateTicket, wait_at_gate
 from bench.run.node import CPU_BIND, NodeEnvironment
@@ -202,9 +202,8 @@ def _reference_outcome(
                   reference_forward=arm.reference.forward if arm.reference else None)  # fmt: skip
     t.definition_sha256, t.probe_sets_sha256 = arm.definition_sha256(), probe_sets_sha256(sets)
     t.ready_at = t.started_at
-    measured, error = reference_measurement(
-        req.spec, req.spec_file, req.attempt, arm, sets, node, watch
-    )
+    boot = ReferenceBoot(req.spec, req.spec_file, req.attempt, arm, sets, req.engine_seed)
+    measured, error = reference_measurement(boot, node, watch)
     if measured is not None:
         t.phase, t.no_drafts = "counts", check_boot_total(measured, t.k)
     record = _record(req, node, t, measured, error)

@@ -1,8 +1,8 @@
 """A reference arm's boot: no server. The arm's interpreter runs the reference runner
 (`runtime/specab_reference.py`) over the experiment's probes, in its own process group that
 dies with the boot; each line it writes becomes the probe row a served boot writes for that
-probe (source `reference`), once per pass (greedy decoding repeats exactly), and the boot's
-totals are their sum."""
+probe (source `reference`): at temperature 0 once per pass (greedy decoding repeats exactly),
+above it each pass drawn anew; the boot's totals are their sum."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,26 +38,35 @@ from bench.run.process import Watch, kill_groups, log_tail, root_cause
 _PER_PROBE_S, _LOAD_S = 120.0, 600.0
 
 
-def run_reference(
-    spec: Experiment,
-    spec_file: str,
-    attempt: Attempt,
-    arm: ResolvedArm,
-    sets: list[ProbeSet],
-    node: NodeEnvironment,
-    watch: Watch | None,
-) -> Measured:
+@dataclass(frozen=True)
+class ReferenceBoot:
+    """One reference boot: the arm, the experiment's probes and the boot's engine seed (the
+    seed its random streams start from at temperature > 0; None: 0, as every served boot of
+    such an experiment runs with the server's one default seed)."""
+
+    spec: Experiment
+    spec_file: str
+    attempt: Attempt
+    arm: ResolvedArm
+    sets: list[ProbeSet]
+    seed: int | None
+
+
+def run_reference(boot: ReferenceBoot, node: NodeEnvironment, watch: Watch | None) -> Measured:
     """Run the reference runner for one boot; BootFailed (with the runner's own exception
     from its log) when it fails or stops early."""
+    spec, arm, sets = boot.spec, boot.arm, boot.sets
     assert arm.reference is not None and arm.draft_model is not None
-    work = node.workdir / "cwd" / attempt.boot_id
+    work = node.workdir / "cwd" / boot.attempt.boot_id
     work.mkdir(parents=True, exist_ok=True)
     threads = int(node.server_env.get("OMP_NUM_THREADS") or 1)
     models = (arm.model, arm.draft_model, arm.num_speculative_tokens)
-    job = runner_job(spec, spec_file, arm.reference, models, sets, threads=threads)
+    job = runner_job(spec, boot.spec_file, arm.reference, models, sets, threads=threads)
+    job["seed"] = boot.seed or 0
+    job["draft_sample"] = arm.speculative_config.get("draft_sample_method", "greedy")
     (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
     out = work / "probes.jsonl"
-    deadline = _LOAD_S + _PER_PROBE_S * len(job["probes"])
+    deadline = _LOAD_S + _PER_PROBE_S * len(job["probes"]) * job["passes"]
     t0 = time.perf_counter()
     rc = _run(arm.python, work, out, node, watch, deadline)
     seconds = time.perf_counter() - t0
@@ -66,12 +76,14 @@ def run_reference(
         raise BootFailed(f"reference forward {arm.reference.forward} failed: {cause}")
     probes = {(s.name, p.id): p for s in sets for p in s.probes}
     k = arm.num_speculative_tokens
+    # Greedy decoding repeats exactly: the runner decodes once and each pass repeats it.
+    repeats = range(spec.probes.passes) if job["passes"] == 1 else range(1)
     records: list[ProbeRecord] = []
     counts: list[SpecCounts] = []
-    for pass_index in range(spec.probes.passes):
+    for repeat in repeats:
         for row in lines[:-1]:
-            seq = len(records)
-            rec = _record(spec, attempt, probes[(row["set"], row["id"])], row, k, seq)
+            rec = _record(spec, boot.attempt, probes[(row["set"], row["id"])], row, k, len(records))
+            pass_index = repeat if job["passes"] == 1 else int(row["pass"])
             records.append(
                 rec.model_copy(
                     update={"pass_index": pass_index if spec.probes.passes > 1 else None}
@@ -84,23 +96,17 @@ def run_reference(
 
 
 def reference_measurement(
-    spec: Experiment,
-    spec_file: str,
-    attempt: Attempt,
-    arm: ResolvedArm,
-    sets: list[ProbeSet],
-    node: NodeEnvironment,
-    watch: Watch | None,
+    boot: ReferenceBoot, node: NodeEnvironment, watch: Watch | None
 ) -> tuple[Measured | None, str | None]:
     """`run_reference`'s measurement, or the one line saying why there is none."""
     try:
-        return run_reference(spec, spec_file, attempt, arm, sets, node, watch), None
+        return run_reference(boot, node, watch), None
     except BootFailed as exc:
         return None, one_line(exc.reason)
     except OSError as exc:
         return None, one_line(f"{type(exc).__name__}: {exc}")
     finally:
-        shutil.rmtree(node.workdir / "cwd" / attempt.boot_id, ignore_errors=True)
+        shutil.rmtree(node.workdir / "cwd" / boot.attempt.boot_id, ignore_errors=True)
 
 
 def _run(

@@ -24,7 +24,7 @@ from bench.stats.compare.hosts import (
     host_summary,
     pseudo_pair,
 )
-from bench.stats.compare.parity import output_parity
+from bench.stats.compare.parity import output_parity, parity_at
 from bench.stats.compare.position_differences import position_comparisons
 from bench.stats.compare.primary import decide, prepare, primary
 from bench.stats.compare.speedups import order_notes, speed_notes, speedups
@@ -35,7 +35,7 @@ __all__ = [
     "breakdown", "check_by", "comparison_keys", "comparisons", "decide", "duet_pairs", "edges",
     "group_share",
     "host_effect_p", "host_summary", "level_name", "order_notes",
-    "output_parity", "pairwise_contrasts",
+    "output_parity", "pairwise_contrasts", "parity_at",
     "position_comparisons", "prepare", "primary", "pseudo_pair",
     "slot_note", "speed_notes", "speedups", "windowed",
 ]  # fmt: skip

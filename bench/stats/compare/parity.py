@@ -87,3 +87,17 @@ def _same_inputs(key: str, arm: str, ref: str, served: str, reference: str) -> N
             fix="give the served arms and the reference the same chat template, system prompt "
             "and tokenizer (a completions probe with `prompt` is tokenized alike by both)",
         )
+
+
+def parity_at(
+    probes: pd.DataFrame, arms: Sequence[str], references: Sequence[str], temperature: float | None
+) -> tuple[list[OutputParity], list[str]]:
+    """`output_parity` at temperature 0; above it tokens are samples: none, and a note."""
+    if not temperature:
+        return output_parity(probes, arms, references), []
+    if not references:
+        return [], []
+    return [], [
+        f"at temperature {temperature:g} served and reference tokens are samples, so no token-"
+        "for-token parity is stated; each reference boot is a seed, compared by acceptance"
+    ]
