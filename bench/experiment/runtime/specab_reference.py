@@ -30,8 +30,8 @@ target as vLLM's standard rejection sampler does:
   the draft's q (one-hot for greedy drafts): draft x is accepted with probability
   min(1, p(x) / q(x)); at the first rejection the token is drawn from the residual
   max(0, p - q) renormalized; with every draft accepted the bonus token is drawn from p.
-  With greedy drafts this is also the distribution of the match-the-target-sample rule
-  (draw y ~ p, accept while y = x), so both rules count the same acceptance there.
+  z-lab's `dflash` 0.1.0 verifies by this rule too. With greedy drafts it is also the
+  distribution of the match-the-target-sample rule (draw y ~ p, accept while y = x).
 Each request draws from its own generator: seeded by "request_seed" when the probes set one
 (as vLLM seeds such a request), else by the boot's "seed", the pass and the probe's place.
 """
