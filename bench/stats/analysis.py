@@ -112,7 +112,7 @@ def analyze(
         result = speed_of_every_boot(result, speed.model_copy(update={"speedups": ups}), low)
     if said:
         result = result.model_copy(update={"notes": [*result.notes, *said]})
-    within = drift(probes, boots, arms, dict(s.margins), s.alpha)
+    within = drift(probes, boots, arms, dict(s.margins), s.alpha, manifest.reference_arms())
     update: dict[str, Any] = {"drift": within} if within else {}
     notes = list(result.notes)
     temperature = manifest.spec.probes.temperature if manifest.spec is not None else None

@@ -14,7 +14,9 @@ drafts fewer than K tokens per step: its drafted-per-position counts (per_step_d
 must say so, the analysis must report both acceptance definitions and note that the arms
 draft differently; the model drafters draft all K every step. Two reference arms in the
 same run (no server: each drafter's own training forward, offline) show the served drafters
-decoding as they were trained, token for token.
+decoding as they were trained, token for token, and a planted mismatch the demo never
+ships (the EAGLE-3 head served with its aux layers off by one, as vllm #40727 served one)
+departing from its training forward while its tokens stay the target's.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ ARCH = {
 }
 K = 4
 REFERENCES = {"dflash": "dflash-reference", "eagle3": "eagle3-reference"}  # served: trained
+# The EAGLE-3 head served with aux layers one below those it was trained on (1, 2, 3).
+PLANTED = (
+    '\n[[arms]]\nname = "eagle3-aux-1"\n'
+    'speculative_config = { method = "eagle3", model = "MODELS/eagle3-trained" }\n'
+    "draft_config = { eagle_aux_hidden_state_layer_ids = [0, 1, 2] }\n"
+)
 OVERLAY = "draft_config = { partial_rotary_factor = 1.0 }"
 OVERLAY_DFLASH = f'model = "../demo/models/dflash-trained" }}\n{OVERLAY}\n'
 
@@ -115,7 +123,7 @@ def methods_run(
         "speculative_config = false\n", "speculative_config = false\nconcurrency = 4\n"
     )
     text = text.replace("[probes]\n", '[probes]\ntiming_source = "per_request"\n')
-    spec.write_text(text + _diff_arm(text))
+    spec.write_text(text + _diff_arm(text) + PLANTED.replace("MODELS", str(method_models)))
     root = tmp / "results"
     import io
     from contextlib import redirect_stdout
@@ -131,7 +139,7 @@ def test_every_method_boots_and_its_counters_agree(methods_run: tuple[Path, str,
     assert rc == 0, out
     res = load_results(root)
     ok = res.ok_boots()
-    want = sorted([*ARCH, "dflash-diff", "nospec", *REFERENCES.values()])
+    want = sorted([*ARCH, "dflash-diff", "nospec", "eagle3-aux-1", *REFERENCES.values()])
     assert sorted(ok["arm"]) == want, res.boots[["arm", "status", "error"]]
     for arm, line in ARCH.items():
         boot_id = ok.loc[ok["arm"] == arm, "boot_id"].item()
@@ -145,17 +153,17 @@ def test_every_method_boots_and_its_counters_agree(methods_run: tuple[Path, str,
 
 
 def test_boots_ran_in_duets_that_measured_side_by_side(methods_run: tuple[Path, str, int]) -> None:
-    """Five arms on two slots: run-ab launched them two at a time into both slots of the
-    node, each pair beginning its probes at one barrier (recorded as one `corun_group`),
-    the fifth alone; a pair's boots held different slots and their measurement windows
-    overlapped almost whole."""
+    """Six served arms on two slots: run-ab launched them two at a time into both slots of
+    the node, each pair beginning its probes at one barrier (recorded as one `corun_group`);
+    a served boot whose partner slot held a reference boot (no server) ran alone. A pair's
+    boots held different slots and their measurement windows overlapped almost whole."""
     res = load_results(methods_run[0])
     ok = res.ok_boots()
     ok = ok[ok["reference_forward"].isna()]  # a reference boot starts no server: alone
     grouped = ok[ok["corun_group"].notna()]
     groups = grouped.groupby("corun_group")
-    assert len(groups) == 2 and (groups.size() == 2).all(), ok[["arm", "corun_group"]]
-    assert len(ok) - len(grouped) == 1  # the odd one out ran alone
+    assert len(groups) >= 2 and (groups.size() == 2).all(), ok[["arm", "corun_group"]]
+    assert len(ok) - len(grouped) <= 2, ok[["arm", "corun_group"]]  # beside a reference boot
     for _, pair in groups:
         assert pair["host"].nunique() == 1 and sorted(pair["slot"]) == [0, 1]
         start, end = pair["ready_at"].max(), pair["finished_at"].min()
@@ -227,6 +235,28 @@ def test_the_served_drafters_decode_as_their_training_forwards_token_for_token(
         p = parity[(served, ref)]
         assert p["compared"] == len(pr[pr["arm"] == served]) and p["unchecked"] == 0
         assert p["identical"] + len(p["first_difference"]) == p["compared"]
+
+
+def test_a_planted_mismatch_departs_from_the_training_forward_while_its_tokens_do_not(
+    methods_run: tuple[Path, str, int], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The EAGLE-3 head served with its aux layers off by one: vLLM boots it and serves the
+    target's own greedy tokens (parity holds on most probes: the drafter decides only what
+    is accepted), but it accepts far below the head's training forward on the same probes,
+    where the correctly served head agrees within 0.03. Acceptance, not text, is what tells
+    (here pos0 0.52 against 0.72)."""
+    root = methods_run[0]
+    pr = load_results(root).probes
+    rows = {a: pr[pr["arm"] == a] for a in ("eagle3-aux-1", "eagle3", "eagle3-reference")}
+    pos0 = {a: _per_pos(r, "accepted_per_pos")[0] / int(r["num_drafts"].sum())
+            for a, r in rows.items()}  # fmt: skip
+    assert pos0["eagle3-aux-1"] < pos0["eagle3-reference"] - 0.1, pos0
+    assert abs(pos0["eagle3"] - pos0["eagle3-reference"]) < 0.03, pos0
+    capsys.readouterr()
+    assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
+    parity = {(p["arm"], p["reference"]): p for p in json.loads(capsys.readouterr().out)["parity"]}
+    planted = parity[("eagle3-aux-1", "eagle3-reference")]
+    assert planted["identical"] >= 0.75 * planted["compared"], planted
 
 
 def _per_pos(rows: Any, col: str) -> list[int]:

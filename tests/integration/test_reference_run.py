@@ -92,8 +92,9 @@ def test_above_temperature_0_each_reference_boot_is_a_seed_and_no_token_parity_i
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """At T > 0 the runner samples with vLLM's rule, its boots seeded by their engine seeds:
-    two boots of one arm draw other tokens, the comparison is not the deterministic one, and
-    the analysis says why it states no token-for-token parity."""
+    two boots of one arm draw other tokens, and so do two passes of one boot; the analysis
+    says why it states no token-for-token parity, and its drift across passes has no
+    tokens/s for a reference arm (an HF forward's speed)."""
     spec = tmp_path / "sampled.toml"
     spec.write_text(f"""
 [experiment]
@@ -108,6 +109,7 @@ model = "{MODELS / "dflash-trained"}" }}
 sets = ["{ROOT / "arms" / "demo" / "probes" / "stdlib-8.jsonl"}"]
 max_tokens = 16
 temperature = 0.8
+passes = 2
 [resources]
 cpu = 1
 [[arms]]
@@ -117,10 +119,14 @@ reference = {{ forward = "bench.demo.training_forward:dflash_logits", path = ["{
     root = tmp_path / "results"
     assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
     capsys.readouterr()
-    pr = load_results(root).probes.sort_values(["boot", "probe_id"])
+    pr = load_results(root).probes.sort_values(["boot", "pass_index", "probe_id"])
     boots = [[list(x) for x in g["output_token_ids"]] for _, g in pr.groupby("boot")]
     assert len(boots) == 2 and boots[0] != boots[1]
+    passes = [[list(x) for x in g["output_token_ids"]] for _, g in pr.groupby("pass_index")]
+    assert len(passes) == 2 and passes[0] != passes[1]  # each pass drawn anew
     assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["parity"] == []
     assert any("temperature 0.8" in n and "no token-for-token parity" in n for n in out["notes"])
+    drifts = {d["metric"] for d in out["drift"]}  # drift across passes, but no HF tokens/s
+    assert "acceptance_pos0" in drifts and "output_tokens_per_s" not in drifts

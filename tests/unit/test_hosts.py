@@ -189,6 +189,10 @@ def test_boots_that_ran_at_once_on_one_host_are_said_to_share_it() -> None:
     s = shared_machine(two)
     assert s is not None and (s.boots, s.shared, s.most_at_once) == (4, 2, 2)
     assert s.hosts == ["h1", "h2"]
+    # a reference boot (no server) loads its host but times no serving: counted as load only
+    ref = two.assign(reference_forward=[None, "m:f", None, None, None])
+    s = shared_machine(ref)
+    assert s is not None and (s.boots, s.shared) == (3, 2), s
     probes, boots_frame = simulate_frames({"a": 0.0, "b": 0.0}, boots=3, prompts=30)
     man = simulated_manifest({"a": 0.0, "b": 0.0})
     results = Results(probes=probes, boots=boots_frame, manifest=man)

@@ -14,11 +14,12 @@ Pure: takes the loaded frames, returns typed rows."""
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 
 import numpy as np
 import pandas as pd
 
-from bench.records import ALL_METRICS, METRIC, REGISTRY, list_matrix
+from bench.records import ALL_METRICS, METRIC, REGISTRY, SPEED_METRIC, list_matrix
 from bench.stats.methods import VERDICTS, interval, verdict_codes
 from bench.stats.schema import DriftEstimate
 
@@ -73,8 +74,10 @@ def drift(
     arms: list[str],
     margins: dict[str, float],
     alpha: float,
+    untimed: Collection[str] = (),
 ) -> list[DriftEstimate]:
-    """One estimate per arm and metric for arms whose ok boots ran more than one pass."""
+    """One estimate per arm and metric for arms whose ok boots ran more than one pass (no
+    speed for the `untimed` arms: a reference arm's tokens/s is an HF forward's)."""
     if "pass_index" not in probes.columns or probes["pass_index"].isna().all():
         return []
     ok = set(boots.loc[boots["status"] == "ok", "boot_id"]) if len(boots) else set()
@@ -86,7 +89,7 @@ def drift(
             continue
         changes, means, first, last = _boot_changes(pr)
         for metric in ALL_METRICS:
-            if metric in changes:
+            if metric in changes and not (arm in untimed and metric == SPEED_METRIC):
                 e = _estimate(arm, metric, changes[metric], first, last, margins, alpha)
                 out.append(e.model_copy(update={"by_pass": means.get(metric, [])}))
     return out

@@ -34,12 +34,15 @@ def _times(col: pd.Series) -> Times:
 
 
 def shared_machine(boots: pd.DataFrame) -> SharedMachine | None:
-    """How many ok boots measured their probes (ready_at..finished_at) while another attempt,
-    ok or failed, ran (started_at..finished_at) on the same host; None when none did."""
+    """How many ok served boots measured their probes (ready_at..finished_at) while another
+    attempt, ok or failed, a reference boot's included, ran (started_at..finished_at) on the
+    same host; None when none did."""
     if boots.empty or any(c not in boots.columns for c in _WINDOW):
         return None
     runs = boots.dropna(subset=["host", "started_at", "finished_at"])
     ok = runs[(runs["status"] == "ok") & runs["ready_at"].notna()]
+    if "reference_forward" in ok.columns:  # a reference boot loads the host, times no serving
+        ok = ok[ok["reference_forward"].isna()]
     shared, hosts, most = 0, set(), 1
     for host, on_host in runs.groupby("host", sort=True):
         start, end = _times(on_host["started_at"]), _times(on_host["finished_at"])
