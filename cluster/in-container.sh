@@ -15,10 +15,13 @@
 # shared storage belong to the user. SPECAB_CONTAINER_OPTIONS adds run options (word-split).
 #
 # Its container is named specab-<job>-<host>-<role>. A TERM or INT (Slurm ending the step,
-# scancel, the sbatch script's own trap) is passed on to the command, which gets
-# SPECAB_CONTAINER_STOP_S seconds (default: Slurm's KillWait less 10 s) to end before the
-# container is removed; the container is removed on every exit of this script, and one of
-# the same name left by an earlier run of this job on this node is removed before it starts.
+# scancel) is passed on to the command, which gets SPECAB_CONTAINER_STOP_S seconds (default:
+# Slurm's KillWait less 10 s, since Slurm kills this script after KillWait) to end before the
+# container is removed. A USR1 (the sbatch script's trap, asking the driver to stop: nothing
+# is ending the step) is passed on as TERM, and the command gets SPECAB_GRACEFUL_STOP_S
+# seconds (default 100, within the 120 s of Slurm's preemption warning) to stop its boots and
+# release its claim. The container is removed on every exit of this script, and one of the
+# same name left by an earlier run of this job on this node is removed before it starts.
 set -euo pipefail
 
 ROLE=${1:?usage: in-container.sh ROLE COMMAND [ARGS...]}
@@ -67,12 +70,27 @@ CLIENT=$!
 stop() {
     "$RUNTIME" stop -t "$STOP_S" "$NAME" >/dev/null 2>&1 || true
 }
+DEADLINE=""
+graceful() {
+    "$RUNTIME" kill --signal TERM "$NAME" >/dev/null 2>&1 || true
+    DEADLINE=$((SECONDS + ${SPECAB_GRACEFUL_STOP_S:-100}))  # then stopped as Slurm would
+}
 trap stop TERM INT
+trap graceful USR1
 
 rc=0
 wait "$CLIENT" || rc=$?
 while kill -0 "$CLIENT" 2>/dev/null; do  # a trapped signal ends `wait` early: wait again
+    if [[ -n $DEADLINE ]]; then  # stopping gracefully: look at the deadline each second
+        ((SECONDS < DEADLINE)) || stop
+        sleep 1
+        continue
+    fi
     rc=0
     wait "$CLIENT" || rc=$?
 done
+if [[ -n $DEADLINE ]]; then
+    rc=0
+    wait "$CLIENT" || rc=$?  # its exit status, kept by bash once it ended
+fi
 exit "$rc"

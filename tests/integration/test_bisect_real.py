@@ -19,7 +19,10 @@ import pytest
 from bench.cli import run
 from bench.store import load_results
 
-pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(900)]
+# A guard against a hang, not a speed target: alone it takes about 490 s; beside make test's
+# other lanes on 2 cores without AVX-512 its boots took 64-136 s each and it passed 900 s at
+# its 18th boot, still searching (CI, 2026-12-07).
+pytestmark = [pytest.mark.vllm, pytest.mark.slow, pytest.mark.timeout(1800)]
 ROOT = Path(__file__).resolve().parents[2]
 CULPRIT = "DFlash attention: full-head rope for a partial factor"
 

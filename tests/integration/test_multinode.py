@@ -157,7 +157,7 @@ def two_node_cluster() -> Iterator[str]:
 
 def test_slurm_script_syntax() -> None:
     script = REPO / "cluster" / "specab.sbatch"
-    for each in (script, REPO / "cluster" / "in-container.sh"):
+    for each in (script, *(REPO / "cluster" / f for f in ("in-container.sh", "ray-node.sh"))):
         proc = subprocess.run(["bash", "-n", str(each)], capture_output=True, text=True)
         assert proc.returncode == 0, (each, proc.stderr)
     text = script.read_text()

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from reference_helpers import ROOT, TRAINED, reference_experiment
 
 from bench.cli import run
 from bench.demo import committed_models
@@ -23,37 +24,20 @@ pytestmark = [
     pytest.mark.usefixtures("shared_ray"),
     pytest.mark.skipif(committed_models() is None, reason="the committed demo models are absent"),
 ]
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "arms" / "demo" / "models"
 
 
 def test_a_planted_mismatch_departs_from_the_training_forward(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    spec = tmp_path / "parity.toml"
-    spec.write_text(f"""
-[experiment]
-name = "parity"
-boots_per_arm = 2
-baseline = "reference"
-[server]
-model = "{MODELS / "target"}"
-speculative_config = {{ method = "dflash", num_speculative_tokens = 4, \
-model = "{MODELS / "dflash-trained"}" }}
-[probes]
-sets = ["{ROOT / "arms" / "demo" / "probes" / "stdlib-8.jsonl"}"]
-max_tokens = 32
-temperature = 0.0
-[resources]
-cpu = 1
+    arms = f"""
 [[arms]]
 name = "reference"
-reference = {{ forward = "bench.demo.training_forward:dflash_logits", path = ["{ROOT}"] }}
+reference = {{ forward = "{TRAINED}", path = ["{ROOT}"] }}
 [[arms]]
 name = "declared-rope"
-reference = {{ forward = "bench.demo.training_forward:dflash_declared_logits", \
-path = ["{ROOT}"] }}
-""")
+reference = {{ forward = "{TRAINED.replace("logits", "declared_logits")}", path = ["{ROOT}"] }}
+"""
+    spec = reference_experiment(tmp_path, arms, probes="max_tokens = 32")
     root = tmp_path / "results"
     assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
     capsys.readouterr()
@@ -95,27 +79,11 @@ def test_above_temperature_0_each_reference_boot_is_a_seed_and_no_token_parity_i
     two boots of one arm draw other tokens, and so do two passes of one boot; the analysis
     says why it states no token-for-token parity, and its drift across passes has no
     tokens/s for a reference arm (an HF forward's speed)."""
-    spec = tmp_path / "sampled.toml"
-    spec.write_text(f"""
-[experiment]
-name = "sampled"
-boots_per_arm = 2
-baseline = "reference"
-[server]
-model = "{MODELS / "target"}"
-speculative_config = {{ method = "dflash", num_speculative_tokens = 4, \
-model = "{MODELS / "dflash-trained"}" }}
-[probes]
-sets = ["{ROOT / "arms" / "demo" / "probes" / "stdlib-8.jsonl"}"]
-max_tokens = 16
-temperature = 0.8
-passes = 2
-[resources]
-cpu = 1
-[[arms]]
-name = "reference"
-reference = {{ forward = "bench.demo.training_forward:dflash_logits", path = ["{ROOT}"] }}
-""")
+    arm = (
+        f'[[arms]]\nname = "reference"\nreference = {{ forward = "{TRAINED}", path = ["{ROOT}"] }}'
+    )
+    spec = reference_experiment(tmp_path, arm, name="sampled", probes="max_tokens = 16\npasses = 2")
+    spec.write_text(spec.read_text().replace("temperature = 0.0", "temperature = 0.8"))
     root = tmp_path / "results"
     assert run(["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]) == 0
     capsys.readouterr()

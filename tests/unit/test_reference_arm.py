@@ -5,49 +5,30 @@ speculative decoding at T = 0 on the committed tiny models."""
 
 from __future__ import annotations
 
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from reference_helpers import (
+    MODELS,
+    ROOT,
+    TRAINED,
+    demo_probes,
+    reference_experiment,
+    renamed_tensor,
+    run_runner,
+)
 
 from bench.cli import run
 from bench.demo import committed_models
-from bench.experiment import REFERENCE_RUNNER
-
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "arms" / "demo" / "models"
-TRAINED = "bench.demo.training_forward:dflash_logits"
 
 
-def _spec(tmp: Path, reference: str, *, server: str = "", probes: str = "", arm: str = "") -> Path:
-    text = f"""
-[experiment]
-name = "parity"
-boots_per_arm = 2
-baseline = "reference"
-[server]
-model = "{MODELS / "target"}"
-speculative_config = {{ method = "dflash", num_speculative_tokens = 4, \
-model = "{MODELS / "dflash-trained"}" }}
-{server}
-[probes]
-sets = ["{ROOT / "arms" / "demo" / "probes" / "humaneval-12.jsonl"}"]
-temperature = 0.0
-{probes}
-[[arms]]
-name = "shipped"
-[[arms]]
-name = "reference"
-reference = {reference}
-{arm}
-"""
-    path = tmp / "parity.toml"
-    path.write_text(text)
-    return path
+def _spec(tmp: Path, reference: str, *, server: str = "", arm: str = "") -> Path:
+    arms = (
+        f'[[arms]]\nname = "shipped"\n[[arms]]\nname = "reference"\nreference = {reference}\n{arm}'
+    )
+    return reference_experiment(tmp, arms, server=server)
 
 
 TRAINED_REF = f'{{ forward = "{TRAINED}", path = ["{ROOT}"] }}'
@@ -143,16 +124,7 @@ def test_a_checkpoint_the_training_module_cannot_load_is_refused_naming_the_tens
 ) -> None:
     """The forward's own check (`FUNCTION.check`) runs in validate: a drafter checkpoint with
     a tensor renamed is refused in one line naming it, before any directory exists."""
-    import shutil
-
-    from safetensors.torch import load_file, save_file
-
-    drafter = tmp_path / "dflash-renamed"
-    shutil.copytree(MODELS / "dflash-trained", drafter)
-    state = load_file(str(drafter / "model.safetensors"))
-    name = sorted(k for k in state if k.endswith("q_proj.weight"))[0]
-    state[name.replace("q_proj", "query_proj")] = state.pop(name)
-    save_file(state, str(drafter / "model.safetensors"))
+    drafter, name = renamed_tensor(tmp_path, "q_proj.weight", "query_proj.weight")
     spec = _spec(tmp_path, TRAINED_REF)
     spec.write_text(spec.read_text().replace(str(MODELS / "dflash-trained"), str(drafter)))
     root = tmp_path / "results"
@@ -160,26 +132,6 @@ def test_a_checkpoint_the_training_module_cannot_load_is_refused_naming_the_tens
     err = capsys.readouterr().err.strip()
     assert f"no tensor {name}" in err and "arms(reference).reference.forward" in err, err
     assert len(err.splitlines()) == 1 and not root.exists()
-
-
-def _probes(n: int = 4) -> list[dict[str, str]]:
-    lines = (ROOT / "arms" / "demo" / "probes" / "humaneval-12.jsonl").read_text().splitlines()
-    return [json.loads(x) for x in lines if x.startswith("{")][:n]
-
-
-def _decode(forward: str, path: Path, tmp: Path) -> list[dict[str, Any]]:
-    probes = [{"set": "h", "id": p["id"], "prompt": p["prompt"], "max_tokens": 32}
-              for p in _probes()]  # fmt: skip
-    job = {"target": str(MODELS / "target"), "drafter": str(MODELS / "dflash-trained"),
-           "forward": forward, "path": [str(path)], "k": 4, "temperature": 0.0,
-           "dtype": "float32", "ignore_eos": True, "probes": probes}  # fmt: skip
-    (tmp / "job.json").write_text(json.dumps(job))
-    out = tmp / f"{forward.split(':')[1]}.jsonl"
-    subprocess.run([sys.executable, str(REFERENCE_RUNNER), str(tmp / "job.json"), str(out)],
-                   check=True, capture_output=True, timeout=600)  # fmt: skip
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert rows[-1] == {"done": True}
-    return rows[:-1]
 
 
 @pytest.mark.skipif(committed_models() is None, reason="the committed demo models are absent")
@@ -193,11 +145,13 @@ def test_the_runner_decodes_greedily_and_counts_what_the_forward_gets_accepted(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    trained = _decode(TRAINED, ROOT, tmp_path)
-    planted = _decode("bench.demo.training_forward:dflash_declared_logits", ROOT, tmp_path)
+    probes = demo_probes(4, 32)
+    trained = run_runner(tmp_path, "trained", probes)
+    declared = "bench.demo.training_forward:dflash_declared_logits"
+    planted = run_runner(tmp_path, "planted", probes, forward=declared)
     tok = AutoTokenizer.from_pretrained(MODELS / "target")
     model = AutoModelForCausalLM.from_pretrained(MODELS / "target", dtype=torch.float32).eval()
-    for t, p, probe in zip(trained, planted, _probes(), strict=True):
+    for t, p, probe in zip(trained, planted, probes, strict=True):
         assert t["prompt_ids"] == p["prompt_ids"] == tok(probe["prompt"])["input_ids"]
         with torch.no_grad():
             out = model.generate(torch.tensor([t["prompt_ids"]]), max_new_tokens=32,

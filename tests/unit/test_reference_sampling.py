@@ -9,21 +9,16 @@ tiny models: a boot's seed decides its samples, and a request seed makes every p
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import numpy as np
 import pytest
+from reference_helpers import demo_probes, run_runner
 
 from bench.demo import committed_models
 from bench.experiment import REFERENCE_RUNNER
 
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "arms" / "demo" / "models"
 # Each frequency is checked at 4.5 binomial standard errors: a correct sampler fails one
 # check in about 150,000, a wrong one (p(x) off by 0.02 at n = 20,000) fails almost always.
 _N, _Z = 20_000, 4.5
@@ -97,30 +92,17 @@ def test_sampled_drafts_keep_the_targets_distribution_and_accept_the_overlap_of_
         assert _close(int(first[token]), _N, float(p[0, token])), (token, first)
 
 
-def _decode(tmp: Path, name: str, **job: Any) -> list[dict[str, Any]]:
-    lines = (ROOT / "arms" / "demo" / "probes" / "humaneval-12.jsonl").read_text().splitlines()
-    probes = [json.loads(x) for x in lines if x.startswith("{")][:2]
-    job = {"target": str(MODELS / "target"), "drafter": str(MODELS / "dflash-trained"),
-           "forward": "bench.demo.training_forward:dflash_logits", "path": [str(ROOT)],
-           "k": 4, "temperature": 0.8, "dtype": "float32", "ignore_eos": True, "passes": 2,
-           "probes": [{"set": "h", "id": p["id"], "prompt": p["prompt"], "max_tokens": 24}
-                      for p in probes], **job}  # fmt: skip
-    (tmp / f"{name}.json").write_text(json.dumps(job))
-    out = tmp / f"{name}.jsonl"
-    subprocess.run([sys.executable, str(REFERENCE_RUNNER), str(tmp / f"{name}.json"), str(out)],
-                   check=True, capture_output=True, timeout=600)  # fmt: skip
-    rows = [json.loads(x) for x in out.read_text().splitlines()]
-    assert rows[-1] == {"done": True}
-    return rows[:-1]
-
-
 @pytest.mark.skipif(committed_models() is None, reason="the committed demo models are absent")
 def test_a_boots_seed_decides_its_samples_and_a_request_seed_makes_passes_alike(
     tmp_path: Path,
 ) -> None:
-    outputs = {name: [(r["pass"], r["id"], r["output_ids"]) for r in _decode(tmp_path, name, **job)]
-               for name, job in {"a": {"seed": 1}, "again": {"seed": 1}, "b": {"seed": 2},
-                                 "fixed": {"seed": 3, "request_seed": 11}}.items()}  # fmt: skip
+    probes = demo_probes(2, 24)
+    jobs = {"a": {"seed": 1}, "again": {"seed": 1}, "b": {"seed": 2},
+            "fixed": {"seed": 3, "request_seed": 11}}  # fmt: skip
+    sampled = {"temperature": 0.8, "passes": 2}
+    outputs = {name: [(r["pass"], r["id"], r["output_ids"])
+                      for r in run_runner(tmp_path, name, probes, **sampled, **job)]
+               for name, job in jobs.items()}  # fmt: skip
     assert outputs["a"] == outputs["again"]
     assert [o for *_, o in outputs["a"]] != [o for *_, o in outputs["b"]]
     assert [p for p, *_ in outputs["a"]] == [0, 0, 1, 1]  # each pass decoded anew

@@ -8,23 +8,18 @@ checkpoint with a renamed tensor instead of letting from_pretrained initialize i
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from reference_helpers import MODELS, ROOT, TRAINED, demo_probes, renamed_tensor, run_runner
 
 from bench.demo import committed_models
 from bench.errors import SpecabError
-from bench.experiment import REFERENCE_RUNNER
 from bench.experiment.reference import check_reference_interpreter
 from bench.experiment.spec import ReferenceForward
 
-ROOT = Path(__file__).resolve().parents[2]
-MODELS = ROOT / "arms" / "demo" / "models"
 pytestmark = [
     pytest.mark.skipif(committed_models() is None, reason="the committed demo models are absent"),
     pytest.mark.skipif(
@@ -34,28 +29,17 @@ pytestmark = [
 ]
 
 
-def _counts(tmp: Path, forward: str) -> list[dict[str, Any]]:
-    lines = (ROOT / "arms" / "demo" / "probes" / "humaneval-12.jsonl").read_text().splitlines()
-    probes = [json.loads(x) for x in lines if x.startswith("{")][:6]
-    job = {"target": str(MODELS / "target"), "drafter": str(MODELS / "dflash-trained"),
-           "forward": forward, "path": [str(ROOT)], "k": 4, "temperature": 0.0,
-           "dtype": "auto", "ignore_eos": True,
-           "probes": [{"set": "h", "id": p["id"], "prompt": p["prompt"], "max_tokens": 64}
-                      for p in probes]}  # fmt: skip
-    name = forward.replace(":", "-")
-    (tmp / f"{name}.json").write_text(json.dumps(job))
-    out = tmp / f"{name}.jsonl"
-    subprocess.run([sys.executable, str(REFERENCE_RUNNER), str(tmp / f"{name}.json"), str(out)],
-                   check=True, capture_output=True, timeout=600)  # fmt: skip
-    return [json.loads(x) for x in out.read_text().splitlines()][:-1]
-
-
 def test_z_labs_class_proposes_what_the_demos_training_forward_proposes(tmp_path: Path) -> None:
     keys = ("drafts", "accepted_per_pos", "step_accepted", "output_ids")
-    demo = _counts(tmp_path, "bench.demo.training_forward:dflash_logits")
-    raw = _counts(tmp_path, "specab_zlab_dflash:dflash_logits_raw")
+    probes = demo_probes(6, 64)
+    zlab = "specab_zlab_dflash:dflash_logits"
+    at = {"dtype": "auto"}  # the target as vLLM serves it, both sides alike
+    demo = run_runner(tmp_path, "demo", probes, forward=TRAINED, **at)
+    raw = run_runner(tmp_path, "raw", probes, forward=f"{zlab}_raw", **at)
     assert [{k: r[k] for k in keys} for r in raw] == [{k: r[k] for k in keys} for r in demo]
-    normed = _counts(tmp_path, "specab_zlab_dflash:dflash_logits")
+    normed = run_runner(
+        tmp_path, "normed", probes, forward="specab_zlab_dflash:dflash_logits", **at
+    )
     pos0 = [sum(r["accepted_per_pos"][0] for r in x) / sum(r["drafts"] for r in x)
             for x in (raw, normed)]  # fmt: skip
     assert pos0[1] < pos0[0] - 0.06, pos0  # 0.641 and 0.514 here
@@ -65,14 +49,7 @@ def test_z_labs_class_proposes_what_the_demos_training_forward_proposes(tmp_path
 def test_a_checkpoint_z_labs_class_cannot_fully_load_is_refused_naming_the_tensor(
     tmp_path: Path,
 ) -> None:
-    from safetensors.torch import load_file, save_file
-
-    drafter = tmp_path / "dflash-renamed"
-    shutil.copytree(MODELS / "dflash-trained", drafter)
-    state = load_file(str(drafter / "model.safetensors"))
-    name = sorted(k for k in state if k.endswith("o_proj.weight"))[0]
-    state[name.replace("o_proj", "out_proj")] = state.pop(name)
-    save_file(state, str(drafter / "model.safetensors"))
+    drafter, name = renamed_tensor(tmp_path, "o_proj.weight", "out_proj.weight")
     ref = ReferenceForward(forward="specab_zlab_dflash:dflash_logits")
     check_reference_interpreter(
         ref, ROOT / "x.toml", sys.executable, "z", str(MODELS / "dflash-trained")

@@ -64,22 +64,28 @@ from bench.store import ResultsWriter
 Task = Callable[[AttemptSpec], TaskResult]
 
 
+# SIGTERM: batch schedulers, `kill`. SIGUSR1: cluster/specab.sbatch's trap asking a driver
+# that runs in an image (a Slurm step of its own) to stop, where a TERM would be the step's end.
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+
 @contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (batch schedulers, `kill`) takes the same clean path as Ctrl-C."""
+    """SIGTERM and SIGUSR1 take the same clean path as Ctrl-C."""
 
     def handler(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     try:
-        old = signal.signal(signal.SIGTERM, handler)
+        old = [signal.signal(s, handler) for s in _STOP_SIGNALS]
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, old)
+        for s, was in zip(_STOP_SIGNALS, old, strict=True):
+            signal.signal(s, was)
 
 
 class Driver:
