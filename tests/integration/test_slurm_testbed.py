@@ -161,10 +161,11 @@ def test_term_to_the_batch_shell_reaches_the_driver_and_a_new_job_resumes_at_onc
     host to its own child; in an image to the driver step's tasks through Slurm (`scancel
     --signal=USR1 JOB.STEP`, which in-container.sh passes on as TERM with time to stop),
     since srun answers a TERM by killing its tasks (before, the driver died with its boots
-    recorded failed and its claim held, its container left running). The driver stops its boots (left for a resume, none recorded failed), releases
-    the directory's claim and exits, and the job ends with nothing left on any host, no
-    container included. A new job (another batch host) resumes the directory at once: no
-    claim of the first is left to wait out (600 s before)."""
+    recorded failed and its claim held, its container left running). The driver stops its
+    boots (left for a resume, none recorded failed), releases the directory's claim and
+    exits, and the job ends with nothing left on any host, no container included. A new job
+    (another batch host) resumes the directory at once: no claim of the first is left to
+    wait out (600 s before)."""
     if mode == "podman" and (why := podman_problem()) is not None:
         pytest.skip(why)
     bed, env = slurm
