@@ -53,9 +53,10 @@ def test_bisect_names_the_commit_that_changed_acceptance(
     assert "vllm/model_executor/models/qwen3_dflash.py" in b["culprit_commit"]["files"]
     assert b["confirmation"]["named"] and b["last_good"] == b["confirmation"]["point"]
     ok = load_results(root).ok_boots()
-    # 3 + 3 at the ends, the points the search visits, 3 + 3 fresh to confirm: where one
-    # boot per point would take 16 and an A/B of every point 48
-    assert len(ok) <= 18 and ok["arm"].nunique() <= 8
+    # 3 + 3 at the ends, the points the search visits, 3 + 3 fresh to confirm, or 6 + 6 when
+    # the first look of the confirmation is not yet conclusive (CI, twice on 2026-12-07: 22
+    # boots, a noisy bad end): where an A/B of every point would take 48
+    assert len(ok) <= 24 and ok["arm"].nunique() <= 8
     points = {p["arm"]: p for p in b["points"]}
     same = [a for a, p in points.items() if p["same_as"] and 0 < p["index"] < 15]
     assert same and not set(same) & set(ok["arm"])  # same code: never booted
