@@ -21,8 +21,12 @@ def runner_job(
     models: tuple[str, str, int],
     sets: list[ProbeSet],
     threads: int = 1,
+    *,
+    seed: int = 0,
+    draft_sample: str = "greedy",
 ) -> dict[str, Any]:
-    """The runner's JSON job; `models` is (target, drafter, K) as the arm resolved them."""
+    """The runner's JSON job; `models` is (target, drafter, K) as the arm resolved them,
+    `seed` the boot's engine seed, `draft_sample` the arm's draft_sample_method."""
     target, drafter, k = models
     p = spec.probes
     return {
@@ -33,10 +37,11 @@ def runner_job(
         "k": k,
         "temperature": p.temperature,
         "top_p": p.top_p,
-        # Per-request seeds, as the served requests carry them; the boot's own seed is set
-        # by the boot. At temperature 0 one pass is decoded and repeated.
+        # Per-request seeds, as the served requests carry them, else the boot's own. At
+        # temperature 0 one pass is decoded and repeated.
         "request_seed": p.seed,
-        "seed": 0,
+        "seed": seed,
+        "draft_sample": draft_sample,
         "passes": p.passes if p.temperature > 0 else 1,
         "ignore_eos": p.ignore_eos,
         "device": ref.device,

@@ -61,9 +61,9 @@ def run_reference(boot: ReferenceBoot, node: NodeEnvironment, watch: Watch | Non
     work.mkdir(parents=True, exist_ok=True)
     threads = int(node.server_env.get("OMP_NUM_THREADS") or 1)
     models = (arm.model, arm.draft_model, arm.num_speculative_tokens)
-    job = runner_job(spec, boot.spec_file, arm.reference, models, sets, threads=threads)
-    job["seed"] = boot.seed or 0
-    job["draft_sample"] = arm.speculative_config.get("draft_sample_method", "greedy")
+    drafts = str(arm.speculative_config.get("draft_sample_method", "greedy"))
+    job = runner_job(spec, boot.spec_file, arm.reference, models, sets, threads=threads,
+                     seed=boot.seed or 0, draft_sample=drafts)  # fmt: skip
     (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
     out = work / "probes.jsonl"
     deadline = _LOAD_S + _PER_PROBE_S * len(job["probes"]) * job["passes"]
