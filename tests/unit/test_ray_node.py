@@ -16,11 +16,11 @@ from pathlib import Path
 SCRIPT = Path(__file__).resolve().parents[2] / "cluster" / "ray-node.sh"
 
 
-def _stand_in(tmp_path: Path, body: str) -> tuple[Path, Path]:
-    """A command that appends a line to `starts` on each start, then runs `body`."""
+def _stand_in(tmp_path: Path, body: str, before: str = "") -> tuple[Path, Path]:
+    """A command that runs `before`, appends a line to `starts`, then runs `body`."""
     starts = tmp_path / "starts"
     command = tmp_path / "ray"
-    command.write_text(f'#!/usr/bin/env bash\necho start >> "{starts}"\n{body}\n')
+    command.write_text(f'#!/usr/bin/env bash\n{before}\necho start >> "{starts}"\n{body}\n')
     command.chmod(0o755)
     return command, starts
 
@@ -63,7 +63,9 @@ def test_a_ray_that_was_up_past_the_start_window_is_not_started_again(tmp_path: 
 
 def test_term_is_passed_on_and_never_followed_by_another_try(tmp_path: Path) -> None:
     # The stand-in exits 1 on TERM, fast: inside the start window, so only the TERM stops a retry.
-    command, starts = _stand_in(tmp_path, "sleep 30 &\ntrap 'kill $!; exit 1' TERM\nwait")
+    # Its trap is set before it counts its start, so the TERM sent after the count finds it.
+    before = "sleep 30 &\nchild=$!\ntrap 'kill $child; exit 1' TERM"
+    command, starts = _stand_in(tmp_path, "wait", before=before)
     proc = subprocess.Popen(
         ["bash", str(SCRIPT), str(command), "start", "--block"],
         stderr=subprocess.PIPE,
