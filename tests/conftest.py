@@ -2,14 +2,50 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 # ---------------------------------------------------------------------------------------
+# node scratch (owner: run) — the session's own SPECAB_WORKDIR, set before any Ray or server
+# starts, so every process of every test (Ray's workers, the CLI's, the test bed's hosts)
+# inherits it; the machine's shared specab-work is never written, and the session fails if
+# anything appeared there (a test whose setting did not reach a process that wrote).
+# ---------------------------------------------------------------------------------------
+MACHINE_WORKDIR = Path(tempfile.gettempdir()) / "specab-work"
+SESSION_WORKDIR = Path(tempfile.mkdtemp(prefix="specab-test-work-"))
+os.environ["SPECAB_WORKDIR"] = str(SESSION_WORKDIR)
+
+
+def _machine_workdir_entries() -> set[str]:
+    return {str(p) for p in MACHINE_WORKDIR.rglob("*")} if MACHINE_WORKDIR.is_dir() else set()
+
+
+_MACHINE_WORKDIR_BEFORE = _machine_workdir_entries()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    new = sorted(_machine_workdir_entries() - _MACHINE_WORKDIR_BEFORE)
+    if new:
+        shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
+        print(
+            f"\ntests wrote into the machine's shared {MACHINE_WORKDIR}: {shown}", file=sys.stderr
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+    shutil.rmtree(SESSION_WORKDIR, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------- end node scratch ---
+
+
+# ---------------------------------------------------------------------------------------
 # demo (owner: demo) — the tiny Qwen3 target + draft every real-vLLM test boots.
 # ---------------------------------------------------------------------------------------
-from bench.demo import DemoModels, build_demo_models, committed_models
+from bench.demo import DemoModels, build_demo_models, committed_models  # noqa: E402
 
 
 @pytest.fixture(scope="session")

@@ -54,6 +54,17 @@ class RunFlags:
             help="Keep vLLM's compile cache across boots of an arm on a node.",
         ),
     ] = True
+    compile_cache_gb: Annotated[
+        float,
+        typer.Option(
+            "--compile-cache-gb",
+            min=0,
+            envvar="SPECAB_COMPILE_CACHE_GB",
+            help="At most this many GiB of kept compile caches per node, every experiment's "
+            "together: after each boot the least recently used past it are removed, never "
+            "one a running boot holds.",
+        ),
+    ] = 20.0  # compile_caches.DEFAULT_CACHE_GB, not imported here: bench.run loads Ray
     report: Report = True
     duets: Annotated[
         bool,
@@ -101,6 +112,7 @@ def run_ab(f: RunFlags) -> int:
         quiet=f.quiet,
         common_random_numbers=f.common_random_numbers,
         compile_cache=f.compile_cache,
+        compile_cache_gb=f.compile_cache_gb,
         strict=f.strict,
         duets=f.duets,
         on_boot=tracker.boot_landed if tracker else None,

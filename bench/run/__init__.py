@@ -1,5 +1,6 @@
 """Running boots. The layers, each importing only the ones before it: `attempt` (the
-driver's columns of one attempt, which both sides share) and `node` (what a node gives an
+driver's columns of one attempt, which both sides share), `compile_caches` (a node's kept
+compile caches, bounded) and `node` (what a node gives an
 attempt, asked and made once: scratch, compile cache, CPU binding, GPUs, log shipping);
 `process` (one node's processes of a boot); `boot` (one boot end to end); `placement` (Ray:
 capacity, the task, remote gang members); `driver` (run-ab: order, dispatch, retries,
@@ -7,6 +8,14 @@ resume, looks, progress)."""
 
 from bench.run.attempt import Attempt
 from bench.run.boot import BootOutcome, BootRequest, guarded_boot, run_boot
+from bench.run.compile_caches import (
+    disk_bytes,
+    evict_caches,
+    gib_to_bytes,
+    hold_cache,
+    hold_file,
+    node_caches,
+)
 from bench.run.driver import Ledger, RunOptions, RunSummary, boot_seed, engine_seed, run_ab
 from bench.run.node import (
     CPU_BIND,
@@ -25,9 +34,34 @@ from bench.run.node import (
 )
 
 __all__ = [
-    "CPU_BIND", "MAX_LOG_BYTES", "Attempt", "BootOutcome", "BootRequest", "Ledger",
-    "NodeAsk", "NodeEnvironment", "RunOptions", "RunSummary", "boot_seed", "cache_state",
-    "cpu_binding_for", "engine_seed", "fresh_node_log", "guarded_boot", "jit_cache_env",
-    "node_environment", "node_workdir", "read_log_tail", "run_ab", "run_boot",
-    "share_model_infos", "visible_gpus",
+    "CPU_BIND",
+    "MAX_LOG_BYTES",
+    "Attempt",
+    "BootOutcome",
+    "BootRequest",
+    "Ledger",
+    "NodeAsk",
+    "NodeEnvironment",
+    "RunOptions",
+    "RunSummary",
+    "boot_seed",
+    "cache_state",
+    "cpu_binding_for",
+    "disk_bytes",
+    "engine_seed",
+    "evict_caches",
+    "fresh_node_log",
+    "gib_to_bytes",
+    "guarded_boot",
+    "hold_cache",
+    "hold_file",
+    "jit_cache_env",
+    "node_caches",
+    "node_environment",
+    "node_workdir",
+    "read_log_tail",
+    "run_ab",
+    "run_boot",
+    "share_model_infos",
+    "visible_gpus",
 ]  # fmt: skip

@@ -20,6 +20,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.run.compile_caches import (
+    CACHES_DIR,
+    DEFAULT_CACHE_GB,
+    CacheHold,
+    evict_caches,
+    gib_to_bytes,
+    hold_cache,
+)
+
 MAX_LOG_BYTES = 4 * 2**20  # log tail shipped back when the node does not share the results dir
 CPU_BIND = "VLLM_CPU_OMP_THREADS_BIND"
 CACHE_ROOT = "VLLM_CACHE_ROOT"
@@ -29,10 +38,15 @@ FABRIC_IFACE = "SPECAB_FABRIC_IFACE"  # in a Ray node's environment: its gang in
 _SIOCGIFADDR = 0x8915  # Linux ioctl: an interface's IPv4 address
 
 
+def node_root() -> Path:
+    """The node's specab scratch, every experiment's workdir under it: `SPECAB_WORKDIR` as
+    this node's environment sets it, else specab-work in the temporary directory."""
+    return Path(os.environ.get("SPECAB_WORKDIR") or Path(tempfile.gettempdir()) / "specab-work")
+
+
 def node_workdir(experiment: str) -> Path:
     """Node-local scratch: overlays, patch dirs (content-hashed, reused) and pgid files."""
-    root = Path(os.environ.get("SPECAB_WORKDIR") or Path(tempfile.gettempdir()) / "specab-work")
-    return root / experiment
+    return node_root() / experiment
 
 
 def compile_cache_path(workdir: Path, key: str, boot_id: str, *, keep: bool) -> Path:
@@ -41,7 +55,7 @@ def compile_cache_path(workdir: Path, key: str, boot_id: str, *, keep: bool) -> 
     environment or a runtime patch, so an arm edited under its name must not find the graph
     compiled for its old definition: `key` is `cache_key`'s, and arms of one definition (an
     A/A twin) share it."""
-    return workdir / "vllm-cache" / (key if keep else f"fresh-{boot_id}")
+    return workdir / CACHES_DIR / (key if keep else f"fresh-{boot_id}")
 
 
 # The JIT caches a server fills at start-up besides vLLM's own compile cache. A host server
@@ -204,6 +218,7 @@ class NodeAsk:
     driver_node_id: str = ""  # the node whose filesystem holds it; "" = every node's does
     cache_key: str = ""  # the kept compile cache's name (`cache_key`)
     keep_cache: bool = True  # keep it across boots of the definition, else fresh per boot
+    cache_max_bytes: int = gib_to_bytes(DEFAULT_CACHE_GB)  # the node's caches, all together
     in_image: bool = False  # a container server: JIT caches on the node, its own model infos
     cpu_slot: int | None = None  # CPU-only boots: which of the node's slots (for pinning)
     cpu: float = 1.0  # CPUs a slot holds (the binding's width)
@@ -222,6 +237,8 @@ class NodeEnvironment:
     gpu: str = field(default_factory=lambda: os.environ.get(GPU_ENV, ""))
     cache_dir: Path | None = None  # the compile cache, removed after the boot unless kept
     keep_cache: bool = True
+    cache_hold: CacheHold | None = None  # this boot's hold on it (`compile_caches`)
+    cache_max_bytes: int | None = None  # the node's bound, enforced again after the boot
     log_shipped: bool = False  # written on this node, away from the results dir: shipped
 
     def guard_file(self, name: str) -> Path:
@@ -233,8 +250,13 @@ class NodeEnvironment:
         return read_log_tail(self.log_file) if self.log_shipped else None
 
     def release(self) -> None:
-        """The boot is over: a compile cache made for it alone goes with it."""
-        if self.cache_dir is not None and not self.keep_cache:
+        """The boot is over: it lets go of its compile cache (one made for it alone goes with
+        it), and the node's least recently used caches past the bound go."""
+        if self.cache_hold is not None:
+            self.cache_hold.release(remove=not self.keep_cache)
+            if self.cache_max_bytes is not None:
+                evict_caches(self.cache_hold.root, self.cache_max_bytes)
+        elif self.cache_dir is not None and not self.keep_cache:
             shutil.rmtree(self.cache_dir, ignore_errors=True)
 
 
@@ -253,11 +275,18 @@ def node_environment(ask: NodeAsk, here: str) -> NodeEnvironment:
     )
     gpus = visible_gpus(ask.gpu)  # what the server sees = the record's
     cache = compile_cache_path(workdir, ask.cache_key, ask.boot_id, keep=ask.keep_cache)
+    hold = hold_cache(node_root(), cache)  # held: no eviction removes it from here on
     state = cache_state(cache)
-    if not ask.in_image:
-        share_model_infos(cache, os.environ)
+    try:
+        if not ask.in_image:
+            share_model_infos(cache, os.environ)
+        evict_caches(node_root(), ask.cache_max_bytes)  # room for what this boot compiles
+    except OSError:
+        hold.release()
+        raise
     jit = jit_cache_env(workdir, os.environ) if ask.in_image else {}
     env = {CACHE_ROOT: str(cache), **jit, **cpu_binding_for(ask.cpu_slot, ask.cpu), GPU_ENV: gpus}
     return NodeEnvironment(
-        workdir, log, env, state, gpus, cache, ask.keep_cache, log_shipped=not in_place
-    )
+        workdir, log, env, state, gpus, cache, ask.keep_cache, log_shipped=not in_place,
+        cache_hold=hold, cache_max_bytes=ask.cache_max_bytes,
+    )  # fmt: skip

@@ -127,21 +127,26 @@ def _caches(root: Path) -> dict[str, tuple[str, str]]:
 @pytest.mark.ray
 @pytest.mark.usefixtures("shared_ray")
 def test_an_edited_arm_gets_a_new_compile_cache_and_twins_share_one(
-    tmp_path: Path, fake_experiment: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, fake_experiment: Callable[..., Path]
 ) -> None:
     """vLLM keys its compile cache by config and traced sources, not by the environment or a
     runtime patch: an arm edited under its name (here an env value) must not be served the
     graph compiled for its old definition on the same node, and two arms of one definition
     (an A/A twin) compile once."""
-    monkeypatch.setenv("SPECAB_WORKDIR", str(tmp_path / "node"))  # persists across runs
+    # The shared Ray's workers see the session's SPECAB_WORKDIR (conftest), never a setting
+    # made here: this experiment's name is its own, so its caches are too.
     argv = ["--quiet", "--no-report", "--no-duets"]
-    fake_experiment(tmp_path / "e", {"x": {"V": "1"}, "twin": {"V": "1"}}, boots_per_arm=1)
+    name = "edited-arm"
+    arms = {"x": {"V": "1"}, "twin": {"V": "1"}}
+    fake_experiment(tmp_path / "e", arms, boots_per_arm=1, name=name)
     assert run(["run-ab", str(tmp_path / "e" / "exp.toml"), "--results-dir",
                 str(tmp_path / "r1"), "--slots", "1", *argv]) == 0  # fmt: skip
     first = _caches(tmp_path / "r1")
-    assert first["x"][0] == first["twin"][0] and "/vllm-cache/def-" in first["x"][0]
+    assert first["x"][0] == first["twin"][0]
+    assert first["x"][0].startswith(f"{os.environ['SPECAB_WORKDIR']}/{name}/vllm-cache/def-")
     assert sorted(state for _, state in first.values()) == ["cold", "warm"]  # compiled once
-    fake_experiment(tmp_path / "e", {"x": {"V": "2"}, "twin": {"V": "1"}}, boots_per_arm=1)
+    arms = {"x": {"V": "2"}, "twin": {"V": "1"}}
+    fake_experiment(tmp_path / "e", arms, boots_per_arm=1, name=name)
     assert run(["run-ab", str(tmp_path / "e" / "exp.toml"), "--results-dir",
                 str(tmp_path / "r2"), *argv]) == 0  # fmt: skip
     second = _caches(tmp_path / "r2")

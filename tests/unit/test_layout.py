@@ -96,7 +96,7 @@ LAYERS = {
         "console",
     ],
     "tracking": ["mlflow_runs", "live_tracking"],
-    "run": ["attempt", "node", "process", "boot", "placement", "driver"],
+    "run": ["attempt", "compile_caches", "node", "process", "boot", "placement", "driver"],
     "demo": [
         "tiny_models",
         "dflash",

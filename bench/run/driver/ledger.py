@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench.records import BootRecord, Results, boot_file_stem
 from bench.run.attempt import Attempt
+from bench.run.compile_caches import DEFAULT_CACHE_GB
 from bench.store import ResultsWriter, load_results
 
 
@@ -75,6 +76,7 @@ class RunOptions:
     quiet: bool = False
     common_random_numbers: bool = False
     compile_cache: bool = True
+    compile_cache_gb: float = DEFAULT_CACHE_GB  # every kept compile cache of a node, at most
     num_cpus: int | None = None  # local Ray only
     strict: bool = False  # stop before anything is written when lint finds a mismatch
     duets: bool = True  # co-run groups where a node has two slots or more (duet_schedule.py)

@@ -32,11 +32,11 @@ from bench.run.placement import AttemptSpec, TaskResult
 from bench.store import atomic_write_bytes
 
 CANCEL_GRACE_S = 30.0
-# Attempt errors that mean the node is gone (a dead node's raylet, a node Ray has removed).
 _MEMBER_IMAGE = re.compile(  # a gang member's node lacks the arm's image, or holds another
     rf"^gang member \d+ .*(?:{re.escape(IMAGE_UNREAD)}|{re.escape(IMAGE_DIFFERS)}) \S+"
     r"(?: with \S+)? on node (?P<node>[^\s:]+)"
 )
+# Attempt errors that mean the node is gone (a dead node's raylet, a node Ray has removed).
 _NODE_DEAD = ("ray: NodeDiedError", "ray: TaskUnschedulableError", "ray: NodeLost")
 
 
@@ -85,11 +85,10 @@ class RunLoop:
     ) -> None:
         import ray
 
-        self.spec, self.opts = spec, opts
+        self.spec, self.opts, self.spec_file = spec, opts, _task_spec_file(spec_file)
         self.writer, self.ledger, self.summary = books.writer, books.ledger, books.summary
         self.definitions, self.images = books.definitions, books.images
         self.progress, self.dispatch, self.seq = progress, dispatch, seq
-        self.spec_file = _task_spec_file(spec_file)
         self.driver_node = str(ray.get_runtime_context().get_node_id())
         self.cpu_only = self.spec.resources.gpu == 0 and self.spec.resources.cpu >= 1
         self.tries: Counter[tuple[str, int]] = Counter()  # attempts in this run
@@ -193,6 +192,7 @@ class RunLoop:
             driver_log=str(self.writer.log_path(attempt.boot_id)),
             driver_node_id=self.driver_node,
             compile_cache=self.opts.compile_cache,
+            compile_cache_gb=self.opts.compile_cache_gb,
             definition=self.definitions.get(p.arm, ""),
             cpu_slot=place.slot if self.cpu_only else None,
             member_slots=tuple(s if self.cpu_only else None for _, s in place.members[1:]),

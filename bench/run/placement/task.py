@@ -26,6 +26,7 @@ from typing import Any
 from bench.errors import SpecabError
 from bench.records import BootRecord, ProbeRecord
 from bench.run.boot import BootRequest, failed_record, run_boot
+from bench.run.compile_caches import DEFAULT_CACHE_GB, gib_to_bytes
 from bench.run.node import NodeAsk, NodeEnvironment, cache_key, node_environment
 from bench.run.placement.remote_members import MemberNode, RayMembers
 from bench.run.process import BootGuard
@@ -39,6 +40,7 @@ class AttemptSpec:
     driver_log: str  # the log in the driver's results dir, used as is on the driver's node
     driver_node_id: str = ""  # "" = every node shares the driver's filesystem
     compile_cache: bool = True  # keep vLLM's compile cache per arm definition on the node
+    compile_cache_gb: float = DEFAULT_CACHE_GB  # the node's kept compile caches, at most
     definition: str = ""  # the arm's definition sha256 (the manifest's): the cache's key
     cpu_slot: int | None = None  # CPU-only boots: which of the node's slots (for pinning)
     member_slots: tuple[int | None, ...] = ()  # a gang boot: cpu_slot of members 1..N-1
@@ -71,6 +73,7 @@ def node_ask(a: AttemptSpec, rank: int = 0) -> NodeAsk:
         driver_node_id=a.driver_node_id,
         cache_key=cache_key(at.arm, a.definition),
         keep_cache=a.compile_cache,
+        cache_max_bytes=gib_to_bytes(a.compile_cache_gb),
         in_image=(arm.container or spec.server.container) is not None,
         cpu_slot=slot,
         cpu=spec.resources.cpu,

@@ -133,7 +133,8 @@ def main() -> None:
         (state / f"pids-{os.getpid()}").write_text(f"{os.getpid()} {child.pid}\n")
     cache = os.environ.get("VLLM_CACHE_ROOT", "")
     if cache:  # like vLLM's compile cache: later boots of the arm find it warm
-        Path(cache, "fake-compiled").write_text(f"{os.getpid()}\n")
+        compiled = int(os.environ.get("SPECAB_FAKE_COMPILE_BYTES", "0"))  # what it compiled
+        Path(cache, "fake-compiled").write_text(f"{os.getpid()}\n" + "\0" * compiled)
     bind = os.environ.get("VLLM_CPU_OMP_THREADS_BIND", "")
     print(
         f"fake vllm server pid={os.getpid()} child={child.pid} fault={fault} "
