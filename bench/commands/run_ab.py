@@ -30,6 +30,19 @@ if TYPE_CHECKING:
     from bench.run import RunSummary
 
 
+CompileCacheGb = Annotated[
+    float,
+    typer.Option(
+        "--compile-cache-gb",
+        min=0,
+        envvar="SPECAB_COMPILE_CACHE_GB",
+        help="At most this many GiB of kept compile caches per node, every experiment's "
+        "together: before and after each boot the least recently used past it are removed, "
+        "never one a running boot holds.",
+    ),
+]
+
+
 @dataclass(frozen=True)
 class RunFlags:
     """`specab run-ab`'s options, one field each (`flags_command` makes them Typer's)."""
@@ -54,17 +67,7 @@ class RunFlags:
             help="Keep vLLM's compile cache across boots of an arm on a node.",
         ),
     ] = True
-    compile_cache_gb: Annotated[
-        float,
-        typer.Option(
-            "--compile-cache-gb",
-            min=0,
-            envvar="SPECAB_COMPILE_CACHE_GB",
-            help="At most this many GiB of kept compile caches per node, every experiment's "
-            "together: after each boot the least recently used past it are removed, never "
-            "one a running boot holds.",
-        ),
-    ] = 20.0  # compile_caches.DEFAULT_CACHE_GB, not imported here: bench.run loads Ray
+    compile_cache_gb: CompileCacheGb = 20.0  # compile_caches.DEFAULT_CACHE_GB (bench.run: Ray)
     report: Report = True
     duets: Annotated[
         bool,
@@ -188,6 +191,7 @@ def bisect(
     quiet: Quiet = False,
     report: Report = True,
     track: Track = None,
+    compile_cache_gb: CompileCacheGb = 20.0,
 ) -> int:
     """Which change did it: the arms of a file with a \\[bisect] table, in order, are a
     history from the good end (first) to the bad end (last); boot the ends, then the points
@@ -204,7 +208,9 @@ def bisect(
             "history (or run it as an A/B: specab run-ab)",
         )
     flags = RunFlags(experiment_file, results_dir, resume, address, None, quiet, report=report)
-    return run_ab(replace(flags, duets=False, track=track, searching=True))
+    return run_ab(
+        replace(flags, duets=False, track=track, searching=True, compile_cache_gb=compile_cache_gb)
+    )
 
 
 def register(app: typer.Typer) -> None:
