@@ -48,7 +48,37 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Bed, dict[
     state = tmp_path_factory.mktemp("slurm-bed") / "bed.json"
     with namespace_hosts(3, state) as bed:
         conf = TB.slurm_up(bed.info, state)
+        for i, h in enumerate(bed.hosts):
+            _networks_of_a_gb10(bed, h, i)
         yield bed, {**os.environ, "SLURM_CONF": conf}
+
+
+def _networks_of_a_gb10(bed: Bed, host: str, i: int) -> None:
+    """Every job here runs on hosts with the traps of a GB10's networks: a docker0 bridge
+    whose 172.17.0.1 every host holds and a management network no other host reaches, both
+    before the shared network in interface order, and a hostname mapped to 127.0.1.1 (Ubuntu,
+    DGX OS). Only the shared network's addresses may reach Ray (`_addresses_used`)."""
+    script = " && ".join(
+        [
+            "ip link add docker0 type bridge && ip addr add 172.17.0.1/16 dev docker0",
+            f"ip link add mgmt0 type bridge && ip addr add 10.200.{i}.1/24 dev mgmt0",
+            "ip link set docker0 up && ip link set mgmt0 up",
+            '{ echo "127.0.1.1 $(hostname)"; grep -v " $(hostname)$" /etc/hosts; } > /tmp/hosts',
+            "mount --bind /tmp/hosts /etc/hosts",
+        ]
+    )
+    assert bed.run(host, ["sh", "-c", script]).returncode == 0, host
+    named = bed.run(host, ["hostname", "--ip-address"]).stdout.split()
+    first = bed.run(host, ["ip", "-4", "-o", "addr", "show", "scope", "global"]).stdout
+    assert named[0] == "127.0.1.1" and f"inet {bed.addr(host)}/" not in first.splitlines()[0]
+
+
+def _addresses_used(bed: Bed, out: str) -> None:
+    """The job's nodes took the addresses of the network they share (cluster/node-address.sh
+    under sbatch), never docker0's, the management port's or loopback."""
+    line = next(x for x in out.splitlines() if x.startswith("specab: node addresses:"))
+    used = dict(pair.split("=") for pair in line.split(":", 2)[2].split())
+    assert len(used) == 2 and all(bed.addr(h) == a for h, a in used.items()), line
 
 
 def _experiment(fake_experiment: Callable[..., Path], name: str, probe_s: float) -> Path:
@@ -108,6 +138,7 @@ def test_requeued_job_resumes_then_scancel_leaves_nothing(slurm, fake_experiment
     results = spec.parent / "results"
     text = lambda: out.read_text() if out.exists() else "no output"  # noqa: E731
     first = wait_until(lambda: _boots(results) >= 1, 240, text)
+    _addresses_used(bed, text())
     subprocess.run(["scontrol", "requeue", job], env=env, check=True)
     # a requeued job waits out a begin-time delay: let it start again now
     wait_until(lambda: _state(env, job) in ("PENDING", "RUNNING"), 60, "requeue")
