@@ -163,8 +163,9 @@ class BootRecord(_Record):
     )
     image_id: str | None = Field(
         None,
-        description="Container arms: the image's content id on the head's node; every gang "
-        "member's node held the same (a member with another is refused).",
+        description="Container arms: the image's content on the head's node (sha256 over its "
+        "layers and run config; older results: the runtime's local id); every gang member's node "
+        "held the same (a member with another is refused).",
     )
     failed_phase: FailedPhase | None = Field(
         None,

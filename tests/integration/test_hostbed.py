@@ -23,6 +23,7 @@ so a dead host is noticed in seconds; the measured detection times are printed. 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -45,6 +46,7 @@ from hostusr_image import (
 from polling import wait_until
 from testbed_helpers import RAY, ROOT, Bed, namespace_hosts
 
+from bench.experiment import content_digest
 from bench.stats.compare import balanced
 from bench.store import load_results
 
@@ -339,12 +341,24 @@ def _other_content(tar: Path, out: Path) -> Path:
     return out
 
 
+def _inspect(bed: Bed, host: str, image: str, fmt: str) -> str:
+    argv = ["podman", "image", "inspect", "--format", fmt, image]
+    return str(bed.run(host, argv, env=PODMAN_ENV).stdout.strip())
+
+
+def _content(bed: Bed, image: str) -> str:
+    """The image's content on h1 (the driver's), from podman's own listing of it."""
+    fmt = "{{json .RootFS.Layers}}\t{{json .Config}}"
+    layers, config = _inspect(bed, "h1", image, fmt).split("\t")
+    return content_digest(json.loads(layers), json.loads(config))
+
+
 def test_a_gangs_member_without_the_image_or_with_a_stale_one_is_refused_and_avoided(
     cluster: tuple[Bed, str, Path], fake_experiment: Callable[..., Path]
 ) -> None:
     """Two-host gangs of container arms (podman, each host its own store): arm `stale`'s image
-    is on h1 and h2, and on h3 under the same tag with other content; arm `gone`'s is not on
-    h3 at all. Every node of a gang is checked like the head, against the content the driver
+    is on h1 and h2 (h2's from a copy of the tar: another local id, the same content), and
+    on h3 under the same tag with other content; arm `gone`'s is not on h3 at all. Every node of a gang is checked like the head, against the content the driver
     read the definition from (h1's): an attempt that puts h3 in a gang fails naming h3, h3
     takes no more boots of that arm, and every ok boot ran h1's image on h1 and h2 (its
     image_id recorded). Before, only the head's node was probed: a member on h3 pulled or
@@ -356,10 +370,15 @@ def test_a_gangs_member_without_the_image_or_with_a_stale_one_is_refused_and_avo
     stale, gone = (f"localhost/specab-gang-{n}:{os.getpid()}" for n in ("stale", "gone"))
     tar = write_rootfs_tar(shared / "gang-rootfs.tar")
     other = _other_content(tar, shared / "gang-other.tar")
+    # h2 imports a copy of the tar made an hour later: the same content under another local
+    # id (podman dates an import by its tar), as when each node gets its own copy
+    copy = shutil.copy(tar, shared / "gang-rootfs-copy.tar")
+    os.utime(copy, (time.time() - 3600, time.time() - 3600))
+    tars = {"h1": tar, "h2": Path(copy), "h3": other}
     for h in bed.hosts:
-        host_podman_store(bed.run, h, other if h == "h3" else tar, stale)
+        host_podman_store(bed.run, h, tars[h], stale)
         if h != "h3":
-            host_podman_store(bed.run, h, tar, gone)
+            host_podman_store(bed.run, h, tars[h], gone)
     options = [*run_options(), "-v", f"{ROOT}:{ROOT}:ro", "-v", f"{shared}:{shared}"]
     env = {"SPECAB_FAKE_PROBE_S": "0.2"}
     spec = fake_experiment(
@@ -390,13 +409,11 @@ def test_a_gangs_member_without_the_image_or_with_a_stale_one_is_refused_and_avo
         assert said in row.error and "on node h3" in row.error, row.error
     ok = res.ok_boots()
     assert len(ok) == 4 and all(set(m) <= {"h1", "h2"} for m in ok["member_hosts"])
-    driver_ids = {
-        image: bed.run("h1", ["podman", "image", "inspect", "--format", "{{.Id}}", image],
-                       env=PODMAN_ENV).stdout.strip()
-        for image in (stale, gone)
-    }  # fmt: skip
+    local = {h: _inspect(bed, h, stale, "{{.Id}}") for h in ("h1", "h2")}
+    assert local["h1"] != local["h2"]  # the trap was set: ids differ, content does not
+    driver = {image: _content(bed, image) for image in (stale, gone)}
     for row in ok.itertuples():
-        assert row.image_id == driver_ids[stale if row.arm == "stale" else gone], row
+        assert row.image_id == driver[stale if row.arm == "stale" else gone], row
     for h in bed.hosts:
         left = bed.run(h, ["podman", "ps", "-aq"], env=PODMAN_ENV).stdout.split()
         assert left == [], (h, left)

@@ -18,7 +18,12 @@ from bench.experiment.launch.code_diffs import (
     model_modules,
     same_code,
 )
-from bench.experiment.launch.container_images import IMAGE_DIFFERS, differs, image_id
+from bench.experiment.launch.container_images import (
+    IMAGE_DIFFERS,
+    content_digest,
+    differs,
+    image_id,
+)
 from bench.experiment.launch.containers import (
     PROBE_TIMEOUT_S,
     ContainerRef,
@@ -76,6 +81,7 @@ __all__ = [
     "check_patch_report",
     "check_patches_applied",
     "container_name",
+    "content_digest",
     "differs",
     "effective_config",
     "files_reader",
