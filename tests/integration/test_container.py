@@ -124,6 +124,48 @@ def test_a_measured_boot_whose_container_lingers_after_rm_is_ok_with_a_warning(
     assert not list((tmp_path / "containers").glob("*.json"))  # gone before the boot ended
 
 
+def test_a_container_left_past_the_limit_holds_the_next_boot_until_it_goes_or_fails_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fake_experiment: Callable[..., Path],
+    boot_once: Callable[..., BootOutcome],
+) -> None:
+    """A container still there when its boot's wait for it ends (a GB10 that has not handed
+    its ~100 GB back yet) frees the boot's slot, and is noted on the node: the next boot
+    there starts nothing beside it. Within [server] memory_wait_s it waits for it to go;
+    past that it fails before its server starts, naming the container and the fix."""
+    from bench.run.process import container_gone, lingering_containers
+
+    monkeypatch.setenv("SPECAB_WORKDIR", str(tmp_path / "node"))  # this node's notes
+    runtime = fake_runtime(tmp_path, monkeypatch, linger_s=12)
+    monkeypatch.setattr(container_gone, "CONTAINER_GONE_S", 0.5)
+    monkeypatch.setattr(container_gone, "GONE_LIMIT_S", 1.0)  # the wait, shortened
+
+    def boot(name: str, wait_s: float) -> BootOutcome:
+        server = {"container": {"runtime": runtime, "image": "img:1"}, "python": sys.executable,
+                  "memory_wait_s": wait_s}  # fmt: skip
+        spec = fake_experiment(tmp_path / name, {"c": {}}, boots_per_arm=1, server=server)
+        return boot_once(spec, "c", tmp_path / name / "work")
+
+    first = boot("first", 30.0)
+    assert first.record.status == "ok", first.record.error
+    (said,) = [w for w in first.record.warnings if "still existed" in w]
+    assert "the next boot there waits for it to go first" in said
+    (left,) = lingering_containers()
+    blocked = boot("blocked", 1.0)
+    assert blocked.record.status == "failed" and blocked.record.failed_phase == "start"
+    error = blocked.record.error or ""
+    assert f"container {left.name} of an earlier boot still exists on this node" in error
+    assert f"rm -f {left.name}" in error
+    log = (tmp_path / "blocked" / "work" / "c.log").read_text()
+    assert "fake-container" not in log and "fake vllm server" not in log  # nothing started
+    waited = boot("waited", 30.0)
+    assert waited.record.status == "ok", waited.record.error
+    log = (tmp_path / "waited" / "work" / "c.log").read_text()
+    assert f"container {left.name} of an earlier boot is gone" in log
+    assert left not in lingering_containers()  # its note dropped (its own container's stays)
+
+
 # --------------------------------------------------------------------- real podman
 def _options() -> list[str]:
     return [*run_options(), "--shm-size", "1g"]  # private /dev/shm: the container is a "node"

@@ -358,11 +358,12 @@ def test_a_gangs_member_without_the_image_or_with_a_stale_one_is_refused_and_avo
 ) -> None:
     """Two-host gangs of container arms (podman, each host its own store): arm `stale`'s image
     is on h1 and h2 (h2's from a copy of the tar: another local id, the same content), and
-    on h3 under the same tag with other content; arm `gone`'s is not on h3 at all. Every node of a gang is checked like the head, against the content the driver
-    read the definition from (h1's): an attempt that puts h3 in a gang fails naming h3, h3
-    takes no more boots of that arm, and every ok boot ran h1's image on h1 and h2 (its
-    image_id recorded). Before, only the head's node was probed: a member on h3 pulled or
-    served another build while the row recorded the head's."""
+    on h3 under the same tag with other content; arm `gone`'s is not on h3 at all. Every node
+    of a gang is checked like the head, against the content the driver read the definition
+    from (h1's): an attempt that puts h3 in a gang fails naming h3, h3 takes no more boots of
+    that arm, and every ok boot ran h1's image on h1 and h2 (its image_id recorded). Before,
+    only the head's node was probed: a member on h3 pulled or served another build while the
+    row recorded the head's."""
     why = podman_problem()
     if why is not None:
         pytest.skip(why)

@@ -142,7 +142,10 @@ class ServerSection(_Model):
         "many GiB before starting; the attempt fails otherwise (unified-memory nodes).",
     )
     memory_wait_s: float = Field(
-        300.0, gt=0, description="Deadline for min_free_memory_gb (and for each pre_boot command)."
+        300.0,
+        gt=0,
+        description="Deadline for min_free_memory_gb, for each pre_boot command, and for a "
+        "container an earlier boot left on the node to go (the boot fails otherwise).",
     )
 
 

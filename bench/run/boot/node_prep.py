@@ -23,6 +23,7 @@ from pathlib import Path
 
 from bench.errors import BootFailed
 from bench.experiment import PROBE_TIMEOUT_S, ContainerSpec, ResolvedArm, differs, image_id
+from bench.run.process import wait_lingering_gone
 
 MEMINFO = Path("/proc/meminfo")
 
@@ -100,7 +101,9 @@ def wait_for_memory(
 def prepare_node(
     pre_boot: Sequence[str], min_free_memory_gb: float | None, log: Path, *, wait_s: float
 ) -> None:
-    """pre_boot commands, then the memory wait: what runs on a node before its member."""
+    """A container an earlier boot left on this node gone, pre_boot commands, then the
+    memory wait: what runs on a node before its member."""
+    wait_lingering_gone(log, timeout_s=wait_s)
     if pre_boot:
         run_pre_boot(pre_boot, log, timeout_s=wait_s)
     if min_free_memory_gb:

@@ -9,7 +9,11 @@ and the detached stdlib-only watchdog that kills a boot's groups when its owner 
 (`reaper`, run as a script by its file path)."""
 
 from bench.run.process.api_server import NOT_HEALTHY, ServerProcess, free_port
-from bench.run.process.container_gone import container_exists
+from bench.run.process.container_gone import (
+    container_exists,
+    lingering_containers,
+    wait_lingering_gone,
+)
 from bench.run.process.gang import GangServer, MemberStart, exit_problem, start_member
 from bench.run.process.lifecycle import Watch
 from bench.run.process.member_process import (
@@ -28,6 +32,6 @@ __all__ = [
     "MemberLauncher", "MemberProcess", "MemberStart", "ServerProcess", "ServerSetup",
     "TreeSettings", "Watch", "cause_context", "clean_up",
     "container_exists", "descendants", "exception_line", "exit_problem", "free_port",
-    "group_members", "kill_groups", "log_tail", "make_server", "read_recorded", "root_cause",
-    "start_member", "summarize_tail",
+    "group_members", "kill_groups", "lingering_containers", "log_tail", "make_server",
+    "read_recorded", "root_cause", "start_member", "summarize_tail", "wait_lingering_gone",
 ]  # fmt: skip

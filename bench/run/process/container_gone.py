@@ -1,14 +1,25 @@
 """Whether a member's container is gone after its stop: the runtime's own listing, and the
 wait for it. A runtime can return from `rm -f` while the container still exists (a GB10's
 hands ~100 GB of unified memory back first): the boot's slot is held until it is gone, and
-a boot measured in full stays ok, with a warning."""
+a boot measured in full stays ok, with a warning.
+
+Past GONE_LIMIT_S the slot is freed, and the container is noted on the node
+(`<node root>/lingering/<name>`): before the next boot on that node starts anything, it waits
+for every noted container to go (`wait_lingering_gone`, within the node's memory wait) and
+fails, naming the container, its memory and the fix, if one is still there. A server started
+beside it would measure on memory the container still holds, or fail vLLM's own free-memory
+check with no word of why."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
+from pathlib import Path
 
+from bench.errors import BootFailed
 from bench.experiment import ContainerRef
+from bench.run.node import node_root
 
 CONTAINER_GONE_S = 30.0  # after stop + rm: longer than this is said in the boot's warnings
 GONE_LIMIT_S = 300.0  # then the slot is freed, and the warning says the container remains
@@ -32,9 +43,10 @@ def wait_container_gone(container: ContainerRef) -> str | None:
         time.sleep(0.5)
     waited = time.monotonic() - t0
     if container_exists(container):
+        _note_lingering(container)
         return (
             f"container {container.name} still existed {waited:.0f} s after stop and rm -f: "
-            "its slot was freed; the next boot there may find its memory still held"
+            "its slot was freed; the next boot there waits for it to go first"
         )
     if waited > CONTAINER_GONE_S:
         return (
@@ -42,3 +54,59 @@ def wait_container_gone(container: ContainerRef) -> str | None:
             "(its slot was held until it was gone)"
         )
     return None
+
+
+def _registry() -> Path:
+    return node_root() / "lingering"
+
+
+def _note_lingering(ref: ContainerRef) -> None:
+    with contextlib.suppress(OSError):
+        _registry().mkdir(parents=True, exist_ok=True)
+        (_registry() / ref.name).write_text(ref.runtime + "\n", encoding="utf-8")
+
+
+def lingering_containers() -> list[ContainerRef]:
+    """The containers noted on this node as outliving their boot's stop."""
+    found = sorted(_registry().glob("*")) if _registry().is_dir() else []
+    return [ContainerRef(p.read_text(encoding="utf-8").strip(), p.name) for p in found]
+
+
+def _memory_held(ref: ContainerRef) -> str:
+    """What the runtime says the container holds (`stats`), or "" where it does not say."""
+    cmd = [ref.runtime, "stats", "--no-stream", "--format", "{{.MemUsage}}", ref.name]
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+        if out.returncode == 0 and out.stdout.strip():
+            return f", holding {out.stdout.strip().splitlines()[0]}"
+    return ""
+
+
+def wait_lingering_gone(log: Path, *, timeout_s: float, poll_s: float = 2.0) -> None:
+    """Before a boot on this node: wait for every noted container to go (a note of one gone
+    is dropped); BootFailed naming the first one still there after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    for ref in lingering_containers():
+        t0 = time.monotonic()
+        if container_exists(ref):
+            _log(log, f"container {ref.name} of an earlier boot still exists: waiting for it")
+        while container_exists(ref) and time.monotonic() < deadline:
+            time.sleep(poll_s)
+        if container_exists(ref):
+            raise BootFailed(
+                f"container {ref.name} of an earlier boot still exists on this node"
+                f"{_memory_held(ref)} after waiting {time.monotonic() - t0:.0f} s: a server "
+                "started beside it would measure on the memory it holds; remove it "
+                f"(`{ref.runtime} rm -f {ref.name}` there), and resume",
+                log_path=str(log),
+            )
+        waited = time.monotonic() - t0
+        _log(log, f"container {ref.name} of an earlier boot is gone ({waited:.0f} s)")
+        (_registry() / ref.name).unlink(missing_ok=True)
+
+
+def _log(log: Path, line: str) -> None:
+    with contextlib.suppress(OSError):
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as fh:
+            fh.write(f"[specab] {line}\n")
