@@ -33,7 +33,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if new:
         shown = ", ".join(new[:5]) + (f" and {len(new) - 5} more" if len(new) > 5 else "")
         print(
-            f"\ntests wrote into the machine's shared {MACHINE_WORKDIR}: {shown}", file=sys.stderr
+            f"\ntests wrote into the machine's shared {MACHINE_WORKDIR} (or another specab "
+            f"run on this machine did, meanwhile): {shown}",
+            file=sys.stderr,
         )
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
     shutil.rmtree(SESSION_WORKDIR, ignore_errors=True)

@@ -25,14 +25,14 @@ def test_a_sweep_of_20_cells_leaves_at_most_the_bound(
     tmp_path: Path, fake_experiment: Callable[..., Path]
 ) -> None:
     spec = fake_experiment(
-        tmp_path, {"cell": {"SPECAB_FAKE_COMPILE_BYTES": str(COMPILED)}}, boots_per_arm=1,
-        name="bounded-sweep",
+        tmp_path, {"cell": {"SPECAB_FAKE_COMPILE_BYTES": str(COMPILED), "SPECAB_FAKE_BOOT_S": "0"}},
+        boots_per_arm=1, name="bounded-sweep", probes={"warmup": 0},
     )  # fmt: skip
     levels = ", ".join(f'"0.{50 + i}"' for i in range(CELLS))
     with spec.open("a") as f:
         f.write(f'\n[sweep]\ngrid = {{ "env.SPECAB_FAKE_ACCEPT" = [{levels}] }}\n')
     root = tmp_path / "results"
-    argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report"]
+    argv = ["run-ab", str(spec), "--results-dir", str(root), "--quiet", "--no-report", "--no-duets"]
     assert run([*argv, "--compile-cache-gb", str(BOUND_GB)]) == 0
     ok = load_results(root).ok_boots()
     assert ok["arm"].nunique() == CELLS  # every cell booted, each with its own cache
