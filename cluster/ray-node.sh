@@ -30,11 +30,13 @@ for ((try = 1; try <= TRIES; try++)); do
     "$@" &
     pid=$!
     wait "$pid"
-    rc=$?
     while kill -0 "$pid" 2>/dev/null; do  # a trapped signal ends `wait` early: wait again
         wait "$pid"
-        rc=$?
     done
+    # Its own exit status: a `wait` that a trapped signal ended says 128+N, not the child's
+    # (the child may be gone by the check above), and bash keeps a finished child's status.
+    wait "$pid"
+    rc=$?
     ran=$((SECONDS - started))
     if ((rc == 0 || stopping || ran >= START_S || try == TRIES)); then
         break

@@ -147,6 +147,19 @@ def test_a_requeued_slurm_job_takes_over_its_earlier_runs_claim_at_once(
             acquire_claim(tmp_path, "run-ab --resume")
 
 
+def _take_over(root: Path, **update: object) -> None:
+    """Write another's claim under the guard the heartbeat also takes (a raw write could land
+    between a beat's check and its rewrite, which no real takeover does)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with wc._Guard(root) as held:
+            if held:
+                _claim(root, **update)
+                return
+        time.sleep(0.01)
+    raise AssertionError("the takeover guard was never free")
+
+
 def test_a_holder_taken_over_records_nothing_and_its_heartbeat_stops(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,8 +169,9 @@ def test_a_holder_taken_over_records_nothing_and_its_heartbeat_stops(
     first = read_claim(writer.root)
     time.sleep(1.5)
     assert read_claim(writer.root).heartbeat_at > first.heartbeat_at  # it beats
-    # another driver takes it over (as after a partition): the old one must not record
-    _claim(writer.root, token="successor", host="node-elsewhere")
+    # another driver takes it over (as after a partition), under the takeover guard as the
+    # product's takeover does: the old one must not record
+    _take_over(writer.root, token="successor", host="node-elsewhere")
     rec = _failed_row("a")
     with pytest.raises(SpecabError, match="taken over by `run-ab` on host node-elsewhere"):
         writer.write_boot(rec)
