@@ -4,15 +4,16 @@ hands ~100 GB of unified memory back first): the boot's slot is held until it is
 a boot measured in full stays ok, with a warning.
 
 Past GONE_LIMIT_S the slot is freed, and the container is noted on the node
-(`<node root>/lingering/<name>`): before the next boot on that node starts anything, it waits
-for every noted container to go (`wait_lingering_gone`, within the node's memory wait) and
-fails, naming the container, its memory and the fix, if one is still there. A server started
+(`<node root>/lingering/<host>/<name>`): before the next boot on that node starts anything,
+it waits for every noted container to go (`wait_lingering_gone`, within the node's memory
+wait) and fails, naming the container, its memory and the fix, if one is still there. A server started
 beside it would measure on memory the container still holds, or fail vLLM's own free-memory
 check with no word of why."""
 
 from __future__ import annotations
 
 import contextlib
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -57,7 +58,9 @@ def wait_container_gone(container: ContainerRef) -> str | None:
 
 
 def _registry() -> Path:
-    return node_root() / "lingering"
+    """This node's notes (by host name: a workdir root shared by several nodes keeps each
+    node's apart, and a node never drops another's note for not seeing its container)."""
+    return node_root() / "lingering" / socket.gethostname()
 
 
 def _note_lingering(ref: ContainerRef) -> None:
