@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from testbed_helpers import ROOT, Bed, namespace_hosts
 
+from bench.run import node_workdir
 from bench.store import load_results
 
 pytestmark = [
@@ -121,7 +122,8 @@ def test_real_gang_tp2_boots_run_one_per_linked_pair_over_its_link(
     # each host's compile cache of the arm links vLLM's model-info cache (a member's node as
     # a head's): no member inspects the architectures again in fresh interpreters
     for host in bed.hosts:
-        find = ["find", "/tmp/specab-work/gang-bed", "-name", "modelinfos", "-type", "l"]
+        # the hosts' Ray inherited the session's SPECAB_WORKDIR (conftest), in each host's /tmp
+        find = ["find", str(node_workdir("gang-bed")), "-name", "modelinfos", "-type", "l"]
         assert bed.run(host, find).stdout.strip(), f"{host} did not share the model-info cache"
     # the boots are ok only if each member's patch check found the sampler patch applied in
     # that host's engine processes (a gang checks every member)
