@@ -6,9 +6,9 @@ a boot measured in full stays ok, with a warning.
 Past GONE_LIMIT_S the slot is freed, and the container is noted on the node
 (`<node root>/lingering/<host>/<name>`): before the next boot on that node starts anything,
 it waits for every noted container to go (`wait_lingering_gone`, within the node's memory
-wait) and fails, naming the container, its memory and the fix, if one is still there. A server started
-beside it would measure on memory the container still holds, or fail vLLM's own free-memory
-check with no word of why."""
+wait) and fails, naming the container, its memory and the fix, if one is still there. A
+server started beside it would measure on memory the container still holds, or fail vLLM's
+own free-memory check with no word of why."""
 
 from __future__ import annotations
 
