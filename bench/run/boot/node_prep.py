@@ -23,7 +23,12 @@ from pathlib import Path
 
 from bench.errors import BootFailed
 from bench.experiment import PROBE_TIMEOUT_S, ContainerSpec, ResolvedArm, differs, image_id
-from bench.run.process import wait_lingering_gone
+from bench.run.process import (
+    container_exists,
+    forget_lingering,
+    lingering_containers,
+    memory_held,
+)
 
 MEMINFO = Path("/proc/meminfo")
 
@@ -98,12 +103,37 @@ def wait_for_memory(
     return have
 
 
+def wait_for_lingering(log: Path, *, timeout_s: float, poll_s: float = 2.0) -> None:
+    """Wait for every container noted on this node as outliving its boot to go (its note is
+    then dropped); BootFailed naming the first one still there after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    for ref in lingering_containers():
+        t0 = time.monotonic()
+        if container_exists(ref):
+            _log(log, f"[specab] container {ref.name} of an earlier boot still exists: waiting")
+            while time.monotonic() < deadline and container_exists(ref):
+                time.sleep(poll_s)
+            if container_exists(ref):
+                held = memory_held(ref)
+                raise BootFailed(
+                    f"container {ref.name} of an earlier boot still exists on this node"
+                    f"{f', holding {held}' if held else ''} after waiting "
+                    f"{time.monotonic() - t0:.0f} s: a server started beside it would measure "
+                    f"on the memory it holds; remove it (`{ref.runtime} rm -f {ref.name}` "
+                    "there), and resume",
+                    log_path=str(log),
+                )
+        waited = time.monotonic() - t0
+        _log(log, f"[specab] container {ref.name} of an earlier boot is gone ({waited:.0f} s)")
+        forget_lingering(ref)
+
+
 def prepare_node(
     pre_boot: Sequence[str], min_free_memory_gb: float | None, log: Path, *, wait_s: float
 ) -> None:
     """A container an earlier boot left on this node gone, pre_boot commands, then the
     memory wait: what runs on a node before its member."""
-    wait_lingering_gone(log, timeout_s=wait_s)
+    wait_for_lingering(log, timeout_s=wait_s)
     if pre_boot:
         run_pre_boot(pre_boot, log, timeout_s=wait_s)
     if min_free_memory_gb:

@@ -11,8 +11,9 @@ and the detached stdlib-only watchdog that kills a boot's groups when its owner 
 from bench.run.process.api_server import NOT_HEALTHY, ServerProcess, free_port
 from bench.run.process.container_gone import (
     container_exists,
+    forget_lingering,
     lingering_containers,
-    wait_lingering_gone,
+    memory_held,
 )
 from bench.run.process.gang import GangServer, MemberStart, exit_problem, start_member
 from bench.run.process.lifecycle import Watch
@@ -31,7 +32,8 @@ __all__ = [
     "CAUSE_LINES", "LINGER_LIMIT_S", "NOT_HEALTHY", "BootGuard", "GangServer", "LocalMembers",
     "MemberLauncher", "MemberProcess", "MemberStart", "ServerProcess", "ServerSetup",
     "TreeSettings", "Watch", "cause_context", "clean_up",
-    "container_exists", "descendants", "exception_line", "exit_problem", "free_port",
-    "group_members", "kill_groups", "lingering_containers", "log_tail", "make_server",
-    "read_recorded", "root_cause", "start_member", "summarize_tail", "wait_lingering_gone",
+    "container_exists", "descendants", "exception_line", "exit_problem", "forget_lingering",
+    "free_port", "group_members", "kill_groups", "lingering_containers", "log_tail",
+    "make_server", "memory_held", "read_recorded", "root_cause", "start_member",
+    "summarize_tail",
 ]  # fmt: skip

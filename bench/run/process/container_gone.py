@@ -5,8 +5,8 @@ a boot measured in full stays ok, with a warning.
 
 Past GONE_LIMIT_S the slot is freed, and the container is noted on the node
 (`<node root>/lingering/<host>/<name>`): before the next boot on that node starts anything,
-it waits for every noted container to go (`wait_lingering_gone`, within the node's memory
-wait) and fails, naming the container, its memory and the fix, if one is still there. A
+it waits for every noted container to go (`node_prep.wait_for_lingering`, within the node's
+memory wait) and fails, naming the container, its memory and the fix, if one is still there. A
 server started beside it would measure on memory the container still holds, or fail vLLM's
 own free-memory check with no word of why."""
 
@@ -18,7 +18,6 @@ import subprocess
 import time
 from pathlib import Path
 
-from bench.errors import BootFailed
 from bench.experiment import ContainerRef
 from bench.run.node import node_root
 
@@ -75,41 +74,16 @@ def lingering_containers() -> list[ContainerRef]:
     return [ContainerRef(p.read_text(encoding="utf-8").strip(), p.name) for p in found]
 
 
-def _memory_held(ref: ContainerRef) -> str:
+def forget_lingering(ref: ContainerRef) -> None:
+    """The noted container is gone: drop its note."""
+    (_registry() / ref.name).unlink(missing_ok=True)
+
+
+def memory_held(ref: ContainerRef) -> str:
     """What the runtime says the container holds (`stats`), or "" where it does not say."""
     cmd = [ref.runtime, "stats", "--no-stream", "--format", "{{.MemUsage}}", ref.name]
     with contextlib.suppress(OSError, subprocess.TimeoutExpired):
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
         if out.returncode == 0 and out.stdout.strip():
-            return f", holding {out.stdout.strip().splitlines()[0]}"
+            return out.stdout.strip().splitlines()[0]
     return ""
-
-
-def wait_lingering_gone(log: Path, *, timeout_s: float, poll_s: float = 2.0) -> None:
-    """Before a boot on this node: wait for every noted container to go (a note of one gone
-    is dropped); BootFailed naming the first one still there after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    for ref in lingering_containers():
-        t0 = time.monotonic()
-        if container_exists(ref):
-            _log(log, f"container {ref.name} of an earlier boot still exists: waiting for it")
-        while container_exists(ref) and time.monotonic() < deadline:
-            time.sleep(poll_s)
-        if container_exists(ref):
-            raise BootFailed(
-                f"container {ref.name} of an earlier boot still exists on this node"
-                f"{_memory_held(ref)} after waiting {time.monotonic() - t0:.0f} s: a server "
-                "started beside it would measure on the memory it holds; remove it "
-                f"(`{ref.runtime} rm -f {ref.name}` there), and resume",
-                log_path=str(log),
-            )
-        waited = time.monotonic() - t0
-        _log(log, f"container {ref.name} of an earlier boot is gone ({waited:.0f} s)")
-        (_registry() / ref.name).unlink(missing_ok=True)
-
-
-def _log(log: Path, line: str) -> None:
-    with contextlib.suppress(OSError):
-        log.parent.mkdir(parents=True, exist_ok=True)
-        with log.open("a", encoding="utf-8") as fh:
-            fh.write(f"[specab] {line}\n")
