@@ -28,6 +28,13 @@ $(STAMP): pyproject.toml Makefile
 	# (specab_zlab_dflash.py): its module needs only torch and transformers; its CLI's pinned
 	# datasets/requests/tqdm would fight vLLM's, so none of them.
 	$(BIN)/python -m pip install -q --no-compile --no-deps 'dflash==0.1.0'
+	# speculators' DFlash definition, for the built-in reference forward and its test
+	# (specab_speculators.py): without its torchvision/torchaudio, which break vLLM here; its
+	# model modules import its training data module, hence datasets (z-lab's pin) and
+	# hs-connectors.
+	$(BIN)/python -m pip install -q --no-compile --no-deps 'speculators==0.9.0'
+	$(BIN)/python -m pip install -q --no-compile 'datasets==5.0.1' 'hs-connectors==0.9.0' \
+		'loguru>=0.7.2,<=0.7.3'
 	$(BIN)/python -c "import torch, transformers, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
 	touch $(STAMP)
 
@@ -72,7 +79,10 @@ REFERENCE_VENV ?= .venv-reference
 reference-venv:
 	test -x $(REFERENCE_VENV)/bin/python || $(PYTHON) -m venv $(REFERENCE_VENV)
 	$(REFERENCE_VENV)/bin/python -m pip install -q --no-compile 'torch==2.13.0' 'dflash[local]==0.1.0'
-	$(REFERENCE_VENV)/bin/python -c "import torch, transformers, dflash.model; print('reference venv: torch', torch.__version__, 'transformers', transformers.__version__)"
+	$(REFERENCE_VENV)/bin/python -m pip install -q --no-compile --no-deps 'speculators==0.9.0'
+	$(REFERENCE_VENV)/bin/python -m pip install -q --no-compile 'hs-connectors==0.9.0' \
+		'loguru>=0.7.2,<=0.7.3' pydantic-settings psutil
+	$(REFERENCE_VENV)/bin/python -c "import torch, transformers, dflash.model, speculators.models.dflash; print('reference venv: torch', torch.__version__, 'transformers', transformers.__version__)"
 
 clean-venv:
 	rm -rf $(VENV)

@@ -63,6 +63,7 @@ from bench.stats.inputs import (
     output_windows,
 )
 from bench.stats.methods import CLAIMED
+from bench.stats.own_references import analyze_by_reference, own_reference, reference_groups
 from bench.stats.schema import (
     Analysis,
     AnalysisSettings,
@@ -100,14 +101,15 @@ def analyze(
             _, _, ds = prepare(results, options, source)
     windows = along_output(results, ds, options.by, source)
     failed = failed_counts(boots, arms)
-    result = analyze_data(
-        ds, arms, s, options, failed=failed, experiment=manifest.experiment, windows=windows
-    )
+    own = reference_groups(manifest, s.baseline, arms)  # each drafter's own training forward
+    result = analyze_by_reference(analyze_data, ds, arms, s, own, options=options, failed=failed,
+                                  experiment=manifest.experiment, windows=windows)  # fmt: skip
     if low:  # timed on every boot: acceptance (none where a boot drafted nothing) left aside
         timed = {a: replace(ad, speculative=False) for a, ad in every_boot.arms.items()}
-        speed = analyze_data(
-            replace(every_boot, arms=timed), arms, s, replace(options, by=None), failed=failed
-        )
+        speed = analyze_by_reference(
+            analyze_data, replace(every_boot, arms=timed), arms, s, own,
+            options=replace(options, by=None), failed=failed,
+        )  # fmt: skip
         ups, _ = speedups(every_boot.arms, s.alpha, s.margins[SPEED_METRIC])
         result = speed_of_every_boot(result, speed.model_copy(update={"speedups": ups}), low)
     if said:
@@ -116,7 +118,8 @@ def analyze(
     update: dict[str, Any] = {"drift": within} if within else {}
     notes = list(result.notes)
     temperature = manifest.spec.probes.temperature if manifest.spec is not None else None
-    parity, said = parity_at(probes, arms, manifest.reference_arms(), temperature)
+    pairs = own_reference(own, s.baseline, arms)
+    parity, said = parity_at(probes, arms, manifest.reference_arms(), temperature, pairs)
     update |= {"parity": parity} if parity else {}
     notes += said
     if options.exclude_boots:

@@ -84,6 +84,7 @@ LAYERS = {
         "bisect",
         "screen",
         "plan",
+        "own_references",
         "analysis",
     ],
     "simulate": ["generative", "simulated_boots", "output_steps", "runs", "directory", "histories"],

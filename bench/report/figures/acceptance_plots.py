@@ -192,7 +192,9 @@ def plot_forest(analysis: Analysis) -> Figure:
         ax.set_xlim(-lim, lim)
         ax.xaxis.set_major_locator(MaxNLocator(nbins=6, symmetric=True))  # uncrowded ticks
         ax.set_ylim(-0.7, len(arms) - 0.3)
-        ax.set_yticks(range(len(arms)), list(reversed(arms)))
+        # an arm compared with its own drafter's reference, not the baseline, says so
+        own = {r.arm: r.baseline for r in rows if r.baseline != base}
+        ax.set_yticks(range(len(arms)), [f"{a} − {own[a]}" if a in own else a for a in arms[::-1]])
         unit = f" ({METRIC[metric].unit})" if METRIC[metric].unit else ""
         ax.set_xlabel(f"{METRIC_TITLES[metric].lower()}: arm − {base}{unit}")
         ax.set_title(f"{METRIC_TITLES[metric]} (± margin {margin:g})", fontsize=10, loc="left")

@@ -47,9 +47,10 @@ def headline(c: Comparison, aa: bool) -> str:
     )
 
 
-def against_training(c: Comparison, analysis: Analysis) -> str:
+def against_training(c: Comparison, analysis: Analysis, *, offline: bool = False) -> str:
     """A served arm against a reference arm (its drafter's training forward) in the words
-    the question asks: does vLLM serve the drafter as it was trained?"""
+    the question asks: does vLLM serve the drafter as it was trained? (`offline`: the arm is
+    another reference, a second framework's forward of the same drafter.)"""
     m, est = METRIC[c.metric], {a.arm: a.metrics.get(c.metric) for a in analysis.arms}
     lo, hi = c.verdict_ci if c.verdict_ci is not None else (c.ci_low, c.ci_high)
     served, trained = (getattr(est.get(a), "estimate", None) for a in (c.arm, c.baseline))
@@ -57,11 +58,13 @@ def against_training(c: Comparison, analysis: Analysis) -> str:
     where = f"where its training forward ({c.baseline}) gives {_value(c.metric, trained)}"
     delta = f"{_fmt(c.metric, c.difference)} [{_fmt(c.metric, lo)}, {_fmt(c.metric, hi)}]"
     margin = f"{c.margin:.1%}" if m.relative else f"{c.margin:g}"
+    who, what = (f"**{c.arm}** (offline) gives", "forwards part") if offline else (
+        f"**{c.arm}** serves", "serving departs from training")  # fmt: skip
     if c.verdict in ("improved", "regressed"):
-        return f"**{c.arm}** serves {value} {where}: serving departs from training, {delta}."
+        return f"{who} {value} {where}: {what}, {delta}."
     if c.verdict == "equivalent":
-        return f"**{c.arm}** serves {value} {where}: equivalent to training within ±{margin}."
-    return f"**{c.arm}** serves {value} {where}: {delta}, {_WORDS[c.verdict].format(m=margin)}."
+        return f"{who} {value} {where}: equivalent to training within ±{margin}."
+    return f"{who} {value} {where}: {delta}, {_WORDS[c.verdict].format(m=margin)}."
 
 
 def _value(metric: str, x: float | None) -> str:
@@ -83,9 +86,10 @@ def headlines(results: Results, analysis: Analysis) -> list[str]:
         if history
         else []
     )
-    trained = analysis.baseline in results.manifest.reference_arms()
+    refs = results.manifest.reference_arms()
+    trained = analysis.baseline in refs
     said += [
-        against_training(c, analysis)
+        against_training(c, analysis, offline=c.arm in refs)
         if trained
         else headline(c, base is not None and sha.get(c.arm) == base)
         for c in ab_comparisons(analysis)

@@ -221,7 +221,8 @@ def verdict_table(analysis: Analysis) -> pd.DataFrame:
     raw = f"difference [raw {1 - analysis.alpha:.0%} CI]"
     rows = [
         {
-            "arm": c.arm,
+            # an arm compared with its own drafter's reference, not the baseline, says so
+            "arm": c.arm if c.baseline == analysis.baseline else f"{c.arm} vs {c.baseline}",
             "metric": short_name(c.metric),
             "family": c.family,
             raw: difference(c),

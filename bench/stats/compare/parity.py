@@ -7,7 +7,7 @@ compared with."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -43,15 +43,20 @@ def _reference_rows(probes: pd.DataFrame, ref: str) -> dict[str, tuple[str, list
 
 
 def output_parity(
-    probes: pd.DataFrame, arms: Sequence[str], references: Sequence[str]
+    probes: pd.DataFrame,
+    arms: Sequence[str],
+    references: Sequence[str],
+    own: Mapping[str, str] | None = None,
 ) -> list[OutputParity]:
-    """Each served arm of `arms` against each reference arm (none without the columns)."""
+    """Each served arm of `arms` against each reference arm, or only against its own drafter's
+    where `own` (served arm -> reference) names it (none without the columns)."""
     if not references or any(c not in probes.columns for c in PARITY_COLUMNS):
         return []
+    own = own or {}
     out = []
     for ref in references:
         want = _reference_rows(probes, ref)
-        for arm in (a for a in arms if a not in references):
+        for arm in (a for a in arms if a not in references and own.get(a, ref) == ref):
             rows = probes[probes["arm"] == arm]
             parts: list[int] = []
             parting: set[str] = set()
@@ -90,11 +95,15 @@ def _same_inputs(key: str, arm: str, ref: str, served: str, reference: str) -> N
 
 
 def parity_at(
-    probes: pd.DataFrame, arms: Sequence[str], references: Sequence[str], temperature: float | None
+    probes: pd.DataFrame,
+    arms: Sequence[str],
+    references: Sequence[str],
+    temperature: float | None,
+    own: Mapping[str, str] | None = None,
 ) -> tuple[list[OutputParity], list[str]]:
     """`output_parity` at temperature 0; above it tokens are samples: none, and a note."""
     if not temperature:
-        return output_parity(probes, arms, references), []
+        return output_parity(probes, arms, references, own), []
     if not references:
         return [], []
     return [], [
