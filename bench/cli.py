@@ -78,7 +78,7 @@ for _module in COMMAND_MODULES:
 # a panel's command groups, here probes, reference and export, after its commands).
 WORKFLOW: dict[str, tuple[str, ...]] = {
     "Before a run": ("validate", "lint", "materialize", "schema", "demo-models", "probes"),
-    "Run": ("run-ab", "bisect", "status", "boot", "selftest"),
+    "Run": ("run-ab", "bisect", "status", "boot", "trace", "selftest"),
     "Read the results": ("analyze", "report", "plan", "gate", "reference", "export"),
     "About": ("version",),
 }

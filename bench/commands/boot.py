@@ -1,5 +1,10 @@
 """`specab boot FILE --arm NAME [--results-dir DIR] [--boot N]`: one real boot, for debugging
-and for the smallest real run. Writes results/<experiment>/ like `run-ab` does."""
+and for the smallest real run. Writes results/<experiment>/ like `run-ab` does.
+
+`specab trace FILE --arm NAME [--probe ID] [--steps N]`: one real boot of a served arm with
+the capture patch, replayed in its drafter's reference forward: the first tensor at which
+serving departs from training (docs/trace.md). Exit 0 when every tensor agrees, 1 when it
+names a divergence, 2 on bad input."""
 
 from __future__ import annotations
 
@@ -16,8 +21,10 @@ from rich.console import Console
 
 from bench.commands.options import (
     ExperimentFile,
+    Json,
     ResultsDirOption,
 )
+from bench.errors import SpecabError
 
 if TYPE_CHECKING:
     from bench.experiment import Experiment
@@ -119,5 +126,46 @@ def boot(
         writer.close()
 
 
+def trace(
+    experiment_file: ExperimentFile,
+    arm: Annotated[str, typer.Option("--arm", help="Served arm to trace.")],
+    probe: Annotated[
+        str | None, typer.Option("--probe", help="Probe to trace, SET/ID or ID (default: first).")
+    ] = None,
+    steps: Annotated[int, typer.Option("--steps", help="Verify steps to capture (1-16).")] = 4,
+    threshold: Annotated[
+        float, typer.Option("--threshold", min=0.0, help="Relative error a tensor agrees within.")
+    ] = 0.02,
+    out: Annotated[
+        Path | None,
+        typer.Option("--out", help="Trace directory (default results/<name>/trace/<arm>)."),
+    ] = None,
+    json_out: Json = False,
+) -> int:
+    """Where serving departs from training: one boot of ARM on the real engine, its first
+    verify steps captured tensor by tensor and replayed in the reference arm's forward of the
+    same drafter; the first tensor that departs, and the config fields each side resolved."""
+    from bench.experiment import load_experiment, preflight
+    from bench.report import render_trace
+    from bench.trace import plan_trace, run_trace
+
+    spec = load_experiment(experiment_file)
+    plan = plan_trace(spec, experiment_file, arm, probe, steps, threshold)
+    preflight(experiment_file, spec=spec, arms=[arm, plan.reference.name])
+    root = out or Path("results") / spec.experiment.name / "trace" / arm
+    if root.exists() and any(root.iterdir()):
+        raise SpecabError(f"{root} holds an earlier trace", field="--out",
+                          fix="give --out a new directory, or remove that one")  # fmt: skip
+    result = run_trace(plan, root)
+    console = Console(highlight=False, soft_wrap=True)
+    if json_out:
+        console.print_json(result.model_dump_json())
+    else:
+        render_trace(console, result)
+        console.print(f"trace       {root / 'trace.json'}", markup=False)
+    return 0 if result.first_divergence is None else 1
+
+
 def register(app: typer.Typer) -> None:
     app.command("boot")(boot)
+    app.command("trace")(trace)

@@ -56,11 +56,24 @@ def partial_rope(x: torch.Tensor, pos: torch.Tensor, theta: float, dims: int) ->
     return torch.cat((rope(x[..., :dims], pos, theta), x[..., dims:]), dim=-1)
 
 
+class Rotary(nn.Module):
+    """`partial_rope` as a module, so a trace can hook what it rotates (context K, the
+    block's q, the block's k, in that order per layer)."""
+
+    def __init__(self, theta: float, dims: int) -> None:
+        super().__init__()
+        self.theta, self.dims = theta, dims
+
+    def forward(self, x: torch.Tensor, pos: torch.Tensor) -> torch.Tensor:
+        return partial_rope(x, pos, self.theta, self.dims)
+
+
 class _Attention(nn.Module):
     def __init__(self, cfg: Qwen3Config, theta: float) -> None:
         super().__init__()
         self.theta = theta
-        self.rotary_dims = int(cfg.head_dim or 0)  # trained full-head; fewer: as vLLM reads 0.25
+        # trained full-head; fewer: as vLLM reads 0.25
+        self.rotary = Rotary(theta, int(cfg.head_dim or 0))
         h, hd = int(cfg.hidden_size), int(cfg.head_dim or 0)
         self.heads, self.kv_heads = int(cfg.num_attention_heads), int(cfg.num_key_value_heads or 0)
         self.head_dim = hd
@@ -71,10 +84,19 @@ class _Attention(nn.Module):
         self.q_norm = Qwen3RMSNorm(hd, eps=cfg.rms_norm_eps)
         self.k_norm = Qwen3RMSNorm(hd, eps=cfg.rms_norm_eps)
 
+    @property
+    def rotary_dims(self) -> int:
+        """The dims of each head the rotary embedding rotates."""
+        return self.rotary.dims
+
+    @rotary_dims.setter
+    def rotary_dims(self, dims: int) -> None:
+        self.rotary.dims = dims
+
     def kv(self, x: torch.Tensor, pos: torch.Tensor) -> tuple[Any, Any]:
         """K (normed, rotated) and V of x [B, S, H] at positions pos [B, S]."""
         shape = (*x.shape[:-1], self.kv_heads, self.head_dim)
-        k = partial_rope(self.k_norm(self.k_proj(x).view(shape)), pos, self.theta, self.rotary_dims)
+        k = self.rotary(self.k_norm(self.k_proj(x).view(shape)), pos)
         return k, self.v_proj(x).view(shape)
 
     def forward(
@@ -82,7 +104,7 @@ class _Attention(nn.Module):
     ) -> torch.Tensor:
         """x [B, Q, H] queries; ctx_kv ([B, T, kvh, hd] x 2); mask [B, Q, T + Q] (True: see)."""
         q = self.q_norm(self.q_proj(x).view(*x.shape[:-1], self.heads, self.head_dim))
-        q = partial_rope(q, pos, self.theta, self.rotary_dims)
+        q = self.rotary(q, pos)
         k_q, v_q = self.kv(x, pos)
         k = torch.cat((ctx_kv[0], k_q), dim=1)
         v = torch.cat((ctx_kv[1], v_q), dim=1)

@@ -111,3 +111,9 @@ def eagle3_logits(step: dict[str, Any]) -> torch.Tensor:
 dflash_logits.check = _dflash  # type: ignore[attr-defined]
 dflash_declared_logits.check = _dflash  # type: ignore[attr-defined]
 eagle3_logits.check = _eagle3  # type: ignore[attr-defined]
+# The trace's hook (docs/trace.md): FUNCTION.module(drafter) is the module the forward runs,
+# the one whose submodules `specab trace` hooks by its name map (called as the forward calls
+# the cached loader, so it is the very instance).
+dflash_logits.module = lambda drafter: _dflash(drafter, False)  # type: ignore[attr-defined]
+dflash_declared_logits.module = lambda drafter: _dflash(drafter, True)  # type: ignore[attr-defined]
+eagle3_logits.module = _eagle3  # type: ignore[attr-defined]

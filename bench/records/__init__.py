@@ -1,6 +1,7 @@
 """The results contract (docs/results.md, schema_version 1) as typed records: one row per boot
 attempt and per measured probe with the Parquet schemas they are stored in (`boots_and_probes`), the
-manifest (`manifest`), a gate's stored reference (`reference`) and a run as loaded
+manifest (`manifest`), a gate's stored reference (`reference`), a trace's `trace.json`
+(`trace_record`) and a run as loaded
 (`loaded_results`: manifest, boots and probes together). Everyone's vocabulary:
 every package reads and builds these, none of them computes anything."""
 
@@ -58,6 +59,7 @@ from bench.records.replication import (
     replication_advice,
     too_few_boots,
 )
+from bench.records.trace_record import TRACE_VERSION, ConfigField, TensorDiff, TraceResult
 
 __all__ = [
     "ACCEPTANCE_METRICS",
@@ -81,8 +83,10 @@ __all__ = [
     "SCREEN_SPENDING",
     "SCREEN_SPREAD",
     "SPEED_METRIC",
+    "TRACE_VERSION",
     "AcceptanceSource",
     "BootRecord",
+    "ConfigField",
     "FailedPhase",
     "InFlightBoot",
     "Machine",
@@ -97,6 +101,8 @@ __all__ = [
     "ReferenceBoot",
     "Results",
     "SweepCell",
+    "TensorDiff",
+    "TraceResult",
     "WriterClaim",
     "boot_file_stem",
     "list_lengths",

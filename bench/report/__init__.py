@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         render_gate,
         render_plan,
         render_split,
+        render_trace,
         table_console,
     )
     from bench.report.figures import per_boot_frame
@@ -69,6 +70,7 @@ _WHERE = {
     "render_plan": "bench.report.console",
     "render_report": "bench.report.render",
     "render_split": "bench.report.console",
+    "render_trace": "bench.report.console",
     "speed_table": "bench.report.tables",
     "table_console": "bench.report.console",
     "verdict_markdown": "bench.report.tables",
@@ -85,6 +87,6 @@ __all__ = [
     "arm_summary",
     "build_figures", "category_table", "draft_length_table", "failed_attempts", "figure_png",
     "output_identity", "per_boot_frame", "print_end", "provenance", "render_analysis",
-    "render_gate", "render_plan", "render_report", "render_split", "speed_table",
+    "render_gate", "render_plan", "render_report", "render_split", "render_trace", "speed_table",
     "speedup_table", "table_console", "verdict_markdown", "verdict_table", "write_report",
 ]  # fmt: skip

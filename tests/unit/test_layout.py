@@ -30,8 +30,9 @@ ALLOWED = {
     "report": {"store", "stats"},
     "tracking": {"store", "stats", "report"},
     "run": {"store", "experiment", "stats"},
+    "trace": {"store", "experiment", "run"},
     "demo": {"store", "experiment", "run", "report"},
-    "commands": {"store", "experiment", "run", "stats", "report", "tracking", "demo"},
+    "commands": {"store", "experiment", "run", "stats", "report", "tracking", "demo", "trace"},
     "cli": {"commands"},
 }
 EVERYONE = {"errors", "records", "__version__", "lazy_attribute", "release_freed_memory"}
@@ -98,6 +99,14 @@ LAYERS = {
     ],
     "tracking": ["mlflow_runs", "live_tracking"],
     "run": ["attempt", "compile_caches", "node", "process", "boot", "placement", "driver"],
+    "trace": [
+        "name_maps",
+        "tensor_diff",
+        "config_fields",
+        "trace_plan",
+        "compare_steps",
+        "trace_run",
+    ],
     "demo": [
         "tiny_models",
         "dflash",

@@ -62,7 +62,7 @@ def reference_definition(
     """The reference's part of its arm's definition (the manifest, the arm's hash)."""
     source = forward_file(ref, spec_file)
     return {
-        **ref.model_dump(mode="json"),
+        **ref.model_dump(mode="json", exclude={"trace_map"}),
         "forward_sha256": hashlib.sha256(source.read_bytes()).hexdigest() if source else None,
         **interpreter_versions(python),
     }

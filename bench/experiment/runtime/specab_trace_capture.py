@@ -16,15 +16,21 @@ tensors, in forward order:
 - final.norm; draft.logits (`compute_logits`, the K mask slots); draft.token_ids.
 Stdlib at import; torch and safetensors only once vLLM runs."""
 
+import functools
 import json
 import os
 
 from specab_patch import report_applied, when_imported
 
 PATCH = "specab_trace_capture"
+# Each wrapper keeps its original's signature (functools.wraps): vLLM's torch.compile
+# decorator reads a model forward's annotations, subclasses' included.
 _DIR = os.environ.get("SPECAB_TRACE_DIR", "")
 _STEPS = int(os.environ.get("SPECAB_TRACE_STEPS") or 0)
-_state = {"step": 0, "current": None, "stash": None, "hooked": False}
+# A bound on what one trace writes: a long prompt's first step alone holds its aux features
+# for every prompt token; past the bound the capture stops and says so.
+_MAX_BYTES = int(float(os.environ.get("SPECAB_TRACE_MAX_MB") or 512) * 2**20)
+_state = {"step": 0, "current": None, "stash": None, "hooked": False, "bytes": 0}
 
 
 def _put(name, tensor):
@@ -79,6 +85,7 @@ def _engine(proposer, drafter):
             "sliding_window": getattr(a, "sliding_window", None),
             "rms_norm_eps": getattr(layer.input_layernorm, "variance_epsilon", None),
             "q_norm_eps": getattr(a.q_norm, "variance_epsilon", None),
+            "value_scale": float(getattr(a, "v_scale", None) or 1.0),
         })  # fmt: skip
     cfg = drafter.config
     dflash = getattr(cfg, "dflash_config", None) or {}
@@ -95,6 +102,13 @@ def _engine(proposer, drafter):
 def _write(step, cur):
     from safetensors.torch import save_file
 
+    size = sum(t.numel() * t.element_size() for t in cur.values())
+    if _state["bytes"] + size > _MAX_BYTES:
+        with open(os.path.join(_DIR, "stopped.json"), "w", encoding="utf-8") as f:
+            json.dump({"step": step, "bytes": _state["bytes"], "max_bytes": _MAX_BYTES}, f)
+        _state["step"] = _STEPS  # nothing more
+        return
+    _state["bytes"] += size
     os.makedirs(_DIR, exist_ok=True)
     tmp = os.path.join(_DIR, f".step-{step:03d}.tmp")
     save_file(cur, tmp)
@@ -105,6 +119,7 @@ def _patch_proposer(mod):
     cls = mod.DFlashProposer
     original = cls.propose
 
+    @functools.wraps(original)
     def propose(self, num_speculative_tokens, target_token_ids, target_positions,
                 target_hidden_states, next_token_ids, *args, **kwargs):  # fmt: skip
         step = _state["step"]
@@ -125,10 +140,11 @@ def _patch_proposer(mod):
         finally:
             _state["current"] = None
         if step == 0:
+            os.makedirs(_DIR, exist_ok=True)
             with open(os.path.join(_DIR, "engine.json"), "w", encoding="utf-8") as f:
                 json.dump(_engine(self, self.model), f, indent=1, default=str)
-        _write(step, cur)
         _state["step"] = step + 1
+        _write(step, cur)
         return out
 
     cls.propose = propose
@@ -141,34 +157,40 @@ def _patch_model(mod):
     precompute, normalize = model.precompute_and_store_context_kv, model._normalize_context_k
     forward, embed = model.forward, model.embed_input_ids
 
+    @functools.wraps(combine)
     def combine_hidden_states(self, hidden_states):
         out = combine(self, hidden_states)
         _put("target.aux", hidden_states)
         _put("context.fc", out)
         return out
 
+    @functools.wraps(normalize)
     def _normalize_context_k(self, all_k):
         out = normalize(self, all_k)
         _put("context.k_norm", out)
         _state["stash"] = out  # rotated in place by the caller: read it after
         return out
 
+    @functools.wraps(precompute)
     def precompute_and_store_context_kv(self, *args, **kwargs):
         _state["stash"] = None
         result = precompute(self, *args, **kwargs)
         _put("context.k_rope", _state["stash"])
         return result
 
+    @functools.wraps(forward)
     def model_forward(self, input_ids, positions, *args, **kwargs):
         _put("block.token_ids", input_ids)
         _put("block.positions", positions)
         return forward(self, input_ids, positions, *args, **kwargs)
 
+    @functools.wraps(embed)
     def embed_input_ids(self, input_ids):
         out = embed(self, input_ids)
         _put("block.embeds", out)
         return out
 
+    @functools.wraps(logits)
     def compute_logits(self, hidden_states):
         out = logits(self, hidden_states)
         _put("draft.logits", out)

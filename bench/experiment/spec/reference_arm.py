@@ -39,6 +39,13 @@ class ReferenceForward(BaseModel):
     device: Literal["cpu", "cuda"] = Field(
         "cpu", description="Where the target and the forward run."
     )
+    trace_map: dict[str, str] = Field(
+        default_factory=dict,
+        description="For `specab trace`: trace name -> module path in the forward's module "
+        "(`FUNCTION.module(drafter)`), 'config.FIELD' -> attribute path; extends or overrides "
+        "the built-in map of a forward specab ships (docs/trace.md). Not part of the arm's "
+        "definition: it changes what a trace hooks, not what the arm measures.",
+    )
     dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
         "auto",
         description="The target's dtype in HF transformers; auto: its config's, as vLLM serves "

@@ -1,6 +1,7 @@
 """What specab prints to a terminal: run-ab's end of run (`end_of_run`: the verdict table,
 the sweep's choice, the per-node balance), `specab analyze` / `plan` / `--split-arm`
-(`analysis_view`), `specab gate` (`gate_view`) and `specab status` (`status_view`). Rich
+(`analysis_view`), `specab gate` (`gate_view`), `specab status` (`status_view`) and
+`specab trace` (`trace_view`). Rich
 tables from typed results only."""
 
 # The face loads its modules on first use (PEP 562): `specab status` and the table views
@@ -14,6 +15,7 @@ if TYPE_CHECKING:
     from bench.report.console.end_of_run import print_end, table_console
     from bench.report.console.gate_view import render_gate
     from bench.report.console.status_view import status_line, status_view
+    from bench.report.console.trace_view import render_trace
 
 _WHERE = {
     "print_end": "bench.report.console.end_of_run",
@@ -23,6 +25,7 @@ _WHERE = {
     "render_split": "bench.report.console.analysis_view",
     "status_line": "bench.report.console.status_view",
     "status_view": "bench.report.console.status_view",
+    "render_trace": "bench.report.console.trace_view",
     "table_console": "bench.report.console.end_of_run",
 }
 
@@ -33,5 +36,5 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "print_end", "render_analysis", "render_gate", "render_plan", "render_split",
-    "status_line", "status_view", "table_console",
+    "render_trace", "status_line", "status_view", "table_console",
 ]  # fmt: skip

@@ -1,0 +1,17 @@
+"""`specab trace` (docs/trace.md): where a served drafter departs from its reference forward.
+The layers, each importing only the ones before it: `name_maps` (which reference module
+computes each traced tensor, built in per forward), `tensor_diff` (pure: the comparison in
+forward order, the first divergence, the verdict), `config_fields` (each side's resolved
+geometry), `trace_plan` (the inputs checked, nothing written), `compare_steps` (the answer
+from the trace's files) and `trace_run` (the boot with the capture patch, the replay in the
+reference's interpreter, `trace.json`)."""
+
+from bench.trace.name_maps import BUILT_IN, TRACED_METHODS, forward_order
+from bench.trace.tensor_diff import words
+from bench.trace.trace_plan import MAX_STEPS, TracePlan, plan_trace
+from bench.trace.trace_run import run_trace
+
+__all__ = [
+    "BUILT_IN", "MAX_STEPS", "TRACED_METHODS", "TracePlan", "forward_order", "plan_trace",
+    "run_trace", "words",
+]  # fmt: skip

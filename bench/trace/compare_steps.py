@@ -1,0 +1,51 @@
+"""The trace's answer from its files: the engine's captured steps and the reference's two
+replays of them, compared tensor by tensor (`tensor_diff`), and each side's resolved
+geometry (`config_fields`), as one `TraceResult`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench.records import TraceResult
+from bench.trace.config_fields import config_fields, config_said
+from bench.trace.tensor_diff import Pairs, first_divergence, step_pairs, tensor_diffs, verdict
+from bench.trace.trace_plan import TracePlan
+
+
+def _steps(capture: Path, side: Path, tokens: list[int], layers: int) -> list[Pairs]:
+    from safetensors.numpy import load_file
+
+    out: list[Pairs] = []
+    for path in sorted(capture.glob("step-*.safetensors")):
+        mine = side / path.name
+        if mine.is_file():
+            out.append(step_pairs(load_file(str(path)), load_file(str(mine)), tokens, layers))
+    return out
+
+
+def compare(plan: TracePlan, capture: Path, replayed: Path, tokens: list[int]) -> TraceResult:
+    """Every tensor, the first divergence, the verdict and the geometry fields."""
+    modules = plan.tensors
+    captured = _steps(capture, replayed / "captured", tokens, plan.layers)
+    hf = _steps(capture, replayed / "hf", tokens, plan.layers)
+    tensors = tensor_diffs(captured, plan.layers, modules, plan.threshold)
+    recomputed = tensor_diffs(hf, plan.layers, modules, plan.threshold)
+    first = first_divergence(recomputed, tensors)
+    engine = json.loads((capture / "engine.json").read_text(encoding="utf-8"))
+    reference = json.loads((replayed / "reference.json").read_text(encoding="utf-8"))
+    fields = config_fields(engine, reference)
+    notes = []
+    if len(captured) < plan.steps:
+        notes.append(f"{len(captured)} of the {plan.steps} steps asked for were captured: the "
+                     "request ended first")  # fmt: skip
+    ref = plan.reference.reference
+    assert ref is not None
+    return TraceResult(
+        experiment=plan.spec.experiment.name, arm=plan.served.name,
+        reference_arm=plan.reference.name, forward=ref.forward,
+        probe=f"{plan.probe.set_name}/{plan.probe.id}", steps=len(captured),
+        threshold=plan.threshold, tensors=tensors, recomputed=recomputed,
+        first_divergence=first, verdict=verdict(recomputed, tensors, first), config=fields,
+        notes=[*notes, *config_said(fields)],
+    )  # fmt: skip
