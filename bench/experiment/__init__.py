@@ -56,7 +56,7 @@ from bench.experiment.probes import (
     write_probe_lines,
 )
 from bench.experiment.reference import RUNNER as REFERENCE_RUNNER
-from bench.experiment.reference import runner_job
+from bench.experiment.reference import forward_paths, runner_job
 from bench.experiment.spec import (
     ArmSpec,
     ContainerSpec,
@@ -100,6 +100,7 @@ __all__ = [
     "content_digest",
     "differs",
     "experiment_reference_markdown",
+    "forward_paths",
     "humaneval_probe_lines",
     "image_id",
     "import_prompts",

@@ -59,7 +59,7 @@ from bench.records.replication import (
     replication_advice,
     too_few_boots,
 )
-from bench.records.trace_record import TRACE_VERSION, ConfigField, TensorDiff, TraceResult
+from bench.records.trace_record import ConfigField, TensorDiff, TraceResult
 
 __all__ = [
     "ACCEPTANCE_METRICS",
@@ -83,7 +83,6 @@ __all__ = [
     "SCREEN_SPENDING",
     "SCREEN_SPREAD",
     "SPEED_METRIC",
-    "TRACE_VERSION",
     "AcceptanceSource",
     "BootRecord",
     "ConfigField",

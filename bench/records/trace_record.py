@@ -8,8 +8,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-TRACE_VERSION = 1
-
 
 class _Trace(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -6,12 +6,13 @@ geometry), `trace_plan` (the inputs checked, nothing written), `compare_steps` (
 from the trace's files) and `trace_run` (the boot with the capture patch, the replay in the
 reference's interpreter, `trace.json`)."""
 
-from bench.trace.name_maps import BUILT_IN, TRACED_METHODS, forward_order
-from bench.trace.tensor_diff import words
-from bench.trace.trace_plan import MAX_STEPS, TracePlan, plan_trace
+from bench.trace.config_fields import config_fields, config_said
+from bench.trace.name_maps import forward_order
+from bench.trace.tensor_diff import first_divergence, step_pairs, tensor_diffs, verdict
+from bench.trace.trace_plan import plan_trace
 from bench.trace.trace_run import run_trace
 
 __all__ = [
-    "BUILT_IN", "MAX_STEPS", "TRACED_METHODS", "TracePlan", "forward_order", "plan_trace",
-    "run_trace", "words",
+    "config_fields", "config_said", "first_divergence", "forward_order", "plan_trace",
+    "run_trace", "step_pairs", "tensor_diffs", "verdict",
 ]  # fmt: skip

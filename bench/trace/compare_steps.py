@@ -26,7 +26,8 @@ def _steps(capture: Path, side: Path, tokens: list[int], layers: int) -> list[Pa
 
 def compare(plan: TracePlan, capture: Path, replayed: Path, tokens: list[int]) -> TraceResult:
     """Every tensor, the first divergence, the verdict and the geometry fields."""
-    modules = plan.tensors
+    modules = {**plan.tensors, "target.aux": "HF transformers run of the target (aux layers)",
+               "draft.logits": "the forward's return"}  # fmt: skip
     captured = _steps(capture, replayed / "captured", tokens, plan.layers)
     hf = _steps(capture, replayed / "hf", tokens, plan.layers)
     tensors = tensor_diffs(captured, plan.layers, modules, plan.threshold)

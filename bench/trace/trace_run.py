@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.errors import SpecabError
-from bench.experiment import Experiment, build_manifest
+from bench.experiment import Experiment, build_manifest, forward_paths
 from bench.records import ProbeRecord, TraceResult
 from bench.trace.compare_steps import compare
 from bench.trace.trace_plan import CAPTURE_PATCH, REPLAY, TracePlan
@@ -86,8 +86,6 @@ def boot_once(spec: Experiment, spec_file: Path, root: Path) -> ProbeRecord:
 
 def replay(plan: TracePlan, capture: Path, tokens: list[int], out: Path) -> None:
     """The reference arm's interpreter replays the captured steps into `out`."""
-    from bench.experiment.reference.forward_source import forward_paths
-
     ref = plan.reference
     assert ref.reference is not None
     job = {

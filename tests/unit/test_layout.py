@@ -49,6 +49,7 @@ LAYERS = {
         "claim",
         "count_lists",
         "loaded_results",
+        "trace_record",
     ],
     "store": [
         "atomic_files",
