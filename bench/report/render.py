@@ -43,7 +43,7 @@ from bench.report.tables import (
     variance_table,
 )
 from bench.stats import Analysis, AnalysisOptions, analyze, probe_columns
-from bench.store import atomic_write_bytes, load_results
+from bench.store import atomic_write_bytes, load_results, load_traces
 
 
 def figure_png(fig: Figure) -> bytes:
@@ -137,7 +137,8 @@ def write_report(results: Results, analysis: Analysis, out_dir: str | Path | Non
         raise ValueError("results built in memory have no directory: pass out_dir")
     identity = output_identity(results.probes, analysis.baseline, results.arms())
     figures = render_figures(build_figures(results, analysis, identity))
-    parts = sections(results, analysis, identity)
+    traces = load_traces(results.root) if results.root is not None else []
+    parts = sections(results, analysis, identity, traces)
     title = f"specab report: {results.experiment}"
     md, page = markdown_page(title, parts, figures), html_page(title, parts, figures)
     for f in figures:

@@ -3,9 +3,18 @@ verdicts, arms, speed, accepted length, per category, provenance, identity, note
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pandas as pd
 
-from bench.records import ACCEPTANCE_METRICS, DEFAULT_MARGINS, METRIC, SPEED_METRIC, Results
+from bench.records import (
+    ACCEPTANCE_METRICS,
+    DEFAULT_MARGINS,
+    METRIC,
+    SPEED_METRIC,
+    Results,
+    TraceResult,
+)
 from bench.report.tables import (
     Heading,
     accepted_length_table,
@@ -128,11 +137,33 @@ def _parity(analysis: Analysis) -> str:
     return "\n".join(f"- {parity_sentence(p)}" for p in analysis.parity)
 
 
+def _traces(traces: Sequence[TraceResult]) -> list[Section]:
+    """One section per `specab trace` beside the run: its verdict, the geometry that
+    differs, and the tensors in forward order."""
+    out: list[Section] = []
+    for t in traces:
+        said = [f"{t.verdict}.", *(f"- {n}." for n in t.notes)]
+        aux = [d for d in t.recomputed if d.name == "target.aux"]  # against an HF run
+        rows = pd.DataFrame(
+            [{"tensor": d.name, "rel": f"{d.rel:.3g}", "cosine": f"{d.cosine:.6f}",
+              "max |Δ|": f"{d.max_abs:.3g}", "agrees": "yes" if d.agrees else "**departs**"}
+             for d in [*aux, *t.tensors]]
+        )  # fmt: skip
+        head = f"Where serving departs: {t.arm} against {t.reference_arm}"
+        where = f"({t.forward}; probe {t.probe}, {t.steps} steps, threshold rel {t.threshold:g})"
+        out.append((head, " ".join([where, *said[:1]]) + "\n" + "\n".join(said[1:]), rows))
+    return out
+
+
 def sections(
-    results: Results, analysis: Analysis, identity: pd.DataFrame | None = None
+    results: Results,
+    analysis: Analysis,
+    identity: pd.DataFrame | None = None,
+    traces: Sequence[TraceResult] = (),
 ) -> list[Section]:
     """The report's sections in reading order; `identity`: `output_identity`'s table, when
-    the caller has it already (the figures use it too)."""
+    the caller has it already (the figures use it too); `traces`: `specab trace`'s answers
+    beside the run."""
     arms = results.arms()
     base = analysis.baseline
     prov = provenance(results, base)
@@ -192,6 +223,7 @@ def sections(
             else []
         ),
         *([("Served against trained", _parity(analysis), None)] if analysis.parity else []),
+        *_traces(traces),
         ("Provenance", where, prov["arms"]),
         ("Output identity", ident_text, identity),
         *([("Notes", "\n".join(f"- {n.rstrip('.')}." for n in notes), None)] if notes else []),

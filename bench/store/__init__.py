@@ -26,7 +26,7 @@ from bench import lazy_attribute
 if TYPE_CHECKING:
     from bench.store.atomic_files import atomic_write_bytes, atomic_write_json
     from bench.store.campaign import CampaignStatus, campaign_status
-    from bench.store.load import load_results
+    from bench.store.load import load_results, load_traces
     from bench.store.parquet_rows import load_manifest
     from bench.store.references import load_reference, save_reference
     from bench.store.versions import RESULTS_READERS, upgraded
@@ -45,6 +45,7 @@ _WHERE = {
     "load_manifest": "bench.store.parquet_rows",
     "load_reference": "bench.store.references",
     "load_results": "bench.store.load",
+    "load_traces": "bench.store.load",
     "read_claim": "bench.store.writer_claim",
     "save_reference": "bench.store.references",
 }
@@ -57,5 +58,6 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "RESULTS_READERS", "CampaignStatus", "ResultsWriter", "acquire_claim", "atomic_write_bytes",
     "atomic_write_json", "campaign_status", "load_manifest", "load_reference", "load_results",
+    "load_traces",
     "read_claim", "save_reference", "upgraded",
 ]  # fmt: skip

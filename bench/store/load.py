@@ -24,6 +24,7 @@ from bench.records import (
     Manifest,
     ProbeRecord,
     Results,
+    TraceResult,
 )
 from bench.store.parquet_rows import VERSION_COLUMNS, check_arm_versions, load_manifest, read_dir
 from bench.store.validity import check_counts, check_probes
@@ -229,3 +230,18 @@ def results_from_parts(
     pa.default_memory_pool().release_unused()  # the checks' temporaries (10^6 rows: 44 MB)
     release_freed_memory()
     return Results(root=root, manifest=manifest, boots=boots, probes=probes)
+
+
+def load_traces(root: str | Path) -> list[TraceResult]:
+    """The traces `specab trace` wrote under a results directory (`trace/<arm>/trace.json`),
+    in arm order; one this specab cannot read is refused, naming it."""
+    out = []
+    for path in sorted(Path(root).glob("trace/*/trace.json")):
+        try:
+            out.append(TraceResult.model_validate_json(path.read_text(encoding="utf-8")))
+        except ValueError as exc:
+            raise SpecabError(
+                f"not a trace this specab reads: {str(exc).splitlines()[0]}", file=path,
+                fix="trace the arm again (specab trace) or remove that directory",
+            ) from None  # fmt: skip
+    return out

@@ -5,9 +5,11 @@ capture patch, its first verify steps replayed in the demo drafter's own trainin
   rope, with the K after k-norm before it agreeing; the geometry table says why: rotary_dim
   16 of 64 served, 64 of 64 in training. Exit 1.
 - `config-fix` traces clean: every tensor within the threshold. Exit 0.
-- A planted value scale (`dflash_config.attention_value_scale = 4`, which the demo never
-  ships): the attention output departs by relative error 3 at cosine 1.0000, a pure scale
-  error that a cosine decision would have passed."""
+- Planted departures the demo never ships, each localized: a value scale
+  (`dflash_config.attention_value_scale = 4`: the attention output departs by relative
+  error 3 at cosine 1.0000, a pure scale error a cosine decision would have passed); aux
+  layers one below the trained ones (the target's features depart, before anything in the
+  drafter); `rms_norm_eps` 0.5 (the context K after the k-norm departs)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,15 @@ name = "value-scale"
 description = "Planted: the attention's values scaled by 4 (the demo never ships this)."
 draft_config = { partial_rotary_factor = 1.0, dflash_config = { mask_token_id = 1, \
 target_layer_ids = [1, 3], attention_value_scale = 4.0 } }
+[[arms]]
+name = "aux-off-by-one"
+description = "Planted: every aux layer one below the trained ones."
+draft_config = { partial_rotary_factor = 1.0, dflash_config = { mask_token_id = 1, \
+target_layer_ids = [0, 2] } }
+[[arms]]
+name = "norm-eps"
+description = "Planted: rms_norm_eps 0.5 where training used 1e-6."
+draft_config = { partial_rotary_factor = 1.0, rms_norm_eps = 0.5 }
 """
 
 
@@ -69,7 +80,7 @@ def test_the_shipped_drafter_departs_at_its_rotary_and_the_config_fix_traces_cle
     assert len(fixed["tensors"]) >= 10 and fixed["steps"] == 3
 
 
-def test_a_pure_scale_error_is_caught_by_relative_error_where_cosine_reads_one(
+def test_planted_departures_are_each_localized_and_a_scale_error_is_caught_at_cosine_one(
     tmp_path: Path,
 ) -> None:
     spec = tmp_path / "planted.toml"
@@ -83,6 +94,16 @@ def test_a_pure_scale_error_is_caught_by_relative_error_where_cosine_reads_one(
     assert rc == 1
     assert planted["first_divergence"] == "layers.0.attn_out"
     attn = _by_name(planted)["layers.0.attn_out"]
-    assert attn["rel"] > 2.5 and attn["cosine"] > 0.9999, attn
+    assert attn["rel"] > 2.5 and attn["cosine"] > 0.9999, attn  # cosine would call it equal
     differs = {f["field"] for f in planted["config"] if f["differs"]}
     assert differs == {"layers.0.value_scale"}
+
+    rc, aux = _trace(spec, "aux-off-by-one", tmp_path / "aux")
+    assert rc == 1 and aux["first_divergence"] == "target.aux", aux["verdict"]
+    assert "served aux_layer_ids [0, 2]; reference [1, 3]" in aux["notes"]
+
+    rc, eps = _trace(spec, "norm-eps", tmp_path / "eps")
+    assert rc == 1 and eps["first_divergence"] == "layers.0.context_k_norm", eps["verdict"]
+    assert {"layers.0.rms_norm_eps", "layers.0.q_norm_eps"} <= {
+        f["field"] for f in eps["config"] if f["differs"]
+    }

@@ -183,3 +183,33 @@ name = "shipped"
     assert run(["trace", str(alone), "--arm", "shipped", "--out", str(tmp_path / "t")]) == 2
     assert "no reference arm drives the drafter" in capsys.readouterr().err
     assert not (tmp_path / "t").exists()
+
+
+def test_the_report_renders_each_trace_beside_the_run_and_refuses_one_it_cannot_read(
+    tmp_path: Path,
+) -> None:
+    from bench.records import ConfigField, TensorDiff, TraceResult
+    from bench.report import render_report
+    from bench.simulate import simulate_results
+
+    root = simulate_results(tmp_path / "run", {"reference": 0.0, "shipped": -0.3}, prompts=10)
+    diff = {"engine_module": "e", "reference_module": "r", "shape": [5, 8], "steps": 3,
+            "max_abs": 9.0, "cosine": 0.1}  # fmt: skip
+    trace = TraceResult(
+        experiment="sim", arm="shipped", reference_arm="reference", forward="m:f", probe="s/1",
+        steps=3, threshold=0.02,
+        tensors=[TensorDiff(name="layers.0.q_rope", rel=1.4, agrees=False, **diff)],
+        recomputed=[TensorDiff(name="target.aux", rel=0.004, agrees=True, **diff)],
+        first_divergence="layers.0.q_rope", verdict="draft layer 0 q after rope departs",
+        config=[ConfigField(field="layers.0.rotary_dim", engine=16, reference=64, differs=True)],
+        notes=["served layers.0.rotary_dim 16 of 64; reference 64 of 64"],
+    )  # fmt: skip
+    (root / "trace" / "shipped").mkdir(parents=True)
+    (root / "trace" / "shipped" / "trace.json").write_text(trace.model_dump_json())
+    md = (render_report(root).parent / "report.md").read_text()
+    section = md[md.index("## Where serving departs: shipped against reference") :]
+    assert "draft layer 0 q after rope departs." in section
+    assert "served layers.0.rotary_dim 16 of 64; reference 64 of 64" in section
+    assert "| layers.0.q_rope | 1.4 |" in section and "| target.aux | 0.004 |" in section
+    (root / "trace" / "shipped" / "trace.json").write_text('{"schema_version": 9}')
+    assert run(["report", str(root)]) == 2
