@@ -129,6 +129,12 @@ def boot(
 def trace(
     experiment_file: ExperimentFile,
     arm: Annotated[str, typer.Option("--arm", help="Served arm to trace.")],
+    reference: Annotated[
+        str | None,
+        typer.Option(
+            "--reference", help="Reference arm to replay in (default: the first of the drafter's)."
+        ),
+    ] = None,
     probe: Annotated[
         str | None, typer.Option("--probe", help="Probe to trace, SET/ID or ID (default: first).")
     ] = None,
@@ -147,10 +153,10 @@ def trace(
     same drafter; the first tensor that departs, and the config fields each side resolved."""
     from bench.experiment import load_experiment, preflight
     from bench.report import render_trace
-    from bench.trace import plan_trace, run_trace
+    from bench.trace import TraceAsk, plan_trace, run_trace
 
     spec = load_experiment(experiment_file)
-    plan = plan_trace(spec, experiment_file, arm, probe, steps, threshold)
+    plan = plan_trace(spec, experiment_file, TraceAsk(arm, reference, probe, steps, threshold))
     preflight(experiment_file, spec=spec, arms=[arm, plan.reference.name])
     root = out or Path("results") / spec.experiment.name / "trace" / arm
     if root.exists() and any(root.iterdir()):

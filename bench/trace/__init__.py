@@ -9,10 +9,10 @@ reference's interpreter, `trace.json`)."""
 from bench.trace.config_fields import config_fields, config_said
 from bench.trace.name_maps import forward_order
 from bench.trace.tensor_diff import first_divergence, step_pairs, tensor_diffs, verdict
-from bench.trace.trace_plan import plan_trace
+from bench.trace.trace_plan import TraceAsk, plan_trace
 from bench.trace.trace_run import run_trace
 
 __all__ = [
-    "config_fields", "config_said", "first_divergence", "forward_order", "plan_trace",
+    "TraceAsk", "config_fields", "config_said", "first_divergence", "forward_order", "plan_trace",
     "run_trace", "step_pairs", "tensor_diffs", "verdict",
 ]  # fmt: skip

@@ -37,14 +37,23 @@ def _refuse(message: str, field: str, fix: str, file: Path) -> SpecabError:
     return SpecabError(message, file=file, field=field, fix=fix)
 
 
-def _reference_of(spec: Experiment, file: Path, served: ResolvedArm) -> ResolvedArm:
-    """The reference arm of the drafter `served` serves (the first, in file order)."""
+def _reference_of(
+    spec: Experiment, file: Path, served: ResolvedArm, wanted: str | None
+) -> ResolvedArm:
+    """The reference arm of the drafter `served` serves: `wanted`, else the first in file
+    order."""
     for arm in spec.arms:
-        if arm.reference is None:
+        if arm.reference is None or wanted not in (None, arm.name):
             continue
         ref = resolve_arm(spec, file, arm.name)
         if ref.draft_model == served.draft_model:
             return ref
+    if wanted is not None:
+        raise _refuse(
+            f"{wanted} is not a reference arm of the drafter {served.draft_model}",
+            "--reference", f"name a reference arm that drives what arm {served.name} serves",
+            file,
+        )  # fmt: skip
     raise _refuse(
         f"no reference arm drives the drafter {served.draft_model} that arm {served.name} "
         "serves", "arms", "add a reference arm of that drafter (docs/reference-forward.md)",
@@ -90,15 +99,25 @@ def _probe(spec: Experiment, file: Path, wanted: str | None) -> Probe:
                   f"name a probe as SET/ID or ID (e.g. {near})", file)  # fmt: skip
 
 
-def plan_trace(
-    spec: Experiment, file: Path, arm: str, probe: str | None, steps: int, threshold: float
-) -> TracePlan:
+@dataclass(frozen=True)
+class TraceAsk:
+    """What the user asked to trace (the command's options)."""
+
+    arm: str
+    reference: str | None = None  # default: the drafter's first reference arm
+    probe: str | None = None  # SET/ID or ID; default: the first probe
+    steps: int = 4
+    threshold: float = 0.02
+
+
+def plan_trace(spec: Experiment, file: Path, ask: TraceAsk) -> TracePlan:
     """Every input checked and resolved (SpecabError: one line, nothing written)."""
+    arm, probe, steps, threshold = ask.arm, ask.probe, ask.steps, ask.threshold
     if not 1 <= steps <= MAX_STEPS:
         raise _refuse(f"--steps {steps} is out of bounds", "--steps",
                       f"trace 1 to {MAX_STEPS} verify steps", file)  # fmt: skip
     served = _served(spec, file, arm)
-    reference = _reference_of(spec, file, served)
+    reference = _reference_of(spec, file, served, ask.reference)
     assert reference.reference is not None and reference.draft_model is not None
     forward = reference.reference.forward
     entries = name_map(forward, reference.reference.trace_map)

@@ -143,6 +143,7 @@ speculative_config = {{ method = "eagle3", model = "{MODELS / "eagle3-trained"}"
         (["--arm", "nope"], "--arm", "no arm named 'nope'"),
         (["--arm", "shipped", "--probe", "stdlib-8/none"], "--probe", "no probe"),
         (["--arm", "shipped", "--steps", "17"], "--steps", "out of bounds"),
+        (["--arm", "shipped", "--reference", "nospec"], "--reference", "not a reference arm"),
     ],
 )
 def test_bad_input_is_refused_in_one_line_before_anything_is_written(
