@@ -52,7 +52,31 @@ _DEMO_DFLASH = {
     "config.layers.{i}.q_norm_eps": "layers.{i}.self_attn.q_norm.variance_epsilon",
 }
 
+# speculators' DFlashDraftModel: its rope is a function (no q, k or context K after rope to
+# hook); its k-norm runs once over [context, block], the context's rows first; its aux
+# layers, numbered as HF's hidden_states, are read as decoder layers (one less).
+_SPECULATORS_DFLASH = {
+    "config.aux_layer_ids": "specab_aux_layers",
+    "context.fc": "fc",
+    "layers.{i}.context_k_norm": "layers.{i}.self_attn.k_norm",
+    "block.embeds": "embed_tokens",
+    "layers.{i}.input_norm": "layers.{i}.input_layernorm",
+    "layers.{i}.attn_out": "layers.{i}.self_attn",
+    "layers.{i}.mlp_out": "layers.{i}.mlp",
+    "final.norm": "norm",
+    "config.mask_token_id": "config.mask_token_id",
+    "config.final_norm_eps": "norm.variance_epsilon",
+    "config.layers.{i}.head_dim": "layers.{i}.self_attn.head_dim",
+    "config.layers.{i}.rotary_dim": "specab_rotary_dim",
+    "config.layers.{i}.rope_style": '="neox"',
+    "config.layers.{i}.causal": "=false",
+    "config.layers.{i}.value_scale": "=1.0",
+    "config.layers.{i}.rms_norm_eps": "layers.{i}.input_layernorm.variance_epsilon",
+    "config.layers.{i}.q_norm_eps": "layers.{i}.self_attn.q_norm.variance_epsilon",
+}
+
 BUILT_IN: dict[str, dict[str, str]] = {
+    "specab_speculators:dflash_logits": _SPECULATORS_DFLASH,
     "bench.demo.training_forward:dflash_logits": _DEMO_DFLASH,
     "bench.demo.training_forward:dflash_declared_logits": _DEMO_DFLASH,
 }

@@ -4,6 +4,8 @@ capture patch, its first verify steps replayed in the demo drafter's own trainin
   features agree, and the first tensor that departs is draft layer 0's context K after
   rope, with the K after k-norm before it agreeing; the geometry table says why: rotary_dim
   16 of 64 served, 64 of 64 in training. Exit 1.
+  Replayed in speculators' definition of the drafter instead, the attention output is the
+  first hooked tensor that departs (its rope is a function), with the same geometry.
 - `config-fix` traces clean: every tensor within the threshold. Exit 0.
 - Planted departures the demo never ships, each localized: a value scale
   (`dflash_config.attention_value_scale = 4`: the attention output departs by relative
@@ -48,8 +50,8 @@ draft_config = { partial_rotary_factor = 1.0, rms_norm_eps = 0.5 }
 """
 
 
-def _trace(spec: Path, arm: str, out: Path) -> tuple[int, dict]:  # type: ignore[type-arg]
-    rc = run(["trace", str(spec), "--arm", arm, "--steps", "3", "--out", str(out)])
+def _trace(spec: Path, arm: str, out: Path, *more: str) -> tuple[int, dict]:  # type: ignore[type-arg]
+    rc = run(["trace", str(spec), "--arm", arm, "--steps", "3", "--out", str(out), *more])
     return rc, json.loads((out / "trace.json").read_text())
 
 
@@ -72,6 +74,13 @@ def test_the_shipped_drafter_departs_at_its_rotary_and_the_config_fix_traces_cle
     assert "served layers.0.rotary_dim 16 of 64; reference 64 of 64" in shipped["notes"]
     differs = {f["field"] for f in shipped["config"] if f["differs"]}
     assert differs == {"layers.0.rotary_dim"}
+
+    # speculators' definition of the drafter: its rope is a function, not hooked, so the
+    # attention output is the first hooked tensor that departs; its geometry says why
+    rc, other = _trace(PARITY, "shipped", tmp_path / "spec", "--reference", "reference-speculators")
+    assert rc == 1 and other["first_divergence"] == "layers.0.attn_out", other["verdict"]
+    assert _by_name(other)["layers.0.input_norm"]["agrees"]
+    assert "served layers.0.rotary_dim 16 of 64; reference 64 of 64" in other["notes"]
 
     rc, fixed = _trace(PARITY, "config-fix", tmp_path / "config-fix")
     assert rc == 0, fixed["verdict"]

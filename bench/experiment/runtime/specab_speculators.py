@@ -40,6 +40,10 @@ def _model(drafter, verifier):
     """The drafter in speculators' class, with the verifier's embedding and LM head."""
     model = _converted(drafter, verifier)
     model.load_verifier_weights()
+    # The target's decoder layers it reads, numbered as vLLM and z-lab number them (the
+    # trace's name map compares them with what vLLM resolved).
+    model.specab_aux_layers = [int(i) - 1 for i in model.target_layer_ids]
+    model.specab_rotary_dim = 2 * int(model.rotary_emb.inv_freq.numel())  # dims it rotates
     return model.float().eval()
 
 
@@ -111,3 +115,5 @@ def _check(drafter):
 
 
 dflash_logits.check = _check
+# The trace's hook (docs/trace.md): the very instance `dflash_logits` runs for this target.
+dflash_logits.module = lambda drafter, target: _model(drafter, str(target.name_or_path))

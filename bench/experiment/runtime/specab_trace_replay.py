@@ -35,7 +35,17 @@ def _forward(job):
     if not callable(getter):
         raise SystemExit(f"specab trace: {job['forward']} has no .module(drafter) to hook; "
                          "see docs/trace.md")  # fmt: skip
-    return fn, getter(job["drafter"])
+    return fn, getter
+
+
+def _module(getter, drafter, target):
+    """FUNCTION.module(drafter), or (drafter, target) for a forward whose module needs the
+    target (speculators' takes its embedding and LM head from it)."""
+    import inspect
+
+    if len(inspect.signature(getter).parameters) >= 2:
+        return getter(drafter, target)
+    return getter(drafter)
 
 
 def _attr(root, path):
@@ -106,7 +116,8 @@ def main(job_path, out_dir):
     target = AutoModelForCausalLM.from_pretrained(
         job["target"], dtype=dtype if dtype == "auto" else getattr(torch, dtype)
     ).eval()
-    fn, module = _forward(job)
+    fn, getter = _forward(job)
+    module = _module(getter, job["drafter"], target)
     hooks = _Hooks(module, target, job["map"], torch)
     aux_ids = [int(i) for i in _attr(module, job["config"]["aux_layer_ids"])]
     final = [int(t) for t in job["tokens"]]
