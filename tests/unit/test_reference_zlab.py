@@ -33,7 +33,9 @@ def test_z_labs_class_proposes_what_the_demos_training_forward_proposes(tmp_path
     keys = ("drafts", "accepted_per_pos", "step_accepted", "output_ids")
     probes = demo_probes(6, 64)
     zlab = "specab_zlab_dflash:dflash_logits"
-    at = {"dtype": "auto"}  # the target as vLLM serves it, both sides alike
+    # float32: a bf16 target's CPU kernels differ between machines (AVX-512 BF16 or not) by
+    # enough to move the normed forward's pos0 from 0.514 to 0.598 on the same six probes
+    at = {"dtype": "float32"}
     demo = run_runner(tmp_path, "demo", probes, forward=TRAINED, **at)
     raw = run_runner(tmp_path, "raw", probes, forward=f"{zlab}_raw", **at)
     assert [{k: r[k] for k in keys} for r in raw] == [{k: r[k] for k in keys} for r in demo]
@@ -42,7 +44,7 @@ def test_z_labs_class_proposes_what_the_demos_training_forward_proposes(tmp_path
     )
     pos0 = [sum(r["accepted_per_pos"][0] for r in x) / sum(r["drafts"] for r in x)
             for x in (raw, normed)]  # fmt: skip
-    assert pos0[1] < pos0[0] - 0.06, pos0  # 0.641 and 0.514 here
+    assert pos0[1] < pos0[0] - 0.06, pos0  # 0.656 and 0.545 here
     assert [r["output_ids"] for r in normed] == [r["output_ids"] for r in raw]  # greedy target
 
 
