@@ -29,12 +29,12 @@ $(STAMP): pyproject.toml Makefile
 	# datasets/requests/tqdm would fight vLLM's, so none of them.
 	$(BIN)/python -m pip install -q --no-compile --no-deps 'dflash==0.1.0'
 	# speculators' DFlash definition, for the built-in reference forward and its test
-	# (specab_speculators.py): without its torchvision/torchaudio, which break vLLM here; its
-	# model modules import its training data module, hence datasets (z-lab's pin) and
-	# hs-connectors.
-	$(BIN)/python -m pip install -q --no-compile --no-deps 'speculators==0.9.0'
-	$(BIN)/python -m pip install -q --no-compile 'datasets==5.0.1' 'hs-connectors==0.9.0' \
-		'loguru>=0.7.2,<=0.7.3'
+	# (specab_speculators.py): without its torchvision/torchaudio, which break vLLM here. Its
+	# model modules import its training data module, hence datasets and hs-connectors; all
+	# without dependencies, since datasets' pins would move huggingface_hub and fsspec under
+	# vLLM (they import fine beside the versions vLLM resolved; dill comes with vLLM's depyf).
+	$(BIN)/python -m pip install -q --no-compile --no-deps 'speculators==0.9.0' \
+		'datasets==5.0.1' 'hs-connectors==0.9.0' 'multiprocess==0.70.19' 'xxhash==4.1.0'
 	$(BIN)/python -c "import torch, transformers, vllm; print('vllm', vllm.__version__, 'torch', torch.__version__)"
 	touch $(STAMP)
 
