@@ -9,9 +9,7 @@ names a divergence, 2 on bad input."""
 from __future__ import annotations
 
 import math
-import shutil
 import socket
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -61,7 +59,7 @@ def _boot_and_report(
     boot_index: int,
 ) -> int:
     """Claim the attempt, boot it, write it under the directory's claim, print the summary."""
-    from bench.run import BootRequest, NodeEnvironment, boot_seed, guarded_boot
+    from bench.run import BootRequest, boot_here, boot_seed
 
     host = socket.gethostname()
     attempt = ledger.claim(writer, arm, boot_index, block=boot_index, host=host)
@@ -69,11 +67,7 @@ def _boot_and_report(
     log = writer.log_path(attempt.boot_id)
     console = Console(highlight=False)
     console.print(f"booting {arm} (boot {boot_index}, attempt {attempt.number}) ...")
-    workdir = Path(tempfile.mkdtemp(prefix="specab-boot-"))
-    try:
-        outcome = guarded_boot(req, NodeEnvironment(workdir=workdir, log_file=log))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
+    outcome = boot_here(req, log)
     writer.write_boot(outcome.record, outcome.probes)
     record = outcome.record
     for line in summary_lines(record, outcome.probes):

@@ -7,7 +7,7 @@ capacity, the task, remote gang members); `driver` (run-ab: order, dispatch, ret
 resume, looks, progress)."""
 
 from bench.run.attempt import Attempt
-from bench.run.boot import BootOutcome, BootRequest, guarded_boot, run_boot
+from bench.run.boot import BootOutcome, BootRequest, boot_here, guarded_boot, run_boot
 from bench.run.compile_caches import (
     disk_bytes,
     evict_caches,
@@ -44,6 +44,7 @@ __all__ = [
     "NodeEnvironment",
     "RunOptions",
     "RunSummary",
+    "boot_here",
     "boot_seed",
     "cache_state",
     "cpu_binding_for",

@@ -8,10 +8,8 @@ boot's results directory, as `specab boot` writes it), `replay/` (the reference'
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +57,7 @@ def traced_spec(plan: TracePlan, probe_file: Path, capture: Path) -> Experiment:
 def boot_once(spec: Experiment, spec_file: Path, root: Path) -> ProbeRecord:
     """Boot the traced arm once into `root`; its probe's record (SpecabError, naming the
     boot's root cause, when the boot fails)."""
-    from bench.run import BootRequest, Ledger, NodeEnvironment, boot_seed, guarded_boot
+    from bench.run import BootRequest, Ledger, boot_here, boot_seed
     from bench.store import ResultsWriter
 
     arm = spec.arms[0].name
@@ -68,11 +66,7 @@ def boot_once(spec: Experiment, spec_file: Path, root: Path) -> ProbeRecord:
         attempt = Ledger.read(root).claim(writer, arm, 0, block=0, host=socket.gethostname())
         req = BootRequest(spec, str(spec_file), attempt, boot_seed(spec, arm, 0))
         log = writer.log_path(attempt.boot_id)
-        workdir = Path(tempfile.mkdtemp(prefix="specab-trace-"))
-        try:
-            outcome = guarded_boot(req, NodeEnvironment(workdir=workdir, log_file=log))
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+        outcome = boot_here(req, log)
         writer.write_boot(outcome.record, outcome.probes)
     finally:
         writer.close()

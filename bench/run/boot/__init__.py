@@ -16,7 +16,7 @@ from bench.run.boot.counters import (
     positions_in_metrics,
 )
 from bench.run.boot.failure_reason import one_line
-from bench.run.boot.guarded import guarded_boot
+from bench.run.boot.guarded import boot_here, guarded_boot
 from bench.run.boot.lanes import lane_of
 from bench.run.boot.node_prep import IMAGE_UNREAD, image_problem, prepare_node
 from bench.run.boot.one_boot import (
@@ -41,6 +41,7 @@ __all__ = [
     "Sampling",
     "SpecCounts",
     "StartGates",
+    "boot_here",
     "built_for_preflight",
     "check_boot_total",
     "check_counts",

@@ -4,7 +4,10 @@ with it."""
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 from bench.run.boot.one_boot import BootOutcome, BootRequest, run_boot
 from bench.run.node import NodeEnvironment
@@ -18,3 +21,12 @@ def guarded_boot(
 
     with BootGuard(node.guard_file(req.attempt.boot_id), grace_s=5.0) as guard:
         return run_boot(req, node, on_started=on_started, watch=guard)
+
+
+def boot_here(req: BootRequest, log: Path) -> BootOutcome:
+    """`guarded_boot` on this machine, in a work directory of its own removed after it."""
+    workdir = Path(tempfile.mkdtemp(prefix="specab-boot-"))
+    try:
+        return guarded_boot(req, NodeEnvironment(workdir=workdir, log_file=log))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
