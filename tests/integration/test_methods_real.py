@@ -217,8 +217,11 @@ def test_the_served_drafters_decode_as_their_training_forwards_token_for_token(
     """Served against trained (docs/reference-forward.md): each trained drafter's reference
     arm drove its own training forward offline over the same probes. vLLM tokenized every
     prompt as the reference did (else `analyze` refuses), its outputs are the reference's
-    token for token on most probes (the rest part at a near-tie: vLLM runs bf16, the
-    reference float32), and acceptance agrees within 0.03."""
+    token for token on most probes (the rest part at a near-tie of the two sides' CPU
+    kernels), and where the tokens agree acceptance agrees within 0.03. Over all 12 probes
+    it need not: a probe that parts is other text from the near-tie on (here EAGLE-3 0.715
+    against 0.761 overall, 0.735 against 0.740 on the 9 probes that agree, on a CPU with
+    AVX-512 BF16 kernels)."""
     root = methods_run[0]
     pr = load_results(root).probes
     for served, ref in REFERENCES.items():
@@ -226,7 +229,7 @@ def test_the_served_drafters_decode_as_their_training_forwards_token_for_token(
         assert list(s["prompt_ids_sha256"]) == list(r["prompt_ids_sha256"])
         pairs = zip(s["output_token_ids"], r["output_token_ids"], strict=True)
         assert sum(list(a) == list(b) for a, b in pairs) >= 0.75 * len(s), served
-        pos0 = [_per_pos(x, "accepted_per_pos")[0] / int(x["num_drafts"].sum()) for x in (s, r)]
+        pos0 = _pos0_where_tokens_agree(s, r)
         assert abs(pos0[0] - pos0[1]) < 0.03, (served, pos0)
     capsys.readouterr()
     assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
@@ -243,15 +246,19 @@ def test_a_planted_mismatch_departs_from_the_training_forward_while_its_tokens_d
     """The EAGLE-3 head served with its aux layers off by one: vLLM boots it and serves the
     target's own greedy tokens (parity holds on most probes: the drafter decides only what
     is accepted), but it accepts far below the head's training forward on the same probes,
-    where the correctly served head agrees within 0.03. Acceptance, not text, is what tells
-    (here pos0 0.52 against 0.72)."""
+    where the correctly served head agrees within 0.03 on the probes whose tokens agree.
+    Acceptance, not text, is what tells (here pos0 0.54 against 0.76)."""
     root = methods_run[0]
     pr = load_results(root).probes
     rows = {a: pr[pr["arm"] == a] for a in ("eagle3-aux-1", "eagle3", "eagle3-reference")}
     pos0 = {a: _per_pos(r, "accepted_per_pos")[0] / int(r["num_drafts"].sum())
             for a, r in rows.items()}  # fmt: skip
     assert pos0["eagle3-aux-1"] < pos0["eagle3-reference"] - 0.1, pos0
-    assert abs(pos0["eagle3"] - pos0["eagle3-reference"]) < 0.03, pos0
+    served, ref = (
+        rows[a].set_index("probe_id").sort_index() for a in ("eagle3", "eagle3-reference")
+    )
+    agreeing = _pos0_where_tokens_agree(served, ref)
+    assert abs(agreeing[0] - agreeing[1]) < 0.03, (pos0, agreeing)
     capsys.readouterr()
     assert run(["analyze", str(root), "--json", "--resamples", "0"]) == 0
     parity = {(p["arm"], p["reference"]): p for p in json.loads(capsys.readouterr().out)["parity"]}
@@ -261,6 +268,15 @@ def test_a_planted_mismatch_departs_from_the_training_forward_while_its_tokens_d
 
 def _per_pos(rows: Any, col: str) -> list[int]:
     return [sum(int(r[k]) for r in rows[col]) for k in range(K)]
+
+
+def _pos0_where_tokens_agree(served: Any, ref: Any) -> list[float]:
+    """pos0 of each side (rows indexed by probe id, one boot each) on the probes whose
+    output tokens are the same on both: where a near-tie parts them, the rest is other text."""
+    ids = "output_token_ids"
+    same = [k for k in served.index if list(served.loc[k, ids]) == list(ref.loc[k, ids])]
+    return [_per_pos(x.loc[same], "accepted_per_pos")[0] / int(x.loc[same, "num_drafts"].sum())
+            for x in (served, ref)]  # fmt: skip
 
 
 def test_drafted_per_position_tells_ngram_from_the_model_drafters(
