@@ -13,23 +13,30 @@ from bench.trace.tensor_diff import Pairs, first_divergence, step_pairs, tensor_
 from bench.trace.trace_plan import TracePlan
 
 
-def _steps(capture: Path, side: Path, tokens: list[int], layers: int) -> list[Pairs]:
+def _steps(
+    capture: Path, replayed: Path, tokens: list[int], layers: int
+) -> tuple[list[Pairs], list[Pairs]]:
+    """Each captured step (read once) paired with the reference fed the captured features
+    and with the reference fed the HF run's, for every step the replay reached."""
     from safetensors.numpy import load_file
 
-    out: list[Pairs] = []
+    captured: list[Pairs] = []
+    hf: list[Pairs] = []
     for path in sorted(capture.glob("step-*.safetensors")):
-        mine = side / path.name
-        if mine.is_file():
-            out.append(step_pairs(load_file(str(path)), load_file(str(mine)), tokens, layers))
-    return out
+        sides = [replayed / side / path.name for side in ("captured", "hf")]
+        if not all(p.is_file() for p in sides):
+            continue
+        engine = load_file(str(path))
+        for out, side in zip((captured, hf), sides, strict=True):
+            out.append(step_pairs(engine, load_file(str(side)), tokens, layers))
+    return captured, hf
 
 
 def compare(plan: TracePlan, capture: Path, replayed: Path, tokens: list[int]) -> TraceResult:
     """Every tensor, the first divergence, the verdict and the geometry fields."""
     modules = {**plan.tensors, "target.aux": "HF transformers run of the target (aux layers)",
                "draft.logits": "the forward's return"}  # fmt: skip
-    captured = _steps(capture, replayed / "captured", tokens, plan.layers)
-    hf = _steps(capture, replayed / "hf", tokens, plan.layers)
+    captured, hf = _steps(capture, replayed, tokens, plan.layers)
     tensors = tensor_diffs(captured, plan.layers, modules, plan.threshold)
     recomputed = tensor_diffs(hf, plan.layers, modules, plan.threshold)
     first = first_divergence(recomputed, tensors)
