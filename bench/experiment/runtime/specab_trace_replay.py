@@ -19,18 +19,16 @@ token ids and positions:
   catch corrupted features, an aux index off by one or a normed last layer.
 OUT_DIR/reference.json: what the reference resolved (the map's `config` fields)."""
 
-import importlib
 import json
 import os
 import sys
 
+import specab_reference  # beside this script: its forward import and the target's layers
+
 
 def _forward(job):
-    for p in reversed(job.get("path") or []):
-        if p not in sys.path:
-            sys.path.insert(0, p)
-    module, _, name = job["forward"].partition(":")
-    fn = getattr(importlib.import_module(module), name)
+    """The forward and its module getter (specab_reference's import of MODULE:FUNCTION)."""
+    fn = specab_reference._forward(job["forward"], job.get("path") or [])
     getter = getattr(fn, "module", None)
     if not callable(getter):
         raise SystemExit(f"specab trace: {job['forward']} has no .module(drafter) to hook; "
@@ -83,18 +81,6 @@ class _Hooks:
         self.taken, self.calls = {}, {}
 
 
-def _layer_outputs(model, ids, torch):
-    grabbed = {}
-    for i, layer in enumerate(model.model.layers):
-        layer.register_forward_hook(
-            lambda _m, _a, out, i=i: grabbed.__setitem__(
-                i, out[0] if isinstance(out, tuple) else out
-            )
-        )
-    model(input_ids=torch.tensor([ids]))
-    return torch.stack([grabbed[i][0] for i in range(len(grabbed))])  # [L, T, H]
-
-
 def _step(job, fn, hooks, target, layers, tokens, torch):
     hooks.start()
     logits = fn({"layer_outputs": layers, "tokens": torch.tensor(tokens), "k": int(job["k"]),
@@ -124,7 +110,7 @@ def main(job_path, out_dir):
     for side in ("captured", "hf"):
         os.makedirs(os.path.join(out_dir, side), exist_ok=True)
     with torch.no_grad():
-        hf = _layer_outputs(target, final, torch).float()
+        hf = specab_reference._Target(target, torch).run(final)[1].float()
         seen = torch.zeros(hf.shape[1], len(aux_ids) * hf.shape[2])
         for s in range(int(job["steps"])):
             path = os.path.join(job["capture"], f"step-{s:03d}.safetensors")
