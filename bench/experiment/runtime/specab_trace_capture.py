@@ -17,6 +17,7 @@ tensors, in forward order:
 Stdlib at import; torch and safetensors only once vLLM runs."""
 
 import functools
+import inspect
 import json
 import os
 
@@ -119,23 +120,23 @@ def _patch_proposer(mod):
     cls = mod.DFlashProposer
     original = cls.propose
 
+    signature = inspect.signature(original)
+
     @functools.wraps(original)
-    def propose(self, num_speculative_tokens, target_token_ids, target_positions,
-                target_hidden_states, next_token_ids, *args, **kwargs):  # fmt: skip
+    def propose(self, *args, **kwargs):
         step = _state["step"]
         if not _DIR or step >= _STEPS:
-            return original(self, num_speculative_tokens, target_token_ids, target_positions,
-                            target_hidden_states, next_token_ids, *args, **kwargs)  # fmt: skip
+            return original(self, *args, **kwargs)
+        given = signature.bind(self, *args, **kwargs).arguments
         if not _state["hooked"]:
             _hooks(self.model)
             _state["hooked"] = True
         _state["current"] = cur = {}
-        _put("inputs.context_token_ids", target_token_ids)
-        _put("inputs.context_positions", target_positions)
-        _put("inputs.bonus_token_ids", next_token_ids)
+        _put("inputs.context_token_ids", given["target_token_ids"])
+        _put("inputs.context_positions", given["target_positions"])
+        _put("inputs.bonus_token_ids", given["next_token_ids"])
         try:
-            out = original(self, num_speculative_tokens, target_token_ids, target_positions,
-                           target_hidden_states, next_token_ids, *args, **kwargs)  # fmt: skip
+            out = original(self, *args, **kwargs)
             _put("draft.token_ids", out)
         finally:
             _state["current"] = None
